@@ -1,0 +1,563 @@
+//! The agent side of one ABP connection: the handshake, pending calls, timeouts, cancels, progress routing and
+//! elicitation bookkeeping. No clock and no I/O: messages go in through [`AgentCore::handle`], time through
+//! `now` arguments and [`AgentCore::handle_timeout`], and everything to do comes out of [`AgentCore::poll`].
+
+use std::collections::{HashMap, VecDeque};
+
+use super::error::{AbpError, ErrorCode};
+use super::message::{ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
+
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    /// How long to wait for the app's answer after sending a cancel before settling the call locally.
+    pub cancel_grace: f64,
+    /// How long the handshake may take, including the time for the iframe to load.
+    pub connect_timeout: f64,
+    /// First interval between re-sent `initialize` messages (doubles up to one second).
+    pub resend_interval: f64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig { cancel_grace: 1000.0, connect_timeout: 10_000.0, resend_interval: 50.0 }
+    }
+}
+
+/// A call to start.
+#[derive(Clone, Debug)]
+pub struct CallRequest<P> {
+    pub call_id: String,
+    pub capability: String,
+    pub params: P,
+    pub timeout: Option<f64>,
+    pub progress_token: Option<String>,
+    pub reset_timeout_on_progress: bool,
+    pub max_total_timeout: Option<f64>,
+    /// Carried to the outgoing message untouched (postMessage transfer list).
+    pub transfer: Option<P>,
+}
+
+/// How a call settled.
+#[derive(Clone, Debug)]
+pub enum Settlement<P> {
+    /// The app's `call-result` payload, passed through as it came.
+    Remote(P),
+    /// Settled here: cancelled (signal or timeout), disconnected, refused.
+    Local { error: AbpError<P>, cancelled: bool },
+}
+
+/// The answer to an explicit `cancel(callId)`.
+#[derive(Clone, Debug)]
+pub enum CancelAnswer<P> {
+    Remote(P),
+    Local { call_id: String, error: AbpError<P> },
+}
+
+#[derive(Clone, Debug)]
+pub enum AgentOutput<P> {
+    Transmit(Outgoing<P>),
+    Connected { session_id: String, payload: P },
+    ConnectFailed(AbpError<P>),
+    Settled { call_id: String, settlement: Settlement<P> },
+    CancelAnswered { handle: String, answer: CancelAnswer<P> },
+    Progress { call_id: String, payload: P },
+    Notification { event: String, payload: P },
+    CapabilitiesChanged { payload: P },
+    Elicitation { id: String, call_id: Option<String>, payload: P },
+    ElicitationAborted { id: String },
+    Disconnected,
+}
+
+/// Why a call is being cancelled.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AbortKind {
+    Signal(Option<String>),
+    Timeout,
+}
+
+impl AbortKind {
+    fn error<P>(&self) -> AbpError<P> {
+        match self {
+            AbortKind::Signal(reason) => AbpError::cancelled(reason.as_deref()),
+            AbortKind::Timeout => AbpError::timeout(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum State {
+    Idle,
+    Connecting { init_id: String, deadline: f64, next_resend: f64, interval: f64 },
+    Ready { session_id: String },
+    /// `by_user`: closed by `shutdown()` rather than lost.
+    Closed { by_user: bool },
+}
+
+#[derive(Debug)]
+struct Pending {
+    msg_id: String,
+    started: f64,
+    timeout: Option<f64>,
+    deadline: Option<f64>,
+    hard_deadline: Option<f64>,
+    reset_on_progress: bool,
+    token: Option<String>,
+    cancelling: Option<(AbortKind, f64)>,
+}
+
+#[derive(Debug)]
+struct CancelReq {
+    call_id: String,
+    explicit: bool,
+    deadline: f64,
+}
+
+pub struct AgentCore<P> {
+    config: AgentConfig,
+    state: State,
+    ids: IdGen,
+    calls: HashMap<String, Pending>,
+    by_msg: HashMap<String, String>,
+    by_token: HashMap<String, String>,
+    cancels: HashMap<String, CancelReq>,
+    /// elicitation request id → the call that asked
+    elicits: HashMap<String, Option<String>>,
+    out: VecDeque<AgentOutput<P>>,
+}
+
+impl<P: Clone> AgentCore<P> {
+    pub fn new(config: AgentConfig, id_prefix: impl Into<String>) -> Self {
+        AgentCore {
+            config,
+            state: State::Idle,
+            ids: IdGen::new(id_prefix),
+            calls: HashMap::new(),
+            by_msg: HashMap::new(),
+            by_token: HashMap::new(),
+            cancels: HashMap::new(),
+            elicits: HashMap::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Starts the handshake: sends `initialize` and keeps re-sending it (same id) until answered.
+    pub fn connect(&mut self, now: f64) {
+        if self.state != State::Idle {
+            return;
+        }
+        let init_id = self.ids.next_id();
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Initialize { id: init_id.clone() }));
+        let interval = self.config.resend_interval;
+        self.state = State::Connecting {
+            init_id,
+            deadline: now + self.config.connect_timeout,
+            next_resend: now + interval,
+            interval,
+        };
+    }
+
+    pub fn session_id(&self) -> Option<&str> {
+        match &self.state {
+            State::Ready { session_id } => Some(session_id),
+            _ => None,
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state, State::Ready { .. })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed { .. })
+    }
+
+    pub fn pending_calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether `call_id` is in flight.
+    pub fn is_pending(&self, call_id: &str) -> bool {
+        self.calls.contains_key(call_id)
+    }
+
+    fn not_ready_error(&self) -> AbpError<P> {
+        match self.state {
+            State::Closed { by_user: false } => AbpError::disconnected(),
+            _ => AbpError::not_initialized(),
+        }
+    }
+
+    /// Sends a call. An error means nothing was sent and the caller settles it with that error.
+    pub fn start_call(&mut self, req: CallRequest<P>, now: f64) -> Result<(), AbpError<P>> {
+        if !self.is_ready() {
+            return Err(self.not_ready_error());
+        }
+        if self.calls.contains_key(&req.call_id) {
+            return Err(AbpError::new(
+                ErrorCode::InvalidParams,
+                format!("callId '{}' is already in flight on this connection", req.call_id),
+            ));
+        }
+        let msg_id = self.ids.next_id();
+        let timeout = req.timeout.filter(|t| t.is_finite() && *t >= 0.0);
+        let hard_deadline = req.max_total_timeout.filter(|t| t.is_finite() && *t >= 0.0).map(|t| now + t);
+        let deadline = match (timeout.map(|t| now + t), hard_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(token) = &req.progress_token {
+            self.by_token.insert(token.clone(), req.call_id.clone());
+        }
+        self.by_msg.insert(msg_id.clone(), req.call_id.clone());
+        self.calls.insert(
+            req.call_id.clone(),
+            Pending {
+                msg_id: msg_id.clone(),
+                started: now,
+                timeout,
+                deadline,
+                hard_deadline,
+                reset_on_progress: req.reset_timeout_on_progress,
+                token: req.progress_token.clone(),
+                cancelling: None,
+            },
+        );
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Call {
+            id: msg_id,
+            call_id: req.call_id,
+            capability: req.capability,
+            params: req.params,
+            timeout,
+            progress_token: req.progress_token,
+            transfer: req.transfer,
+        }));
+        Ok(())
+    }
+
+    /// The caller's signal aborted (or the timer fired): send a cancel and wait, at most the grace period,
+    /// for the app's answer. Does nothing for a call that is not pending or already being cancelled.
+    pub fn abort_call(&mut self, call_id: &str, kind: AbortKind, now: f64) {
+        let grace = self.config.cancel_grace;
+        let Some(call) = self.calls.get_mut(call_id) else { return };
+        if call.cancelling.is_some() {
+            return;
+        }
+        let reason = match &kind {
+            AbortKind::Signal(r) => r.clone(),
+            AbortKind::Timeout => Some("timeout".to_owned()),
+        };
+        call.cancelling = Some((kind, now + grace));
+        call.deadline = None;
+        let id = self.ids.next_id();
+        self.cancels.insert(id.clone(), CancelReq { call_id: call_id.to_owned(), explicit: false, deadline: now + grace });
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel { id, call_id: call_id.to_owned(), reason }));
+        self.abort_elicitations_of(call_id);
+    }
+
+    /// `cancel(callId, reason)`: sends a cancel and returns the handle its answer will carry.
+    pub fn cancel(&mut self, call_id: &str, reason: Option<String>, now: f64) -> Result<String, AbpError<P>> {
+        if !self.is_ready() {
+            return Err(self.not_ready_error());
+        }
+        let grace = self.config.cancel_grace;
+        let id = self.ids.next_id();
+        if let Some(call) = self.calls.get_mut(call_id) {
+            if call.cancelling.is_none() {
+                call.cancelling = Some((AbortKind::Signal(reason.clone()), now + grace));
+                call.deadline = None;
+            }
+        }
+        self.cancels.insert(id.clone(), CancelReq { call_id: call_id.to_owned(), explicit: true, deadline: now + grace });
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel { id: id.clone(), call_id: call_id.to_owned(), reason }));
+        self.abort_elicitations_of(call_id);
+        Ok(id)
+    }
+
+    /// The agent's answer to an elicitation request. Ignored if the request is no longer open.
+    pub fn answer_elicitation(&mut self, id: &str, answer: ElicitAnswer<P>) {
+        if self.elicits.remove(id).is_some() {
+            self.out.push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse { id: id.to_owned(), answer }));
+        }
+    }
+
+    /// `shutdown()`: tells the app, then settles everything as DISCONNECTED.
+    pub fn shutdown(&mut self, reason: Option<String>) {
+        if matches!(self.state, State::Ready { .. } | State::Connecting { .. }) {
+            let id = self.ids.next_id();
+            self.out.push_back(AgentOutput::Transmit(Outgoing::Shutdown { id, reason }));
+        }
+        self.close(true);
+    }
+
+    /// The transport is gone (iframe removed or reloaded, socket closed, port closed).
+    pub fn transport_lost(&mut self) {
+        self.close(false);
+    }
+
+    fn close(&mut self, by_user: bool) {
+        if self.is_closed() {
+            return;
+        }
+        if matches!(self.state, State::Connecting { .. } | State::Idle) {
+            self.out.push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
+        }
+        self.state = State::Closed { by_user };
+        let mut calls: Vec<_> = self.calls.drain().collect();
+        calls.sort_by(|a, b| a.1.started.total_cmp(&b.1.started));
+        for (call_id, _) in calls {
+            self.out.push_back(AgentOutput::Settled {
+                call_id,
+                settlement: Settlement::Local { error: AbpError::disconnected(), cancelled: false },
+            });
+        }
+        for (handle, req) in self.cancels.drain() {
+            if req.explicit {
+                self.out.push_back(AgentOutput::CancelAnswered {
+                    handle,
+                    answer: CancelAnswer::Local { call_id: req.call_id, error: AbpError::disconnected() },
+                });
+            }
+        }
+        for (id, _) in self.elicits.drain() {
+            self.out.push_back(AgentOutput::ElicitationAborted { id });
+        }
+        self.by_msg.clear();
+        self.by_token.clear();
+        self.out.push_back(AgentOutput::Disconnected);
+    }
+
+    fn abort_elicitations_of(&mut self, call_id: &str) {
+        let ids: Vec<String> = self
+            .elicits
+            .iter()
+            .filter(|(_, c)| c.as_deref() == Some(call_id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.elicits.remove(&id);
+            self.out.push_back(AgentOutput::ElicitationAborted { id: id.clone() });
+            self.out.push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse { id, answer: ElicitAnswer::Cancelled }));
+        }
+    }
+
+    fn settle(&mut self, call_id: &str, settlement: Settlement<P>) {
+        let Some(call) = self.calls.remove(call_id) else { return };
+        self.by_msg.remove(&call.msg_id);
+        if let Some(token) = &call.token {
+            self.by_token.remove(token);
+        }
+        self.abort_elicitations_of(call_id);
+        self.out.push_back(AgentOutput::Settled { call_id: call_id.to_owned(), settlement });
+    }
+
+    /// Settles a call that is being cancelled, locally, with its cancel kind's error.
+    fn settle_cancelled(&mut self, call_id: &str) {
+        let kind = match self.calls.get(call_id).and_then(|c| c.cancelling.as_ref()) {
+            Some((kind, _)) => kind.clone(),
+            None => AbortKind::Signal(None),
+        };
+        self.settle(call_id, Settlement::Local { error: kind.error(), cancelled: true });
+    }
+
+    /// Feeds one decoded message from the app.
+    pub fn handle(&mut self, msg: Incoming<P>, now: f64) {
+        match msg {
+            Incoming::InitializeResult { id, session_id, error, payload } => {
+                let State::Connecting { init_id, .. } = &self.state else { return };
+                if *init_id != id {
+                    return;
+                }
+                match (error, session_id) {
+                    (None, Some(session_id)) => {
+                        self.state = State::Ready { session_id: session_id.clone() };
+                        self.out.push_back(AgentOutput::Connected { session_id, payload });
+                    }
+                    (error, _) => {
+                        let error = error.unwrap_or_else(|| {
+                            AbpError::new(ErrorCode::OperationFailed, "initialize-result carried no sessionId")
+                        });
+                        self.state = State::Closed { by_user: false };
+                        self.out.push_back(AgentOutput::ConnectFailed(error));
+                    }
+                }
+            }
+            _ if !self.is_ready() => {}
+            Incoming::CallResult { id, call_id, cancelled, payload } => {
+                let call_id = match call_id {
+                    Some(c) if self.calls.contains_key(&c) => c,
+                    _ => match id.as_ref().and_then(|id| self.by_msg.get(id)) {
+                        Some(c) => c.clone(),
+                        None => return, // a late or duplicated reply for a settled call
+                    },
+                };
+                let timed_out = matches!(
+                    self.calls.get(&call_id).and_then(|c| c.cancelling.as_ref()),
+                    Some((AbortKind::Timeout, _))
+                );
+                if cancelled && timed_out {
+                    self.settle(&call_id, Settlement::Local { error: AbpError::timeout(), cancelled: true });
+                } else {
+                    self.settle(&call_id, Settlement::Remote(payload));
+                }
+            }
+            Incoming::CancelResult { id, call_id, cancelled, reason, failed, payload } => {
+                let req = match id.as_ref().and_then(|id| self.cancels.remove(id).map(|r| (id.clone(), r))) {
+                    Some(found) => Some(found),
+                    None => {
+                        // Older apps do not echo the id: match the oldest open cancel for that call.
+                        let handle = call_id.as_ref().and_then(|c| {
+                            self.cancels.iter().find(|(_, r)| &r.call_id == c).map(|(h, _)| h.clone())
+                        });
+                        handle.and_then(|h| self.cancels.remove(&h).map(|r| (h, r)))
+                    }
+                };
+                let Some((handle, req)) = req else { return };
+                if req.explicit {
+                    self.out.push_back(AgentOutput::CancelAnswered { handle, answer: CancelAnswer::Remote(payload) });
+                }
+                if !self.calls.contains_key(&req.call_id) {
+                    return;
+                }
+                let not_found = !cancelled && (failed || reason.as_deref() == Some(REASON_NOT_FOUND));
+                if cancelled || not_found {
+                    // Either the app stopped it, or it never saw it: the call-result (if any) adds nothing.
+                    self.settle_cancelled(&req.call_id);
+                }
+                // "already completed": the real result is on its way; the grace timer still guards it.
+            }
+            Incoming::Progress { call_id, token, payload } => {
+                let call_id = match call_id {
+                    Some(c) if self.calls.contains_key(&c) => c,
+                    _ => match token.as_ref().and_then(|t| self.by_token.get(t)) {
+                        Some(c) => c.clone(),
+                        None => return,
+                    },
+                };
+                let Some(call) = self.calls.get_mut(&call_id) else { return };
+                if call.cancelling.is_some() {
+                    return;
+                }
+                if call.reset_on_progress {
+                    if let Some(t) = call.timeout {
+                        let mut d = now + t;
+                        if let Some(h) = call.hard_deadline {
+                            d = d.min(h);
+                        }
+                        call.deadline = Some(d);
+                    }
+                }
+                self.out.push_back(AgentOutput::Progress { call_id, payload });
+            }
+            Incoming::Notification { event, payload } => {
+                self.out.push_back(AgentOutput::Notification { event, payload });
+            }
+            Incoming::CapabilitiesChanged { payload } => {
+                self.out.push_back(AgentOutput::CapabilitiesChanged { payload });
+            }
+            Incoming::ElicitationRequest { id, call_id, payload } => {
+                if self.elicits.contains_key(&id) {
+                    return; // duplicated
+                }
+                if let Some(c) = &call_id {
+                    let live = self.calls.get(c).is_some_and(|p| p.cancelling.is_none());
+                    if !live {
+                        self.out.push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                            id,
+                            answer: ElicitAnswer::Cancelled,
+                        }));
+                        return;
+                    }
+                }
+                self.elicits.insert(id.clone(), call_id.clone());
+                self.out.push_back(AgentOutput::Elicitation { id, call_id, payload });
+            }
+            Incoming::Shutdown { .. } => self.transport_lost(),
+            Incoming::Initialize { .. }
+            | Incoming::Call { .. }
+            | Incoming::Cancel { .. }
+            | Incoming::ElicitationResponse { .. }
+            | Incoming::Malformed { .. } => {}
+        }
+    }
+
+    /// The earliest time at which [`AgentCore::handle_timeout`] has work to do.
+    pub fn poll_timeout(&self) -> Option<f64> {
+        let mut next: Option<f64> = None;
+        let mut consider = |t: f64| next = Some(next.map_or(t, |n: f64| n.min(t)));
+        if let State::Connecting { deadline, next_resend, .. } = &self.state {
+            consider(deadline.min(*next_resend));
+        }
+        for call in self.calls.values() {
+            if let Some(d) = call.deadline {
+                consider(d);
+            }
+            if let Some((_, g)) = &call.cancelling {
+                consider(*g);
+            }
+        }
+        for req in self.cancels.values() {
+            consider(req.deadline);
+        }
+        next
+    }
+
+    pub fn handle_timeout(&mut self, now: f64) {
+        if let State::Connecting { init_id, deadline, next_resend, interval } = &mut self.state {
+            if *deadline <= now {
+                self.state = State::Closed { by_user: false };
+                self.out.push_back(AgentOutput::ConnectFailed(AbpError::new(
+                    ErrorCode::Timeout,
+                    "The app did not answer initialize before connectTimeout",
+                )));
+                return;
+            }
+            if *next_resend <= now {
+                *interval = (*interval * 2.0).min(1000.0);
+                *next_resend = now + *interval;
+                let id = init_id.clone();
+                self.out.push_back(AgentOutput::Transmit(Outgoing::Initialize { id }));
+            }
+        }
+        let mut timed_out = Vec::new();
+        let mut graced = Vec::new();
+        for (id, call) in &self.calls {
+            if call.deadline.is_some_and(|d| d <= now) {
+                timed_out.push((call.started, id.clone()));
+            }
+            if call.cancelling.as_ref().is_some_and(|(_, g)| *g <= now) {
+                graced.push((call.started, id.clone()));
+            }
+        }
+        timed_out.sort_by(|a, b| a.0.total_cmp(&b.0));
+        graced.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, id) in graced {
+            self.settle_cancelled(&id);
+        }
+        for (_, id) in timed_out {
+            self.abort_call(&id, AbortKind::Timeout, now);
+        }
+        let expired: Vec<String> =
+            self.cancels.iter().filter(|(_, r)| r.deadline <= now).map(|(h, _)| h.clone()).collect();
+        for handle in expired {
+            if let Some(req) = self.cancels.remove(&handle) {
+                if req.explicit {
+                    self.out.push_back(AgentOutput::CancelAnswered {
+                        handle,
+                        answer: CancelAnswer::Local {
+                            call_id: req.call_id,
+                            error: AbpError::new(ErrorCode::Timeout, "The app did not answer the cancel in time"),
+                        },
+                    });
+                }
+            }
+        }
+    }
+
+    pub fn poll(&mut self) -> Option<AgentOutput<P>> {
+        self.out.pop_front()
+    }
+}

@@ -1,0 +1,326 @@
+//! The ABP envelope codec `{ type, id?, timestamp, payload }`, written once over [`Wire`], so the browser
+//! (payloads are `JsValue`s) and native peers and tests (`serde_json::Value`) share it.
+//!
+//! Decoding reads only control fields; the rest of a payload is handed on untouched.
+
+use super::error::{AbpError, ErrorCode};
+use super::message::{types, ElicitAnswer, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION};
+use super::schema::{Kind, Payload};
+
+/// A payload that can also be built: what a codec needs to write messages.
+pub trait Wire: Payload {
+    fn undefined() -> Self;
+    fn object() -> Self;
+    fn string(s: &str) -> Self;
+    fn number(n: f64) -> Self;
+    fn boolean(b: bool) -> Self;
+    fn array(items: Vec<Self>) -> Self;
+    /// Sets a property on an object this codec created.
+    fn set(&mut self, key: &str, value: Self);
+    /// A shallow copy of an object (or a fresh object if `self` is not one), for adding fields to a
+    /// user's object without changing it.
+    fn shallow_copy(&self) -> Self;
+}
+
+/// Why a received value was not a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// Not an object, or no string `type`.
+    NotAMessage,
+    /// A `type` this SDK does not speak.
+    UnknownType,
+}
+
+fn opt_string<P: Payload>(v: &P, key: &str) -> Option<String> {
+    v.get(key).and_then(|x| x.as_string())
+}
+
+fn flag<P: Payload>(v: &P, key: &str) -> bool {
+    v.get(key).and_then(|x| x.as_bool()).unwrap_or(false)
+}
+
+fn opt_number<P: Payload>(v: &P, key: &str) -> Option<f64> {
+    v.get(key).and_then(|x| x.as_f64()).filter(|n| n.is_finite())
+}
+
+/// Reads an ABP error object.
+pub fn decode_error<P: Wire>(e: &P) -> AbpError<P> {
+    let code = opt_string(e, "code").map(|c| ErrorCode::parse(&c)).unwrap_or(ErrorCode::OperationFailed);
+    let retryable = e.get("retryable").and_then(|r| r.as_bool()).unwrap_or_else(|| code.retryable());
+    AbpError { message: opt_string(e, "message").unwrap_or_default(), retryable, details: e.get("details"), code }
+}
+
+pub fn encode_error<P: Wire>(e: AbpError<P>) -> P {
+    let mut o = P::object();
+    o.set("code", P::string(e.code.as_str()));
+    o.set("message", P::string(&e.message));
+    o.set("retryable", P::boolean(e.retryable));
+    if let Some(d) = e.details {
+        o.set("details", d);
+    }
+    o
+}
+
+/// Reads one received value. Never fails on bad input: unusable values come back as `Err(Ignored)`, and
+/// known requests with unusable payloads as [`Incoming::Malformed`] so the receiver can answer them.
+pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
+    if msg.kind() != Kind::Object {
+        return Err(Ignored::NotAMessage);
+    }
+    let Some(ty) = opt_string(msg, "type") else { return Err(Ignored::NotAMessage) };
+    let id = opt_string(msg, "id");
+    let payload = msg.get("payload").filter(|p| p.kind() == Kind::Object);
+    let malformed = |kind, call_id: Option<String>, reason| Incoming::Malformed { kind, id: id.clone(), call_id, reason };
+    let p = payload.clone().unwrap_or_else(P::object);
+    Ok(match ty.as_str() {
+        types::INITIALIZE => match id.clone() {
+            Some(id) => Incoming::Initialize { id, payload: p },
+            None => malformed(MalformedKind::Other, None, "initialize needs an id"),
+        },
+        types::INITIALIZE_RESULT => {
+            let Some(id) = id.clone() else { return Ok(malformed(MalformedKind::Other, None, "no id")) };
+            let error = p.get("error").filter(|e| e.kind() == Kind::Object).map(|e| decode_error(&e));
+            Incoming::InitializeResult { id, session_id: opt_string(&p, "sessionId"), error, payload: p }
+        }
+        types::CALL => {
+            // callId is in the payload; older senders put it in options.
+            let options = p.get("options").filter(|o| o.kind() == Kind::Object);
+            let call_id = opt_string(&p, "callId").or_else(|| options.as_ref().and_then(|o| opt_string(o, "callId")));
+            let (Some(mid), Some(call_id), Some(capability)) = (id.clone(), call_id.clone(), opt_string(&p, "capability"))
+            else {
+                let reason = if payload.is_none() {
+                    "capabilities/call needs a payload object"
+                } else if call_id.is_none() {
+                    "capabilities/call needs a string callId"
+                } else {
+                    "capabilities/call needs an id and a string capability"
+                };
+                return Ok(malformed(MalformedKind::Call, call_id, reason));
+            };
+            Incoming::Call {
+                id: mid,
+                call_id,
+                capability,
+                params: p.get("params").unwrap_or_else(P::undefined),
+                timeout: options.as_ref().and_then(|o| opt_number(o, "timeout")),
+                progress_token: options.as_ref().and_then(|o| opt_string(o, "progressToken")),
+            }
+        }
+        types::CALL_RESULT => Incoming::CallResult {
+            id,
+            call_id: opt_string(&p, "callId"),
+            cancelled: flag(&p, "cancelled"),
+            payload: p,
+        },
+        types::CANCEL => match opt_string(&p, "callId") {
+            Some(call_id) => Incoming::Cancel { id, call_id, reason: opt_string(&p, "reason") },
+            None => malformed(MalformedKind::Cancel, None, "capabilities/cancel needs a string callId"),
+        },
+        types::CANCEL_RESULT => Incoming::CancelResult {
+            id,
+            call_id: opt_string(&p, "callId"),
+            cancelled: flag(&p, "cancelled"),
+            reason: opt_string(&p, "reason"),
+            failed: p.get("error").is_some(),
+            payload: p,
+        },
+        types::PROGRESS => Incoming::Progress { call_id: opt_string(&p, "callId"), token: opt_string(&p, "operationId"), payload: p },
+        types::NOTIFICATION => match opt_string(&p, "event") {
+            Some(event) if event == types::CAPABILITIES_CHANGED => {
+                Incoming::CapabilitiesChanged { payload: p.get("data").unwrap_or_else(P::object) }
+            }
+            Some(event) => Incoming::Notification { event, payload: p },
+            None => malformed(MalformedKind::Other, None, "notification needs an event"),
+        },
+        types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged { payload: p },
+        types::ELICITATION_REQUEST => match id.clone() {
+            Some(eid) => Incoming::ElicitationRequest { id: eid, call_id: opt_string(&p, "callId"), payload: p },
+            None => malformed(MalformedKind::Other, None, "elicitation/request needs an id"),
+        },
+        types::ELICITATION_RESPONSE => match id.clone() {
+            Some(eid) => Incoming::ElicitationResponse { id: eid, payload: p },
+            None => malformed(MalformedKind::Other, None, "elicitation/response needs an id"),
+        },
+        types::SHUTDOWN => Incoming::Shutdown { id, reason: opt_string(&p, "reason") },
+        _ => return Err(Ignored::UnknownType),
+    })
+}
+
+fn envelope<P: Wire>(ty: &str, id: Option<&str>, timestamp: f64, payload: P) -> P {
+    let mut m = P::object();
+    m.set("type", P::string(ty));
+    if let Some(id) = id {
+        m.set("id", P::string(id));
+    }
+    m.set("timestamp", P::number(timestamp));
+    m.set("payload", payload);
+    m
+}
+
+/// What the encoder needs besides the message: who we are.
+pub struct Hello<'a, P> {
+    /// Agent side: `{ name, version }`. App side: `{ id, name, version, description? }`.
+    pub info: &'a P,
+    /// App side: the capability descriptors, for `initialize-result` and `list_changed`.
+    pub capabilities: Option<&'a dyn Fn() -> P>,
+}
+
+fn features<P: Wire>(dynamic: bool) -> P {
+    let mut f = P::object();
+    f.set("notifications", P::boolean(true));
+    f.set("progress", P::boolean(true));
+    f.set("elicitation", P::boolean(true));
+    if dynamic {
+        f.set("dynamicCapabilities", P::boolean(true));
+    }
+    f
+}
+
+fn capabilities<P: Wire>(hello: &Hello<'_, P>) -> P {
+    hello.capabilities.map(|f| f()).unwrap_or_else(|| P::array(Vec::new()))
+}
+
+fn cancelled_response<P: Wire>(reason: Option<&str>) -> P {
+    let mut r = P::object();
+    r.set("success", P::boolean(false));
+    r.set("cancelled", P::boolean(true));
+    r.set("error", encode_error(AbpError::<P>::cancelled(reason)));
+    r
+}
+
+/// Builds the wire message. Returns it with the transfer list the message carries, if any.
+pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -> (P, Option<P>) {
+    let mut transfer_list = None;
+    let m = match msg {
+        Outgoing::Initialize { id } => {
+            let mut p = P::object();
+            p.set("agent", hello.info.clone());
+            p.set("protocolVersion", P::string(PROTOCOL_VERSION));
+            p.set("features", features(false));
+            envelope(types::INITIALIZE, Some(&id), timestamp, p)
+        }
+        Outgoing::InitializeResult { id, session_id } => {
+            let mut p = P::object();
+            p.set("sessionId", P::string(&session_id));
+            p.set("protocolVersion", P::string(PROTOCOL_VERSION));
+            p.set("app", hello.info.clone());
+            p.set("capabilities", capabilities(hello));
+            p.set("features", features(true));
+            envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
+        }
+        Outgoing::InitializeError { id, error } => {
+            let mut p = P::object();
+            p.set("error", encode_error(error));
+            envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
+        }
+        Outgoing::Call { id, call_id, capability, params, timeout, progress_token, transfer } => {
+            transfer_list = transfer;
+            let mut p = P::object();
+            p.set("callId", P::string(&call_id));
+            p.set("capability", P::string(&capability));
+            p.set("params", params);
+            let mut o = P::object();
+            if let Some(t) = timeout {
+                o.set("timeout", P::number(t));
+            }
+            if let Some(t) = progress_token {
+                o.set("progressToken", P::string(&t));
+            }
+            p.set("options", o);
+            envelope(types::CALL, Some(&id), timestamp, p)
+        }
+        Outgoing::CallResult { id, call_id, outcome, duration, transfer } => {
+            transfer_list = transfer;
+            let mut p = match outcome {
+                Outcome::Success { data } => {
+                    let mut p = P::object();
+                    p.set("success", P::boolean(true));
+                    p.set("data", data);
+                    p
+                }
+                Outcome::Failure(e) => {
+                    let mut p = P::object();
+                    p.set("success", P::boolean(false));
+                    p.set("error", encode_error(e));
+                    p
+                }
+                Outcome::Cancelled { reason } => cancelled_response(reason.as_deref()),
+            };
+            let mut meta = P::object();
+            meta.set("duration", P::number(duration));
+            p.set("metadata", meta);
+            p.set("callId", P::string(&call_id));
+            envelope(types::CALL_RESULT, Some(&id), timestamp, p)
+        }
+        Outgoing::Cancel { id, call_id, reason } => {
+            let mut p = P::object();
+            p.set("callId", P::string(&call_id));
+            if let Some(r) = reason {
+                p.set("reason", P::string(&r));
+            }
+            envelope(types::CANCEL, Some(&id), timestamp, p)
+        }
+        Outgoing::CancelResult { id, call_id, cancelled, reason, error } => {
+            let mut p = P::object();
+            p.set("callId", P::string(&call_id));
+            p.set("cancelled", P::boolean(cancelled));
+            if let Some(r) = reason {
+                p.set("reason", P::string(&r));
+            }
+            if let Some(e) = error {
+                p.set("error", encode_error(e));
+            }
+            envelope(types::CANCEL_RESULT, id.as_deref(), timestamp, p)
+        }
+        Outgoing::Progress { call_id, token, info } => {
+            let mut p = info.shallow_copy();
+            p.set("operationId", P::string(&token));
+            p.set("callId", P::string(&call_id));
+            envelope(types::PROGRESS, None, timestamp, p)
+        }
+        Outgoing::Notification { event, data } => {
+            let mut p = P::object();
+            p.set("event", P::string(&event));
+            if data.kind() != Kind::Undefined {
+                p.set("data", data);
+            }
+            envelope(types::NOTIFICATION, None, timestamp, p)
+        }
+        Outgoing::CapabilitiesChanged => {
+            let mut d = P::object();
+            d.set("capabilities", capabilities(hello));
+            let mut p = P::object();
+            p.set("event", P::string(types::CAPABILITIES_CHANGED));
+            p.set("data", d);
+            envelope(types::NOTIFICATION, None, timestamp, p)
+        }
+        Outgoing::ElicitationRequest { id, call_id, request } => {
+            let mut p = request.shallow_copy();
+            if let Some(c) = call_id {
+                p.set("callId", P::string(&c));
+            }
+            envelope(types::ELICITATION_REQUEST, Some(&id), timestamp, p)
+        }
+        Outgoing::ElicitationResponse { id, answer } => {
+            let p = match answer {
+                ElicitAnswer::Answer(p) => p,
+                ElicitAnswer::Cancelled => cancelled_response(None),
+                ElicitAnswer::Failed(e) => {
+                    let mut p = P::object();
+                    p.set("success", P::boolean(false));
+                    p.set("error", encode_error(e));
+                    p
+                }
+            };
+            envelope(types::ELICITATION_RESPONSE, Some(&id), timestamp, p)
+        }
+        Outgoing::Shutdown { id, reason } => {
+            let mut p = P::object();
+            if let Some(r) = reason {
+                p.set("reason", P::string(&r));
+            }
+            envelope(types::SHUTDOWN, Some(&id), timestamp, p)
+        }
+    };
+    (m, transfer_list)
+}

@@ -1,0 +1,79 @@
+//! [`Payload`] and [`Wire`] for `serde_json::Value`: the payload type of native peers and of the core's tests.
+
+use serde_json::{Map, Value};
+
+use super::codec::Wire;
+use super::schema::{Kind, Payload};
+
+impl Payload for Value {
+    fn kind(&self) -> Kind {
+        match self {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+    fn get(&self, key: &str) -> Option<Self> {
+        self.as_object()?.get(key).cloned()
+    }
+    fn as_f64(&self) -> Option<f64> {
+        Value::as_f64(self)
+    }
+    fn as_bool(&self) -> Option<bool> {
+        Value::as_bool(self)
+    }
+    fn as_string(&self) -> Option<String> {
+        self.as_str().map(str::to_owned)
+    }
+    fn string_len(&self) -> Option<usize> {
+        self.as_str().map(|s| s.encode_utf16().count())
+    }
+    fn array_len(&self) -> Option<usize> {
+        self.as_array().map(Vec::len)
+    }
+    fn index(&self, i: usize) -> Option<Self> {
+        self.as_array()?.get(i).cloned()
+    }
+    fn keys(&self) -> Vec<String> {
+        self.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+    }
+    fn same_value(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl Wire for Value {
+    /// JSON has no `undefined`; `null` stands in (and is what JSON.stringify writes for it in arrays).
+    fn undefined() -> Self {
+        Value::Null
+    }
+    fn object() -> Self {
+        Value::Object(Map::new())
+    }
+    fn string(s: &str) -> Self {
+        Value::String(s.to_owned())
+    }
+    fn number(n: f64) -> Self {
+        serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+    }
+    fn boolean(b: bool) -> Self {
+        Value::Bool(b)
+    }
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
+    }
+    fn set(&mut self, key: &str, value: Self) {
+        if let Value::Object(o) = self {
+            o.insert(key.to_owned(), value);
+        }
+    }
+    fn shallow_copy(&self) -> Self {
+        match self {
+            Value::Object(o) => Value::Object(o.clone()),
+            _ => Value::Object(Map::new()),
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The ABP messages as the state machines see them.
+//!
+//! A codec (the JS envelope codec in `web/`, a JSON one in tests) turns wire messages into [`Incoming`] and
+//! [`Outgoing`] into wire messages. The state machines read only the control fields (ids, names, flags);
+//! everything the user sees (`params`, `data`, progress details, whole responses) stays an opaque `P`.
+
+use super::error::AbpError;
+
+/// Wire `type` strings.
+pub mod types {
+    pub const INITIALIZE: &str = "initialize";
+    pub const INITIALIZE_RESULT: &str = "initialize-result";
+    pub const CALL: &str = "capabilities/call";
+    pub const CALL_RESULT: &str = "capabilities/call-result";
+    pub const CANCEL: &str = "capabilities/cancel";
+    pub const CANCEL_RESULT: &str = "capabilities/cancel-result";
+    pub const PROGRESS: &str = "progress";
+    pub const NOTIFICATION: &str = "notification";
+    pub const ELICITATION_REQUEST: &str = "elicitation/request";
+    pub const ELICITATION_RESPONSE: &str = "elicitation/response";
+    pub const SHUTDOWN: &str = "shutdown";
+    /// Sent as a `notification` event (and accepted as a message type) when the app's capabilities change.
+    pub const CAPABILITIES_CHANGED: &str = "notifications/capabilities/list_changed";
+}
+
+pub const PROTOCOL_VERSION: &str = "0.1";
+
+/// Cancel-result reasons of the cancel table.
+pub const REASON_NOT_FOUND: &str = "Operation not found";
+pub const REASON_COMPLETED: &str = "Operation already completed";
+
+/// A decoded message. `payload` fields hold the whole wire payload for the glue to read what it needs.
+#[derive(Clone, Debug)]
+pub enum Incoming<P> {
+    Initialize { id: String, payload: P },
+    InitializeResult { id: String, session_id: Option<String>, error: Option<AbpError<P>>, payload: P },
+    Call { id: String, call_id: String, capability: String, params: P, timeout: Option<f64>, progress_token: Option<String> },
+    CallResult { id: Option<String>, call_id: Option<String>, cancelled: bool, payload: P },
+    Cancel { id: Option<String>, call_id: String, reason: Option<String> },
+    CancelResult { id: Option<String>, call_id: Option<String>, cancelled: bool, reason: Option<String>, failed: bool, payload: P },
+    Progress { call_id: Option<String>, token: Option<String>, payload: P },
+    Notification { event: String, payload: P },
+    CapabilitiesChanged { payload: P },
+    ElicitationRequest { id: String, call_id: Option<String>, payload: P },
+    ElicitationResponse { id: String, payload: P },
+    Shutdown { id: Option<String>, reason: Option<String> },
+    /// A known request type whose payload is unusable; the receiver answers it with INVALID_PARAMS when it can.
+    Malformed { kind: MalformedKind, id: Option<String>, call_id: Option<String>, reason: &'static str },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MalformedKind {
+    Call,
+    Cancel,
+    Other,
+}
+
+/// How a call ended, from the app's side.
+#[derive(Clone, Debug)]
+pub enum Outcome<P> {
+    Success { data: P },
+    Failure(AbpError<P>),
+    Cancelled { reason: Option<String> },
+}
+
+/// What the agent answers to an elicitation request.
+#[derive(Clone, Debug)]
+pub enum ElicitAnswer<P> {
+    /// The handler's `ElicitationResponse`, passed through.
+    Answer(P),
+    /// The call that asked was cancelled or settled first.
+    Cancelled,
+    /// No handler, or the handler failed.
+    Failed(AbpError<P>),
+}
+
+/// A message to encode and send.
+#[derive(Clone, Debug)]
+pub enum Outgoing<P> {
+    Initialize { id: String },
+    InitializeResult { id: String, session_id: String },
+    InitializeError { id: String, error: AbpError<P> },
+    Call { id: String, call_id: String, capability: String, params: P, timeout: Option<f64>, progress_token: Option<String>, transfer: Option<P> },
+    CallResult { id: String, call_id: String, outcome: Outcome<P>, duration: f64, transfer: Option<P> },
+    Cancel { id: String, call_id: String, reason: Option<String> },
+    CancelResult { id: Option<String>, call_id: String, cancelled: bool, reason: Option<String>, error: Option<AbpError<P>> },
+    Progress { call_id: String, token: String, info: P },
+    Notification { event: String, data: P },
+    CapabilitiesChanged,
+    ElicitationRequest { id: String, call_id: Option<String>, request: P },
+    ElicitationResponse { id: String, answer: ElicitAnswer<P> },
+    Shutdown { id: String, reason: Option<String> },
+}
+
+/// Makes message ids and session ids. Ids only need to be unique per connection; a random prefix keeps two
+/// connections (or a reloaded page) from colliding.
+#[derive(Clone, Debug)]
+pub struct IdGen {
+    prefix: String,
+    next: u64,
+}
+
+impl IdGen {
+    pub fn new(prefix: impl Into<String>) -> Self {
+        IdGen { prefix: prefix.into(), next: 0 }
+    }
+
+    pub fn next_id(&mut self) -> String {
+        self.next += 1;
+        let mut s = String::with_capacity(self.prefix.len() + 8);
+        s.push_str(&self.prefix);
+        push_u64(&mut s, self.next);
+        s
+    }
+}
+
+/// Appends a number without the formatting machinery (keeps the wasm small).
+pub fn push_u64(s: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &b in &buf[i..] {
+        s.push(b as char);
+    }
+}
+
+/// Formats 16 random bytes as a UUID v4 (used when `crypto.randomUUID` is missing).
+pub fn uuid_v4(mut b: [u8; 16]) -> String {
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push(HEX[(byte >> 4) as usize] as char);
+        s.push(HEX[(byte & 15) as usize] as char);
+    }
+    s
+}

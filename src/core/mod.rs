@@ -1,0 +1,20 @@
+//! The protocol core: plain Rust, no `web-sys`, no clock. Deterministic and tested natively with
+//! `cargo test`; `crate::web` drives it in the browser.
+
+pub mod agent;
+pub mod app;
+pub mod codec;
+pub mod error;
+pub mod message;
+pub mod schema;
+
+#[cfg(any(test, feature = "json"))]
+pub mod json;
+
+#[cfg(test)]
+mod tests;
+
+pub use agent::{AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement};
+pub use app::{AppConfig, AppConn, AppOutput, Registry};
+pub use error::{AbpError, ErrorCode};
+pub use message::{ElicitAnswer, Incoming, Outcome, Outgoing};

@@ -1,0 +1,733 @@
+//! The cores driven against each other in memory, through the real envelope codec, with simulated time.
+//! Covers: handshake and re-sent initialize, calls, abort/timeout/grace, abort racing completion, the whole
+//! cancel table, NOT_INITIALIZED, progress routing/coalescing/reset, elicitation cancelled with its call,
+//! duplicated and reordered messages, disconnects, validation, and garbage input.
+
+use std::collections::VecDeque;
+
+use serde_json::{json, Value};
+
+use super::agent::{AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement};
+use super::app::{AppConfig, AppConn, AppOutput, Registry};
+use super::codec::{decode, encode, Hello, Ignored};
+use super::error::ErrorCode;
+use super::message::{ElicitAnswer, Incoming, Outcome};
+
+struct Pair {
+    now: f64,
+    agent: AgentCore<Value>,
+    app: AppConn<Value>,
+    reg: Registry<Value>,
+    to_app: VecDeque<Value>,
+    to_agent: VecDeque<Value>,
+    agent_events: Vec<AgentOutput<Value>>,
+    app_events: Vec<AppOutput<Value>>,
+    /// Every message the agent sent, in order.
+    agent_sent: Vec<Value>,
+    /// Every message the app sent, in order.
+    app_sent: Vec<Value>,
+}
+
+impl Pair {
+    fn with(app_config: AppConfig) -> Pair {
+        let mut reg = Registry::default();
+        reg.register("echo", Some(json!({ "name": "echo" })));
+        reg.register(
+            "export.pdf",
+            Some(json!({ "name": "export.pdf", "inputSchema": { "type": "object", "required": ["pages"],
+                "properties": { "pages": { "type": "integer", "minimum": 1, "maximum": 500 } } } })),
+        );
+        Pair {
+            now: 1000.0,
+            agent: AgentCore::new(AgentConfig::default(), "a"),
+            app: AppConn::new(app_config, "s"),
+            reg,
+            to_app: VecDeque::new(),
+            to_agent: VecDeque::new(),
+            agent_events: Vec::new(),
+            app_events: Vec::new(),
+            agent_sent: Vec::new(),
+            app_sent: Vec::new(),
+        }
+    }
+
+    fn new() -> Pair {
+        Pair::with(AppConfig::default())
+    }
+
+    fn connected() -> Pair {
+        let mut p = Pair::new();
+        p.agent.connect(p.now);
+        p.run();
+        assert!(p.agent.is_ready());
+        p.agent_events.clear();
+        p.app_events.clear();
+        p
+    }
+
+    fn drain(&mut self) {
+        let agent_info = json!({ "name": "test-agent", "version": "1" });
+        let app_info = json!({ "id": "com.test", "name": "test", "version": "1" });
+        while let Some(o) = self.agent.poll() {
+            match o {
+                AgentOutput::Transmit(m) => {
+                    let (v, _) = encode(m, self.now, &Hello { info: &agent_info, capabilities: None });
+                    self.agent_sent.push(v.clone());
+                    self.to_app.push_back(v);
+                }
+                e => self.agent_events.push(e),
+            }
+        }
+        let caps = {
+            let list: Vec<Value> = self.reg.iter().filter_map(|(_, d)| d.cloned()).collect();
+            move || Value::Array(list.clone())
+        };
+        while let Some(o) = self.app.poll() {
+            match o {
+                AppOutput::Transmit(m) => {
+                    let (v, _) = encode(m, self.now, &Hello { info: &app_info, capabilities: Some(&caps) });
+                    self.app_sent.push(v.clone());
+                    self.to_agent.push_back(v);
+                }
+                e => self.app_events.push(e),
+            }
+        }
+    }
+
+    fn to_app_one(&mut self) {
+        if let Some(v) = self.to_app.pop_front() {
+            if let Ok(m) = decode(&v) {
+                self.app.handle(m, self.now, &self.reg);
+            }
+        }
+        self.drain();
+    }
+
+    fn to_agent_one(&mut self) {
+        if let Some(v) = self.to_agent.pop_front() {
+            if let Ok(m) = decode(&v) {
+                self.agent.handle(m, self.now);
+            }
+        }
+        self.drain();
+    }
+
+    /// Delivers everything in both directions until quiet.
+    fn run(&mut self) {
+        self.drain();
+        while !self.to_app.is_empty() || !self.to_agent.is_empty() {
+            self.to_app_one();
+            self.to_agent_one();
+        }
+    }
+
+    fn advance(&mut self, ms: f64) {
+        self.now += ms;
+        self.agent.handle_timeout(self.now);
+        self.app.handle_timeout(self.now);
+        self.run();
+    }
+
+    fn call(&mut self, call_id: &str, capability: &str, params: Value) {
+        self.call_with(CallRequest {
+            call_id: call_id.into(),
+            capability: capability.into(),
+            params,
+            timeout: None,
+            progress_token: None,
+            reset_timeout_on_progress: false,
+            max_total_timeout: None,
+            transfer: None,
+        });
+    }
+
+    fn call_with(&mut self, req: CallRequest<Value>) {
+        self.agent.start_call(req, self.now).expect("call accepted");
+        self.drain();
+    }
+
+    fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
+        self.agent_events
+            .iter()
+            .filter_map(|e| match e {
+                AgentOutput::Settled { call_id: c, settlement } if c == call_id => Some(settlement),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn started(&self) -> Vec<&str> {
+        self.app_events
+            .iter()
+            .filter_map(|e| match e {
+                AppOutput::Start { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn aborted(&self) -> Vec<&str> {
+        self.app_events
+            .iter()
+            .filter_map(|e| match e {
+                AppOutput::Abort { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn app_sent_of(&self, ty: &str) -> Vec<&Value> {
+        self.app_sent.iter().filter(|m| m["type"] == ty).collect()
+    }
+
+    fn agent_sent_of(&self, ty: &str) -> Vec<&Value> {
+        self.agent_sent.iter().filter(|m| m["type"] == ty).collect()
+    }
+
+    fn complete(&mut self, call_id: &str, data: Value) {
+        self.app.complete(call_id, Outcome::Success { data }, None, self.now);
+        self.drain();
+    }
+}
+
+fn remote(s: &Settlement<Value>) -> &Value {
+    match s {
+        Settlement::Remote(v) => v,
+        other => panic!("expected the app's response, got {other:?}"),
+    }
+}
+
+fn local(s: &Settlement<Value>) -> (ErrorCode, bool, bool) {
+    match s {
+        Settlement::Local { error, cancelled } => (error.code.clone(), *cancelled, error.retryable),
+        other => panic!("expected a local settlement, got {other:?}"),
+    }
+}
+
+#[test]
+fn handshake_survives_a_late_app_and_resends_the_same_id() {
+    let mut p = Pair::new();
+    p.agent.connect(p.now);
+    p.drain();
+    // The iframe has not loaded: the first initialize is lost.
+    p.to_app.clear();
+    p.advance(60.0);
+    let inits = p.agent_sent_of("initialize");
+    assert_eq!(inits.len(), 2, "initialize is re-sent");
+    assert_eq!(inits[0]["id"], inits[1]["id"], "with the same id");
+    assert!(p.agent.is_ready());
+    let result = p.app_sent_of("initialize-result")[0].clone();
+    assert_eq!(result["payload"]["capabilities"].as_array().unwrap().len(), 2);
+    assert_eq!(result["payload"]["protocolVersion"], "0.1");
+    // A duplicate of the same initialize gets the same answer; a new id gets ALREADY_INITIALIZED.
+    let again = json!({ "type": "initialize", "id": inits[0]["id"], "payload": {} });
+    p.app.handle(decode(&again).unwrap(), p.now, &p.reg);
+    let other = json!({ "type": "initialize", "id": "x-9", "payload": {} });
+    p.app.handle(decode(&other).unwrap(), p.now, &p.reg);
+    p.drain();
+    let results = p.app_sent_of("initialize-result");
+    assert_eq!(results[1]["payload"]["sessionId"], result["payload"]["sessionId"]);
+    assert_eq!(results[2]["payload"]["error"]["code"], "ALREADY_INITIALIZED");
+}
+
+#[test]
+fn connect_times_out_when_nobody_answers() {
+    let mut p = Pair::new();
+    p.agent.connect(p.now);
+    p.drain();
+    for _ in 0..200 {
+        p.now += 100.0;
+        p.agent.handle_timeout(p.now);
+        p.drain();
+        p.to_app.clear(); // nobody is listening
+    }
+    assert!(p.agent_events.iter().any(|e| matches!(e, AgentOutput::ConnectFailed(err) if err.code == ErrorCode::Timeout)));
+    let resent = p.agent_sent_of("initialize").len();
+    assert!(resent > 5 && resent < 40, "backs off: {resent} initialize messages in 10 s");
+}
+
+#[test]
+fn a_call_round_trips_with_data_and_duration() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({ "x": 1 }));
+    p.run();
+    assert_eq!(p.started(), ["c1"]);
+    p.advance(25.0);
+    p.complete("c1", json!({ "y": 2 }));
+    p.run();
+    let r = remote(p.settled("c1")[0]);
+    assert_eq!(r["success"], true);
+    assert_eq!(r["data"]["y"], 2);
+    assert_eq!(r["callId"], "c1");
+    assert_eq!(r["metadata"]["duration"], 25.0);
+    assert_eq!(p.agent.pending_calls(), 0);
+    assert_eq!(p.app.active_calls(), 0);
+}
+
+#[test]
+fn abort_in_flight_cancels_and_the_handlers_late_result_is_discarded() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.agent.abort_call("c1", AbortKind::Signal(Some("user clicked stop".into())), p.now);
+    p.run();
+    let cancel = p.agent_sent_of("capabilities/cancel")[0];
+    assert_eq!(cancel["payload"]["reason"], "user clicked stop");
+    assert_eq!(p.aborted(), ["c1"]);
+    // cancel-result is sent before the call-result.
+    let order: Vec<&str> = p.app_sent.iter().skip(1).map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(order, ["capabilities/cancel-result", "capabilities/call-result"]);
+    let settled = p.settled("c1");
+    assert_eq!(settled.len(), 1);
+    assert_eq!(local(settled[0]), (ErrorCode::Cancelled, true, false));
+    // The handler ignored its signal and returns later: nothing more goes out.
+    let sent = p.app_sent.len();
+    p.complete("c1", json!("late"));
+    assert_eq!(p.app_sent.len(), sent);
+}
+
+#[test]
+fn timeout_cancels_with_reason_timeout_and_reports_timeout() {
+    let mut p = Pair::connected();
+    p.call_with(CallRequest {
+        call_id: "c1".into(),
+        capability: "echo".into(),
+        params: json!({}),
+        timeout: Some(500.0),
+        progress_token: None,
+        reset_timeout_on_progress: false,
+        max_total_timeout: None,
+        transfer: None,
+    });
+    p.run();
+    p.advance(499.0);
+    assert!(p.settled("c1").is_empty());
+    p.advance(1.0);
+    assert_eq!(p.agent_sent_of("capabilities/cancel")[0]["payload"]["reason"], "timeout");
+    assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Timeout, true, true));
+    assert_eq!(p.aborted(), ["c1"]);
+}
+
+#[test]
+fn abort_racing_completion_returns_the_real_result() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    // The app finishes; its result is on the wire when the user aborts.
+    p.complete("c1", json!("done"));
+    p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
+    p.run();
+    let cancel_result = p.app_sent_of("capabilities/cancel-result")[0];
+    assert_eq!(cancel_result["payload"]["cancelled"], false);
+    assert_eq!(cancel_result["payload"]["reason"], "Operation already completed");
+    let r = remote(p.settled("c1")[0]);
+    assert_eq!(r["success"], true);
+    assert_eq!(r["data"], "done");
+    assert_eq!(p.settled("c1").len(), 1);
+}
+
+#[test]
+fn the_race_also_holds_when_the_cancel_result_overtakes_the_result() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.complete("c1", json!("done"));
+    p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
+    p.drain();
+    p.to_app_one(); // the cancel reaches the app: "already completed"
+    // Deliver the cancel-result before the call-result (reordered).
+    let result = p.to_agent.pop_front().unwrap();
+    p.to_agent_one();
+    assert!(p.settled("c1").is_empty(), "still waiting for the real result");
+    p.to_agent.push_back(result);
+    p.to_agent_one();
+    assert_eq!(remote(p.settled("c1")[0])["data"], "done");
+}
+
+#[test]
+fn an_app_that_never_answers_the_cancel_is_settled_after_the_grace_period() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
+    p.drain();
+    p.to_app.clear(); // the cancel is lost
+    p.advance(999.0);
+    assert!(p.settled("c1").is_empty());
+    p.advance(1.0);
+    assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Cancelled, true, false));
+}
+
+fn cancel_result_for(p: &mut Pair, call_id: &str) -> Value {
+    let handle = p.agent.cancel(call_id, Some("why".into()), p.now).unwrap();
+    p.run();
+    p.agent_events
+        .iter()
+        .find_map(|e| match e {
+            AgentOutput::CancelAnswered { handle: h, answer: CancelAnswer::Remote(v) } if *h == handle => Some(v.clone()),
+            _ => None,
+        })
+        .expect("the app answered the cancel")
+}
+
+#[test]
+fn the_cancel_table() {
+    let mut p = Pair::with(AppConfig { max_concurrent: Some(1), ..AppConfig::default() });
+    p.agent.connect(p.now);
+    p.run();
+    p.call("running", "echo", json!({}));
+    p.call("queued", "echo", json!({}));
+    p.call("done", "echo", json!({}));
+    p.run();
+    assert_eq!(p.started(), ["running"]);
+
+    // never seen
+    let r = cancel_result_for(&mut p, "nobody");
+    assert_eq!((r["cancelled"].clone(), r["reason"].clone()), (json!(false), json!("Operation not found")));
+
+    // queued: cancelled, the handler never runs
+    let r = cancel_result_for(&mut p, "queued");
+    assert_eq!(r["cancelled"], true);
+    assert!(local(p.settled("queued")[0]).1);
+    p.complete("running", json!(1));
+    p.run();
+    assert_eq!(p.started(), ["running", "done"], "queued never started; the next one did");
+
+    // completed
+    p.complete("done", json!(2));
+    p.run();
+    let r = cancel_result_for(&mut p, "done");
+    assert_eq!((r["cancelled"].clone(), r["reason"].clone()), (json!(false), json!("Operation already completed")));
+    assert_eq!(remote(p.settled("done")[0])["data"], 2, "the original result stands");
+
+    // in flight, then again (idempotent, every time)
+    p.call("live", "echo", json!({}));
+    p.run();
+    let r = cancel_result_for(&mut p, "live");
+    assert_eq!(r["cancelled"], true);
+    let results_before = p.app_sent_of("capabilities/call-result").len();
+    for _ in 0..3 {
+        let r = cancel_result_for(&mut p, "live");
+        assert_eq!(r["cancelled"], true);
+    }
+    assert_eq!(p.app_sent_of("capabilities/call-result").len(), results_before, "nothing more");
+    assert_eq!(p.aborted(), ["live"]);
+}
+
+#[test]
+fn the_app_answers_not_initialized_without_a_session() {
+    let mut p = Pair::new();
+    let call = json!({ "type": "capabilities/call", "id": "m1", "payload": { "callId": "c1", "capability": "echo" } });
+    let cancel = json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": "c1" } });
+    p.app.handle(decode(&call).unwrap(), p.now, &p.reg);
+    p.app.handle(decode(&cancel).unwrap(), p.now, &p.reg);
+    p.drain();
+    assert!(p.started().is_empty());
+    assert_eq!(p.app_sent[0]["payload"]["error"]["code"], "NOT_INITIALIZED");
+    assert_eq!(p.app_sent[0]["id"], "m1");
+    assert_eq!(p.app_sent[1]["payload"]["cancelled"], false);
+    assert_eq!(p.app_sent[1]["payload"]["error"]["code"], "NOT_INITIALIZED");
+    // The agent refuses locally before the handshake too.
+    let err = p.agent.start_call(
+        CallRequest { call_id: "c".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
+            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None },
+        p.now,
+    );
+    assert_eq!(err.unwrap_err().code, ErrorCode::NotInitialized);
+}
+
+#[test]
+fn a_call_id_in_flight_is_refused_locally() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    let sent = p.agent_sent.len();
+    let err = p.agent.start_call(
+        CallRequest { call_id: "c1".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
+            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None },
+        p.now,
+    );
+    p.drain();
+    assert_eq!(err.unwrap_err().code, ErrorCode::InvalidParams);
+    assert_eq!(p.agent_sent.len(), sent, "nothing sent");
+}
+
+fn progress_call(p: &mut Pair, call_id: &str, timeout: Option<f64>, reset: bool, max_total: Option<f64>) {
+    p.call_with(CallRequest {
+        call_id: call_id.into(),
+        capability: "echo".into(),
+        params: json!({}),
+        timeout,
+        progress_token: Some(format!("tok-{call_id}")),
+        reset_timeout_on_progress: reset,
+        max_total_timeout: max_total,
+        transfer: None,
+    });
+    p.run();
+}
+
+fn progress_of(p: &Pair, call_id: &str) -> Vec<f64> {
+    p.agent_events
+        .iter()
+        .filter_map(|e| match e {
+            AgentOutput::Progress { call_id: c, payload } if c == call_id => payload["progress"].as_f64(),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn progress_is_routed_per_call_and_dropped_after_settle() {
+    let mut p = Pair::connected();
+    progress_call(&mut p, "a", None, false, None);
+    progress_call(&mut p, "b", None, false, None);
+    p.call("quiet", "echo", json!({}));
+    p.run();
+    p.app.progress("a", json!({ "progress": 1 }), p.now);
+    p.advance(20.0);
+    p.app.progress("b", json!({ "progress": 7 }), p.now);
+    p.app.progress("quiet", json!({ "progress": 3 }), p.now);
+    p.run();
+    assert_eq!(progress_of(&p, "a"), [1.0]);
+    assert_eq!(progress_of(&p, "b"), [7.0]);
+    assert!(p.app_sent_of("progress").iter().all(|m| m["payload"]["callId"] != "quiet"), "no token, no progress");
+    let wire = p.app_sent_of("progress")[0];
+    assert_eq!(wire["payload"]["operationId"], "tok-a");
+    p.complete("a", json!(null));
+    p.run();
+    // A progress message for the settled call arriving late is dropped.
+    let late = json!({ "type": "progress", "payload": { "callId": "a", "operationId": "tok-a", "progress": 99 } });
+    p.agent.handle(decode(&late).unwrap(), p.now);
+    p.drain();
+    assert_eq!(progress_of(&p, "a"), [1.0]);
+}
+
+#[test]
+fn progress_is_coalesced_and_the_final_state_precedes_the_result() {
+    let mut p = Pair::connected();
+    progress_call(&mut p, "a", None, false, None);
+    for i in 1..=1000 {
+        p.app.progress("a", json!({ "progress": i, "total": 1000 }), p.now);
+    }
+    p.drain();
+    assert_eq!(p.app_sent_of("progress").len(), 1, "a tight loop sends one message now");
+    p.advance(16.0);
+    assert_eq!(progress_of(&p, "a"), [1.0, 1000.0], "and the latest one after the interval");
+    p.app.progress("a", json!({ "progress": 1001 }), p.now);
+    p.app.progress("a", json!({ "progress": 1002 }), p.now);
+    p.complete("a", json!(null));
+    let types: Vec<&str> = p.app_sent.iter().rev().take(2).map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["capabilities/call-result", "progress"]);
+    p.run();
+    assert_eq!(progress_of(&p, "a"), [1.0, 1000.0, 1002.0]);
+}
+
+#[test]
+fn reset_timeout_on_progress_and_max_total_timeout() {
+    let mut p = Pair::connected();
+    progress_call(&mut p, "reset", Some(100.0), true, Some(350.0));
+    progress_call(&mut p, "plain", Some(100.0), false, None);
+    for _ in 0..3 {
+        p.advance(80.0);
+        p.app.progress("reset", json!({ "progress": 1 }), p.now);
+        p.app.progress("plain", json!({ "progress": 1 }), p.now);
+        p.run();
+    }
+    // t = 240: "plain" timed out at 100 despite progress; "reset" is alive.
+    assert_eq!(local(p.settled("plain")[0]).0, ErrorCode::Timeout);
+    assert!(p.settled("reset").is_empty());
+    p.advance(80.0);
+    p.app.progress("reset", json!({ "progress": 1 }), p.now);
+    p.run();
+    assert!(p.settled("reset").is_empty(), "t = 320");
+    p.advance(30.0); // t = 350: maxTotalTimeout caps it
+    assert_eq!(local(p.settled("reset")[0]).0, ErrorCode::Timeout);
+}
+
+#[test]
+fn elicitation_is_cancelled_with_its_call() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    let eid = p.app.elicit(Some("c1"), json!({ "method": "confirm", "params": { "q": "sure?" } })).unwrap();
+    p.run();
+    let asked = p.agent_events.iter().find_map(|e| match e {
+        AgentOutput::Elicitation { id, call_id, payload } => Some((id.clone(), call_id.clone(), payload.clone())),
+        _ => None,
+    });
+    let (id, call_id, payload) = asked.expect("the agent was asked");
+    assert_eq!(call_id.as_deref(), Some("c1"));
+    assert_eq!(payload["method"], "confirm");
+    p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
+    p.run();
+    assert!(p.agent_events.iter().any(|e| matches!(e, AgentOutput::ElicitationAborted { id: i } if *i == id)));
+    assert!(p.app_events.iter().any(|e| matches!(e, AppOutput::ElicitDone { id: i, response: None } if *i == eid)));
+    // A late answer from the agent's handler goes nowhere.
+    let sent = p.agent_sent.len();
+    p.agent.answer_elicitation(&id, ElicitAnswer::Answer(json!({ "success": true })));
+    p.drain();
+    assert_eq!(p.agent_sent.len(), sent);
+}
+
+#[test]
+fn elicitation_answered() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    let eid = p.app.elicit(Some("c1"), json!({ "method": "pick" })).unwrap();
+    p.run();
+    let id = p.agent_events.iter().find_map(|e| match e {
+        AgentOutput::Elicitation { id, .. } => Some(id.clone()),
+        _ => None,
+    });
+    p.agent.answer_elicitation(&id.unwrap(), ElicitAnswer::Answer(json!({ "success": true, "data": 4 })));
+    p.run();
+    let got = p.app_events.iter().find_map(|e| match e {
+        AppOutput::ElicitDone { id, response: Some(r) } if *id == eid => Some(r.clone()),
+        _ => None,
+    });
+    assert_eq!(got.unwrap()["data"], 4);
+}
+
+#[test]
+fn duplicated_messages_do_not_run_twice_or_settle_twice() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    let dup = p.to_app.front().cloned().unwrap();
+    p.to_app.push_back(dup);
+    p.run();
+    assert_eq!(p.started(), ["c1"]);
+    p.complete("c1", json!(1));
+    let dup = p.to_agent.front().cloned().unwrap();
+    p.to_agent.push_back(dup);
+    p.run();
+    assert_eq!(p.settled("c1").len(), 1);
+    // The call message delivered again after completion still does not run it.
+    let call = p.agent_sent_of("capabilities/call")[0].clone();
+    p.to_app.push_back(call);
+    p.run();
+    assert_eq!(p.started(), ["c1"]);
+}
+
+#[test]
+fn a_cancel_overtaking_its_call_leaves_no_orphan_handler() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
+    p.drain();
+    p.to_app.swap(0, 1); // the cancel arrives first
+    p.run();
+    assert!(p.started().is_empty(), "the call that was cancelled before it arrived never runs");
+    assert!(local(p.settled("c1")[0]).1);
+}
+
+#[test]
+fn losing_the_transport_settles_everything_as_disconnected() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.call("c2", "echo", json!({}));
+    p.run();
+    let handle = p.agent.cancel("c2", None, p.now).unwrap();
+    p.agent.transport_lost();
+    p.app.transport_lost();
+    p.drain();
+    for c in ["c1", "c2"] {
+        assert_eq!(local(p.settled(c)[0]), (ErrorCode::Disconnected, false, true));
+    }
+    assert!(p.agent_events.iter().any(|e| matches!(e,
+        AgentOutput::CancelAnswered { handle: h, answer: CancelAnswer::Local { error, .. } } if *h == handle && error.code == ErrorCode::Disconnected)));
+    assert_eq!(p.aborted(), ["c1", "c2"]);
+    assert_eq!(p.agent.pending_calls(), 0);
+    assert_eq!(p.app.active_calls(), 0);
+    assert_eq!(p.agent.start_call(
+        CallRequest { call_id: "c3".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
+            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None },
+        p.now).unwrap_err().code, ErrorCode::Disconnected);
+}
+
+#[test]
+fn shutdown_aborts_handlers_and_allows_a_new_session() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.agent.shutdown(Some("bye".into()));
+    p.run();
+    assert_eq!(p.aborted(), ["c1"]);
+    assert_eq!(local(p.settled("c1")[0]).0, ErrorCode::Disconnected);
+    assert!(p.app.session_id().is_none());
+    // A reloaded agent starts again.
+    p.agent = AgentCore::new(AgentConfig::default(), "b");
+    p.agent.connect(p.now);
+    p.run();
+    assert!(p.agent.is_ready());
+}
+
+#[test]
+fn unknown_capabilities_and_bad_params_are_refused() {
+    let mut p = Pair::connected();
+    p.call("u", "nope", json!({}));
+    p.call("missing", "export.pdf", json!({}));
+    p.call("big", "export.pdf", json!({ "pages": 501 }));
+    p.call("frac", "export.pdf", json!({ "pages": 1.5 }));
+    p.call("ok", "export.pdf", json!({ "pages": 3 }));
+    p.run();
+    assert_eq!(remote(p.settled("u")[0])["error"]["code"], "UNKNOWN_CAPABILITY");
+    for c in ["missing", "big", "frac"] {
+        let r = remote(p.settled(c)[0]);
+        assert_eq!(r["error"]["code"], "INVALID_PARAMS", "{c}");
+        assert_eq!(r["error"]["retryable"], false);
+    }
+    assert!(remote(p.settled("missing")[0])["error"]["message"].as_str().unwrap().contains("pages"));
+    assert_eq!(p.started(), ["ok"]);
+}
+
+#[test]
+fn garbage_is_ignored_and_malformed_requests_are_answered() {
+    for v in [json!(1), json!("capabilities/call"), json!(null), json!([1, 2]), json!({}), json!({ "type": 7 })] {
+        assert_eq!(decode(&v).unwrap_err(), Ignored::NotAMessage, "{v}");
+    }
+    assert_eq!(decode(&json!({ "type": "what/ever" })).unwrap_err(), Ignored::UnknownType);
+    let mut deep = json!(0);
+    for _ in 0..500 {
+        deep = json!({ "type": "capabilities/call", "id": "m", "payload": deep });
+    }
+    assert!(matches!(decode(&deep), Ok(Incoming::Malformed { .. })));
+
+    let mut p = Pair::connected();
+    let bad_call = json!({ "type": "capabilities/call", "id": "m1", "payload": { "capability": "echo" } });
+    let bad_cancel = json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": 5 } });
+    p.app.handle(decode(&bad_call).unwrap(), p.now, &p.reg);
+    p.app.handle(decode(&bad_cancel).unwrap(), p.now, &p.reg);
+    p.drain();
+    let answers = &p.app_sent[p.app_sent.len() - 2..];
+    assert_eq!(answers[0]["id"], "m1");
+    assert_eq!(answers[0]["payload"]["error"]["code"], "INVALID_PARAMS");
+    assert_eq!(answers[1]["id"], "m2");
+    assert_eq!(answers[1]["payload"]["error"]["code"], "INVALID_PARAMS");
+    assert!(p.started().is_empty());
+}
+
+#[test]
+fn callid_in_options_is_accepted() {
+    let mut p = Pair::connected();
+    let old = json!({ "type": "capabilities/call", "id": "m1",
+        "payload": { "capability": "echo", "options": { "callId": "legacy", "timeout": 5 } } });
+    p.app.handle(decode(&old).unwrap(), p.now, &p.reg);
+    p.drain();
+    assert_eq!(p.started(), ["legacy"]);
+}
+
+#[test]
+fn finished_ids_are_remembered_in_bounded_memory() {
+    let mut p = Pair::with(AppConfig { remember: 4, ..AppConfig::default() });
+    p.agent.connect(p.now);
+    p.run();
+    for i in 0..6 {
+        let id = format!("c{i}");
+        p.call(&id, "echo", json!({}));
+        p.run();
+        p.complete(&id, json!(i));
+        p.run();
+    }
+    assert_eq!(cancel_result_for(&mut p, "c5")["reason"], "Operation already completed");
+    assert_eq!(cancel_result_for(&mut p, "c0")["reason"], "Operation not found");
+}

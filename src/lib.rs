@@ -1,0 +1,10 @@
+//! abp-wasm: cancellable Agentic Browser Protocol (ABP) calls between web apps, bound to real `AbortSignal`s.
+//!
+//! - [`core`]: the protocol state machines, plain Rust, natively testable.
+//! - `web` (only on `wasm32`): the browser glue exported to JavaScript: `AbpClient`, `AbpApp`,
+//!   `PostMessageTransport`.
+
+pub mod core;
+
+#[cfg(target_arch = "wasm32")]
+mod web;
