@@ -8,3 +8,6 @@ pub mod core;
 
 #[cfg(target_arch = "wasm32")]
 mod web;
+
+#[cfg(target_arch = "wasm32")]
+pub use web::{AbpApp, AbpClient, PostMessageTransport};

@@ -35,6 +35,8 @@ pub struct CallRequest<P> {
     pub max_total_timeout: Option<f64>,
     /// Carried to the outgoing message untouched (postMessage transfer list).
     pub transfer: Option<P>,
+    /// Overrides [`AgentConfig::cancel_grace`] for this call.
+    pub cancel_grace: Option<f64>,
 }
 
 /// How a call settled.
@@ -102,6 +104,7 @@ struct Pending {
     hard_deadline: Option<f64>,
     reset_on_progress: bool,
     token: Option<String>,
+    cancel_grace: f64,
     cancelling: Option<(AbortKind, f64)>,
 }
 
@@ -223,6 +226,7 @@ impl<P: Clone> AgentCore<P> {
                 hard_deadline,
                 reset_on_progress: req.reset_timeout_on_progress,
                 token: req.progress_token.clone(),
+                cancel_grace: req.cancel_grace.filter(|g| g.is_finite() && *g >= 0.0).unwrap_or(self.config.cancel_grace),
                 cancelling: None,
             },
         );
@@ -241,11 +245,11 @@ impl<P: Clone> AgentCore<P> {
     /// The caller's signal aborted (or the timer fired): send a cancel and wait, at most the grace period,
     /// for the app's answer. Does nothing for a call that is not pending or already being cancelled.
     pub fn abort_call(&mut self, call_id: &str, kind: AbortKind, now: f64) {
-        let grace = self.config.cancel_grace;
         let Some(call) = self.calls.get_mut(call_id) else { return };
         if call.cancelling.is_some() {
             return;
         }
+        let grace = call.cancel_grace;
         let reason = match &kind {
             AbortKind::Signal(r) => r.clone(),
             AbortKind::Timeout => Some("timeout".to_owned()),
@@ -256,6 +260,11 @@ impl<P: Clone> AgentCore<P> {
         self.cancels.insert(id.clone(), CancelReq { call_id: call_id.to_owned(), explicit: false, deadline: now + grace });
         self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel { id, call_id: call_id.to_owned(), reason }));
         self.abort_elicitations_of(call_id);
+    }
+
+    /// The call could not be sent (the transport refused it): settle it with `error`, nothing more to send.
+    pub fn fail_call(&mut self, call_id: &str, error: AbpError<P>) {
+        self.settle(call_id, Settlement::Local { error, cancelled: false });
     }
 
     /// `cancel(callId, reason)`: sends a cancel and returns the handle its answer will carry.

@@ -138,6 +138,7 @@ impl Pair {
             reset_timeout_on_progress: false,
             max_total_timeout: None,
             transfer: None,
+            cancel_grace: None,
         });
     }
 
@@ -298,6 +299,7 @@ fn timeout_cancels_with_reason_timeout_and_reports_timeout() {
         reset_timeout_on_progress: false,
         max_total_timeout: None,
         transfer: None,
+        cancel_grace: None,
     });
     p.run();
     p.advance(499.0);
@@ -430,7 +432,7 @@ fn the_app_answers_not_initialized_without_a_session() {
     // The agent refuses locally before the handshake too.
     let err = p.agent.start_call(
         CallRequest { call_id: "c".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
-            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None },
+            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None, cancel_grace: None },
         p.now,
     );
     assert_eq!(err.unwrap_err().code, ErrorCode::NotInitialized);
@@ -443,7 +445,7 @@ fn a_call_id_in_flight_is_refused_locally() {
     let sent = p.agent_sent.len();
     let err = p.agent.start_call(
         CallRequest { call_id: "c1".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
-            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None },
+            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None, cancel_grace: None },
         p.now,
     );
     p.drain();
@@ -461,6 +463,7 @@ fn progress_call(p: &mut Pair, call_id: &str, timeout: Option<f64>, reset: bool,
         reset_timeout_on_progress: reset,
         max_total_timeout: max_total,
         transfer: None,
+        cancel_grace: None,
     });
     p.run();
 }
@@ -640,7 +643,7 @@ fn losing_the_transport_settles_everything_as_disconnected() {
     assert_eq!(p.app.active_calls(), 0);
     assert_eq!(p.agent.start_call(
         CallRequest { call_id: "c3".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
-            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None },
+            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None, cancel_grace: None },
         p.now).unwrap_err().code, ErrorCode::Disconnected);
 }
 

@@ -1,0 +1,556 @@
+//! `AbpApp`: the app side. A registry of capability handlers; each call gets a `ctx` with its own
+//! `AbortSignal` from an `AbortController` this SDK owns.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+
+use js_sys::{Array, Function, Object, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{AbortController, DomException};
+
+use super::dom::{now, timestamp, Timer};
+use super::global::GlobalSession;
+use super::transport::{Link, PostMessageTransport, Sink};
+use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
+use super::value::{id_prefix, is_thenable, make_ctx, opt_number, opt_string, to_str, type_error};
+use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
+use crate::core::message::IdGen;
+use crate::core::schema::{Kind, Payload};
+use crate::core::{AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Outgoing, Registry};
+
+/// State shared by every connection of one app.
+pub(crate) struct AppShared {
+    pub(crate) info: JsValue,
+    pub(crate) config: AppConfig,
+    pub(crate) registry: RefCell<Registry<JsValue>>,
+    handlers: RefCell<HashMap<String, Function>>,
+    conns: RefCell<Vec<Rc<AppConnInner>>>,
+    global: RefCell<Option<Rc<GlobalSession>>>,
+}
+
+impl AppShared {
+    pub(crate) fn capabilities(&self) -> JsValue {
+        self.registry.borrow().iter().filter_map(|(_, d)| d.cloned()).collect::<Array>().into()
+    }
+}
+
+/// Where a connection's messages go: a postMessage link, or `window.abp` callers.
+pub(crate) trait Outlet {
+    /// Delivers one encoded message. `Err` when it could not be sent (e.g. not cloneable).
+    fn deliver(&self, conn: &Rc<AppConnInner>, msg: JsValue, transfer: Option<JsValue>) -> Result<(), JsValue>;
+}
+
+struct Running {
+    controller: AbortController,
+    transfer: Option<JsValue>,
+}
+
+pub(crate) struct AppConnInner {
+    shared: Weak<AppShared>,
+    pub(crate) core: RefCell<AppConn<JsValue>>,
+    running: RefCell<HashMap<String, Running>>,
+    elicits: RefCell<HashMap<String, Function>>,
+    link: RefCell<Option<Link>>,
+    outlet: RefCell<Option<Rc<dyn Outlet>>>,
+    timer: RefCell<Option<Timer>>,
+    dispatch: RefCell<Option<Closure<dyn Fn(u32, JsValue, JsValue) -> JsValue>>>,
+    ids: RefCell<IdGen>,
+    ignored: Cell<u32>,
+}
+
+thread_local! {
+    /// Apps that are listening keep serving until `close()`, whether or not the page keeps its handle.
+    static LIVE: RefCell<Vec<Rc<AppShared>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn keep_alive(shared: &Rc<AppShared>) {
+    LIVE.with(|l| {
+        let mut l = l.borrow_mut();
+        if !l.iter().any(|s| Rc::ptr_eq(s, shared)) {
+            l.push(shared.clone());
+        }
+    });
+}
+
+/// The app side: register capabilities, then `listen` on one or more transports.
+#[wasm_bindgen]
+pub struct AbpApp {
+    shared: Rc<AppShared>,
+}
+
+fn app_info(info: &JsValue) -> Result<JsValue, JsValue> {
+    let ok = info.kind() == Kind::Object
+        && ["id", "name", "version"].iter().all(|k| opt_string(info, k).is_some());
+    if !ok {
+        return Err(type_error("new AbpApp(info): info must be { id: string, name: string, version: string }"));
+    }
+    let mut copy = JsValue::object();
+    for key in ["id", "name", "version", "description"] {
+        if let Some(v) = info.get(key) {
+            copy.set(key, v);
+        }
+    }
+    Ok(copy)
+}
+
+#[wasm_bindgen]
+impl AbpApp {
+    #[wasm_bindgen(constructor)]
+    pub fn new(info: AppInfo, options: Option<AppOptions>) -> Result<AbpApp, JsValue> {
+        let info = app_info(&info.into())?;
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let mut config = AppConfig::default();
+        if let Some(m) = opt_number(&options, "maxConcurrent") {
+            if !(m.is_finite() && m >= 1.0) {
+                return Err(type_error("AbpApp: maxConcurrent must be a number >= 1"));
+            }
+            config.max_concurrent = Some(m as usize);
+        }
+        Ok(AbpApp {
+            shared: Rc::new(AppShared {
+                info,
+                config,
+                registry: RefCell::new(Registry::default()),
+                handlers: RefCell::new(HashMap::new()),
+                conns: RefCell::new(Vec::new()),
+                global: RefCell::new(None),
+            }),
+        })
+    }
+
+    /// Registers (or replaces) a capability. `handler(params, ctx)` returns a value or a Promise.
+    pub fn register(
+        &self,
+        name: &str,
+        handler: CapabilityHandler,
+        descriptor: Option<CapabilityOptions>,
+    ) -> Result<(), JsValue> {
+        let handler: JsValue = handler.into();
+        let Ok(handler) = handler.dyn_into::<Function>() else {
+            return Err(type_error("app.register(name, handler): handler must be a function"));
+        };
+        let full = Object::new();
+        if let Some(d) = descriptor.map(JsValue::from).and_then(|d| d.dyn_into::<Object>().ok()) {
+            Object::assign(&full, &d);
+        }
+        let mut full: JsValue = full.into();
+        full.set("name", JsValue::from_str(name));
+        self.shared.registry.borrow_mut().register(name, Some(full));
+        self.shared.handlers.borrow_mut().insert(name.to_owned(), handler);
+        self.capabilities_changed();
+        Ok(())
+    }
+
+    /// Removes a capability. Returns whether it was registered. Calls already running finish.
+    pub fn unregister(&self, name: &str) -> bool {
+        let removed = self.shared.registry.borrow_mut().unregister(name);
+        self.shared.handlers.borrow_mut().remove(name);
+        if removed {
+            self.capabilities_changed();
+        }
+        removed
+    }
+
+    /// Serves agents over `transport`. An app may listen on several transports; each is its own session.
+    pub fn listen(&self, transport: &PostMessageTransport) -> Result<(), JsValue> {
+        let target = transport.take()?;
+        let conn = AppConnInner::new(&self.shared);
+        let link = Link::open(target, Rc::downgrade(&conn))?;
+        *conn.link.borrow_mut() = Some(link);
+        self.shared.conns.borrow_mut().push(conn);
+        keep_alive(&self.shared);
+        Ok(())
+    }
+
+    /// Sends a notification to every connected agent. Returns how many sessions were told.
+    pub fn notify(&self, event: &str, #[wasm_bindgen(unchecked_param_type = "unknown")] data: JsValue) -> u32 {
+        let conns: Vec<_> = self.shared.conns.borrow().clone();
+        let mut told = 0;
+        for c in conns {
+            if c.core.borrow_mut().notify(event, data.clone()) {
+                told += 1;
+            }
+            c.drive();
+        }
+        told
+    }
+
+    /// Handlers running now, over all sessions.
+    #[wasm_bindgen(getter, js_name = activeCalls)]
+    pub fn active_calls(&self) -> u32 {
+        self.shared.conns.borrow().iter().map(|c| c.core.borrow().active_calls() as u32).sum()
+    }
+
+    /// Calls waiting for a free slot (`maxConcurrent`).
+    #[wasm_bindgen(getter, js_name = queuedCalls)]
+    pub fn queued_calls(&self) -> u32 {
+        self.shared.conns.borrow().iter().map(|c| c.core.borrow().queued_calls() as u32).sum()
+    }
+
+    /// Received values that were not ABP messages (a debug counter).
+    #[wasm_bindgen(getter, js_name = ignoredMessages)]
+    pub fn ignored_messages(&self) -> u32 {
+        self.shared.conns.borrow().iter().map(|c| c.ignored.get()).sum()
+    }
+
+    /// Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
+    /// its own, separate from postMessage sessions. Returns the object.
+    #[wasm_bindgen(js_name = exposeGlobal, unchecked_return_type = "object")]
+    pub fn expose_global(&self) -> Result<JsValue, JsValue> {
+        if let Some(g) = self.shared.global.borrow().as_ref() {
+            return Ok(g.api());
+        }
+        let conn = AppConnInner::new(&self.shared);
+        let global = GlobalSession::install(&conn)?;
+        *conn.outlet.borrow_mut() = Some(global.clone());
+        let api = global.api();
+        self.shared.conns.borrow_mut().push(conn);
+        *self.shared.global.borrow_mut() = Some(global);
+        keep_alive(&self.shared);
+        Ok(api)
+    }
+
+    /// Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
+    /// stop a listening app; this does.)
+    pub fn close(&self) {
+        let conns: Vec<_> = self.shared.conns.borrow_mut().drain(..).collect();
+        for c in conns {
+            c.core.borrow_mut().transport_lost();
+            c.drive();
+            c.link.borrow_mut().take();
+            c.outlet.borrow_mut().take();
+            c.timer.borrow_mut().take();
+            c.dispatch.borrow_mut().take();
+        }
+        self.shared.global.borrow_mut().take();
+        LIVE.with(|l| l.borrow_mut().retain(|s| !Rc::ptr_eq(s, &self.shared)));
+    }
+}
+
+impl AbpApp {
+    fn capabilities_changed(&self) {
+        let conns: Vec<_> = self.shared.conns.borrow().clone();
+        for c in conns {
+            c.core.borrow_mut().capabilities_changed();
+            c.drive();
+        }
+    }
+}
+
+/// Turns what a handler threw into an outcome.
+fn classify_throw(e: &JsValue, aborted: bool) -> Outcome<JsValue> {
+    let name = opt_string(e, "name");
+    if aborted || name.as_deref() == Some("AbortError") {
+        let reason = opt_string(e, "message");
+        return Outcome::Cancelled { reason };
+    }
+    if let Some(code) = opt_string(e, "code") {
+        let code = ErrorCode::parse(&code);
+        let mut error = AbpError::new(code, opt_string(e, "message").unwrap_or_default());
+        if let Some(r) = e.get("retryable").and_then(|r| r.as_bool()) {
+            error.retryable = r;
+        }
+        error.details = e.get("details");
+        return Outcome::Failure(error);
+    }
+    let message = opt_string(e, "message").unwrap_or_else(|| to_str(e));
+    Outcome::Failure(AbpError::new(ErrorCode::OperationFailed, message))
+}
+
+fn cancelled_elicitation() -> JsValue {
+    let mut r = JsValue::object();
+    r.set("success", JsValue::FALSE);
+    r.set("cancelled", JsValue::TRUE);
+    r.set("error", encode_error(AbpError::<JsValue>::cancelled(Some("The call ended first"))));
+    r
+}
+
+impl AppConnInner {
+    pub(crate) fn new(shared: &Rc<AppShared>) -> Rc<AppConnInner> {
+        let conn = Rc::new(AppConnInner {
+            shared: Rc::downgrade(shared),
+            core: RefCell::new(AppConn::new(shared.config.clone(), id_prefix())),
+            running: RefCell::new(HashMap::new()),
+            elicits: RefCell::new(HashMap::new()),
+            link: RefCell::new(None),
+            outlet: RefCell::new(None),
+            timer: RefCell::new(None),
+            dispatch: RefCell::new(None),
+            ids: RefCell::new(IdGen::new(id_prefix())),
+            ignored: Cell::new(0),
+        });
+        let weak = Rc::downgrade(&conn);
+        *conn.timer.borrow_mut() = Some(Timer::new(move || {
+            if let Some(c) = weak.upgrade() {
+                if let Some(t) = c.timer.borrow().as_ref() {
+                    t.fired();
+                }
+                c.core.borrow_mut().handle_timeout(now());
+                c.drive();
+            }
+        }));
+        let weak = Rc::downgrade(&conn);
+        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue) -> JsValue>::new(move |op, a: JsValue, b: JsValue| {
+            match weak.upgrade() {
+                Some(c) => c.ctx_op(op, a, b),
+                None => JsValue::UNDEFINED,
+            }
+        });
+        *conn.dispatch.borrow_mut() = Some(dispatch);
+        conn
+    }
+
+    /// `ctx.progress` (0), `ctx.elicit` (1), `ctx.notify` (2), `ctx.transfer` (3).
+    fn ctx_op(self: &Rc<Self>, op: u32, a: JsValue, b: JsValue) -> JsValue {
+        let call_id = a.as_string().unwrap_or_default();
+        let result = match op {
+            0 => {
+                let info = match b.kind() {
+                    Kind::Object => b,
+                    Kind::Number => {
+                        let mut o = JsValue::object();
+                        o.set("progress", b);
+                        o
+                    }
+                    _ => return JsValue::UNDEFINED,
+                };
+                self.core.borrow_mut().progress(&call_id, info, now());
+                JsValue::UNDEFINED
+            }
+            1 => self.elicit(Some(&call_id), b).into(),
+            2 => {
+                self.core.borrow_mut().notify(&call_id, b);
+                JsValue::UNDEFINED
+            }
+            3 => {
+                if let Some(r) = self.running.borrow_mut().get_mut(&call_id) {
+                    r.transfer = Some(b).filter(Array::is_array);
+                }
+                JsValue::UNDEFINED
+            }
+            _ => JsValue::UNDEFINED,
+        };
+        self.drive();
+        result
+    }
+
+    /// Asks the agent; the Promise resolves to its ElicitationResponse, or `cancelled` if the call ends first.
+    pub(crate) fn elicit(self: &Rc<Self>, call_id: Option<&str>, request: JsValue) -> Promise {
+        if request.kind() != Kind::Object || opt_string(&request, "method").is_none() {
+            return Promise::reject(&type_error("elicit(request): request must be { method: string, params? }"));
+        }
+        let asked = self.core.borrow_mut().elicit(call_id, request);
+        match asked {
+            Ok(id) => {
+                let mut slot = None;
+                let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
+                if let Some(resolve) = slot {
+                    self.elicits.borrow_mut().insert(id, resolve);
+                }
+                self.drive();
+                promise
+            }
+            Err(error) => {
+                let cancelled = error.code == ErrorCode::Cancelled;
+                let mut r = JsValue::object();
+                r.set("success", JsValue::FALSE);
+                if cancelled {
+                    r.set("cancelled", JsValue::TRUE);
+                }
+                r.set("error", encode_error(error));
+                Promise::resolve(&r)
+            }
+        }
+    }
+
+    pub(crate) fn drive(self: &Rc<Self>) {
+        loop {
+            let next = self.core.borrow_mut().poll();
+            match next {
+                Some(out) => self.perform(out),
+                None => break,
+            }
+        }
+        let at = self.core.borrow().poll_timeout();
+        if let Some(t) = self.timer.borrow().as_ref() {
+            t.arm(at);
+        }
+    }
+
+    fn perform(self: &Rc<Self>, out: AppOutput<JsValue>) {
+        match out {
+            AppOutput::Transmit(m) => self.transmit(m),
+            AppOutput::Start { call_id, capability, params, progress_token } => {
+                self.start(call_id, capability, params, progress_token)
+            }
+            AppOutput::Abort { call_id, reason } => {
+                let running = self.running.borrow_mut().remove(&call_id);
+                if let Some(r) = running {
+                    let message = reason.unwrap_or_else(|| "Operation cancelled".to_owned());
+                    let reason: JsValue = DomException::new_with_message_and_name(&message, "AbortError")
+                        .map(Into::into)
+                        .unwrap_or_else(|_| JsValue::from_str(&message));
+                    r.controller.abort_with_reason(&reason);
+                }
+            }
+            AppOutput::ElicitDone { id, response } => {
+                let resolve = self.elicits.borrow_mut().remove(&id);
+                if let Some(resolve) = resolve {
+                    let value = response.unwrap_or_else(cancelled_elicitation);
+                    let _ = resolve.call1(&JsValue::NULL, &value);
+                }
+            }
+            AppOutput::SessionOpened { .. } => {}
+            AppOutput::SessionClosed => {
+                if let Some(link) = self.link.borrow().as_ref() {
+                    link.set_reply_origin(None);
+                }
+            }
+        }
+    }
+
+    fn transmit(self: &Rc<Self>, m: Outgoing<JsValue>) {
+        let Some(shared) = self.shared.upgrade() else { return };
+        let result_ids = match &m {
+            Outgoing::CallResult { id, call_id, .. } => Some((id.clone(), call_id.clone())),
+            _ => None,
+        };
+        let caps = || shared.capabilities();
+        let (msg, transfer) = encode(m, timestamp(), &Hello { info: &shared.info, capabilities: Some(&caps) });
+        let sent = self.deliver(msg, transfer);
+        if let (Err(e), Some((id, call_id))) = (sent, result_ids) {
+            // The result could not be cloned (a function, a DOM node…): tell the agent instead of going quiet.
+            let error = AbpError::new(
+                ErrorCode::OperationFailed,
+                format!("The handler's result could not be sent: {}", to_str(&e)),
+            );
+            let failure = Outgoing::CallResult { id, call_id, outcome: Outcome::Failure(error), duration: 0.0, transfer: None };
+            let (msg, _) = encode(failure, timestamp(), &Hello { info: &shared.info, capabilities: None });
+            let _ = self.deliver(msg, None);
+        }
+    }
+
+    fn deliver(self: &Rc<Self>, msg: JsValue, transfer: Option<JsValue>) -> Result<(), JsValue> {
+        let outlet = self.outlet.borrow().clone();
+        if let Some(o) = outlet {
+            return o.deliver(self, msg, transfer);
+        }
+        match self.link.borrow().as_ref() {
+            Some(link) => link.send(&msg, transfer.as_ref()),
+            None => Ok(()),
+        }
+    }
+
+    fn start(self: &Rc<Self>, call_id: String, capability: String, params: JsValue, token: Option<String>) {
+        let handler = self.shared.upgrade().and_then(|s| s.handlers.borrow().get(&capability).cloned());
+        let controller = AbortController::new();
+        let (Some(handler), Ok(controller)) = (handler, controller) else {
+            let error = AbpError::new(ErrorCode::UnknownCapability, "The capability was unregistered");
+            self.core.borrow_mut().complete(&call_id, Outcome::Failure(error), None, now());
+            return;
+        };
+        let signal: JsValue = controller.signal().into();
+        let token_js = token.map(|t| JsValue::from_str(&t)).unwrap_or(JsValue::UNDEFINED);
+        let ctx = {
+            let dispatch = self.dispatch.borrow();
+            let Some(d) = dispatch.as_ref() else { return };
+            make_ctx(d.as_ref(), &signal, &call_id, &token_js)
+        };
+        self.running.borrow_mut().insert(call_id.clone(), Running { controller: controller.clone(), transfer: None });
+        match handler.call2(&JsValue::NULL, &params, &ctx) {
+            Ok(v) if is_thenable(&v) => {
+                let weak = Rc::downgrade(self);
+                wasm_bindgen_futures::spawn_local(async move {
+                    let r = wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await;
+                    if let Some(c) = weak.upgrade() {
+                        c.finish(&call_id, r);
+                        c.drive();
+                    }
+                });
+            }
+            other => self.finish(&call_id, other),
+        }
+    }
+
+    fn finish(&self, call_id: &str, result: Result<JsValue, JsValue>) {
+        let Some(running) = self.running.borrow_mut().remove(call_id) else {
+            return; // cancelled meanwhile: whatever the handler produced is discarded
+        };
+        let aborted = running.controller.signal().aborted();
+        let outcome = match result {
+            Ok(_) if aborted => Outcome::Cancelled { reason: None },
+            Ok(data) => Outcome::Success { data },
+            Err(e) => classify_throw(&e, aborted),
+        };
+        self.core.borrow_mut().complete(call_id, outcome, running.transfer, now());
+    }
+
+    fn handle_incoming(self: &Rc<Self>, data: JsValue) {
+        let Some(shared) = self.shared.upgrade() else { return };
+        match decode(&data) {
+            Ok(m) => {
+                let registry = shared.registry.borrow();
+                self.core.borrow_mut().handle(m, now(), &registry);
+            }
+            Err(_) => self.ignored.set(self.ignored.get().saturating_add(1)),
+        }
+        self.drive();
+    }
+
+    /// Feeds a message from `window.abp` (no origin checks apply in-page).
+    pub(crate) fn feed(self: &Rc<Self>, data: JsValue) {
+        self.handle_incoming(data);
+    }
+
+    pub(crate) fn next_id(&self) -> String {
+        self.ids.borrow_mut().next_id()
+    }
+
+    pub(crate) fn info(&self) -> JsValue {
+        self.shared.upgrade().map(|s| s.info.clone()).unwrap_or(JsValue::UNDEFINED)
+    }
+
+    pub(crate) fn capabilities(&self) -> JsValue {
+        self.shared.upgrade().map(|s| s.capabilities()).unwrap_or_else(|| Array::new().into())
+    }
+}
+
+impl Sink for AppConnInner {
+    fn on_message(self: Rc<Self>, data: JsValue, origin: String) {
+        if let Some(link) = self.link.borrow().as_ref() {
+            if link.is_parent() {
+                let has_session = self.core.borrow().session_id().is_some();
+                match link.reply_origin() {
+                    // Only the origin that initialized the session is served.
+                    Some(o) if has_session && o != origin => return,
+                    _ => link.set_reply_origin(Some(origin)),
+                }
+            }
+        }
+        self.handle_incoming(data);
+    }
+
+    fn on_lost(self: Rc<Self>) {
+        self.core.borrow_mut().transport_lost();
+        self.drive();
+    }
+
+    fn on_page_hide(self: Rc<Self>) {
+        // Tell the agent this page is going (a reload or navigation), so its calls settle now.
+        if self.core.borrow().session_id().is_some() {
+            let id = self.next_id();
+            let info = self.info();
+            let (msg, _) = encode(
+                Outgoing::Shutdown { id, reason: Some("pagehide".to_owned()) },
+                timestamp(),
+                &Hello { info: &info, capabilities: None },
+            );
+            let _ = self.deliver(msg, None);
+        }
+        self.core.borrow_mut().transport_lost();
+        self.drive();
+    }
+}
+

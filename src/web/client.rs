@@ -1,0 +1,553 @@
+//! `AbpClient`: the agent side. Calls return Promises that always resolve to an `ABPResponse`;
+//! an `AbortSignal` or a timeout cancels them on the app too.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+
+use js_sys::{Array, Function, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{AbortController, AbortSignal};
+
+use super::dom::{now, timestamp, Listener, Timer};
+use super::transport::{Link, PostMessageTransport, Sink};
+use super::types::{CallOptions, ClientOptions};
+use super::value::{
+    console_error2, id_prefix, is_thenable, js_error, local_response, opt_function, opt_number, opt_string,
+    random_uuid, to_str, type_error,
+};
+use crate::core::codec::{decode, encode, Hello, Wire};
+use crate::core::schema::{Kind, Payload};
+use crate::core::{
+    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, ElicitAnswer, ErrorCode,
+    Outgoing, Settlement,
+};
+
+struct CallJs {
+    resolve: Function,
+    on_progress: Option<Function>,
+    _abort: Option<Listener>,
+}
+
+#[derive(Default)]
+struct Hooks {
+    on_progress: Option<Function>,
+    on_notification: Option<Function>,
+    on_elicitation: Option<Function>,
+    on_capabilities_changed: Option<Function>,
+}
+
+struct ClientJs {
+    calls: HashMap<String, CallJs>,
+    cancels: HashMap<String, Function>,
+    elicits: HashMap<String, AbortController>,
+    connect: Option<(Function, Function)>,
+    capabilities: JsValue,
+    app: JsValue,
+}
+
+pub(crate) struct ClientInner {
+    core: RefCell<AgentCore<JsValue>>,
+    js: RefCell<ClientJs>,
+    hooks: RefCell<Hooks>,
+    link: RefCell<Option<Link>>,
+    timer: RefCell<Option<Timer>>,
+    agent_info: JsValue,
+    ignored: Cell<u32>,
+    rejected: Cell<u32>,
+}
+
+thread_local! {
+    /// Clients stay alive from `connect` until they disconnect or shut down, even if the page drops its handle,
+    /// so a pending call always settles (`(await AbpClient.connect(…)).call(…)` must not hang).
+    static LIVE: RefCell<Vec<Rc<ClientInner>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The agent side of an ABP connection. Make one with `AbpClient.connect(transport, options)`.
+#[wasm_bindgen]
+pub struct AbpClient {
+    inner: Rc<ClientInner>,
+}
+
+fn report(what: &str, err: &JsValue) {
+    console_error2(what, err);
+}
+
+fn call_hook(f: &Function, arg: &JsValue) {
+    if let Err(e) = f.call1(&JsValue::NULL, arg) {
+        report("abp-wasm: a callback threw", &e);
+    }
+}
+
+fn agent_info(options: &JsValue) -> Result<JsValue, JsValue> {
+    let agent = options.get("agent").filter(|a| a.kind() == Kind::Object);
+    let valid = agent.as_ref().is_some_and(|a| opt_string(a, "name").is_some() && opt_string(a, "version").is_some());
+    match agent {
+        Some(a) if valid => {
+            let mut info = JsValue::object();
+            info.set("name", a.get("name").unwrap_or(JsValue::UNDEFINED));
+            info.set("version", a.get("version").unwrap_or(JsValue::UNDEFINED));
+            Ok(info)
+        }
+        _ => Err(type_error("AbpClient.connect: options.agent must be { name: string, version: string }")),
+    }
+}
+
+fn abort_reason(signal: &AbortSignal) -> String {
+    to_str(&signal.reason())
+}
+
+#[wasm_bindgen]
+impl AbpClient {
+    /// Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
+    /// loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
+    /// TIMEOUT after `connectTimeout`, or the app's error code.
+    #[wasm_bindgen(unchecked_return_type = "Promise<AbpClient>")]
+    pub fn connect(transport: &PostMessageTransport, options: ClientOptions) -> Result<Promise, JsValue> {
+        let options: JsValue = options.into();
+        let info = agent_info(&options)?;
+        let target = transport.take()?;
+        let mut config = AgentConfig::default();
+        if let Some(t) = opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0) {
+            config.connect_timeout = t;
+        }
+        if let Some(g) = opt_number(&options, "cancelGrace").filter(|g| g.is_finite() && *g >= 0.0) {
+            config.cancel_grace = g;
+        }
+        let hooks = Hooks {
+            on_progress: opt_function(&options, "onProgress"),
+            on_notification: opt_function(&options, "onNotification"),
+            on_elicitation: opt_function(&options, "onElicitation"),
+            on_capabilities_changed: opt_function(&options, "onCapabilitiesChanged"),
+        };
+        let inner = Rc::new(ClientInner {
+            core: RefCell::new(AgentCore::new(config, id_prefix())),
+            js: RefCell::new(ClientJs {
+                calls: HashMap::new(),
+                cancels: HashMap::new(),
+                elicits: HashMap::new(),
+                connect: None,
+                capabilities: Array::new().into(),
+                app: JsValue::UNDEFINED,
+            }),
+            hooks: RefCell::new(hooks),
+            link: RefCell::new(None),
+            timer: RefCell::new(None),
+            agent_info: info,
+            ignored: Cell::new(0),
+            rejected: Cell::new(0),
+        });
+        let weak = Rc::downgrade(&inner);
+        *inner.timer.borrow_mut() = Some(Timer::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                if let Some(t) = inner.timer.borrow().as_ref() {
+                    t.fired();
+                }
+                inner.core.borrow_mut().handle_timeout(now());
+                inner.drive();
+            }
+        }));
+        let link = Link::open(target, Rc::downgrade(&inner))?;
+        *inner.link.borrow_mut() = Some(link);
+        LIVE.with(|l| l.borrow_mut().push(inner.clone()));
+        let mut slot = None;
+        let promise = Promise::new(&mut |resolve, reject| slot = Some((resolve, reject)));
+        inner.js.borrow_mut().connect = slot;
+        inner.core.borrow_mut().connect(now());
+        inner.drive();
+        Ok(promise)
+    }
+
+    /// Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
+    /// error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
+    /// the timeout passed (code TIMEOUT). Rejects only if `capability` is not a string.
+    #[wasm_bindgen(unchecked_return_type = "Promise<ABPResponse>")]
+    pub fn call(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] capability: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] params: JsValue,
+        options: Option<CallOptions>,
+    ) -> Promise {
+        let Some(capability) = capability.as_string() else {
+            return Promise::reject(&type_error("abp.call: capability must be a string"));
+        };
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let signal = options.get("signal").and_then(|s| s.dyn_into::<AbortSignal>().ok());
+        let call_id = opt_string(&options, "callId").unwrap_or_else(random_uuid);
+        if signal.as_ref().is_some_and(|s| s.aborted()) {
+            // Nothing is sent for a call whose signal has already aborted.
+            let reason = signal.as_ref().map(abort_reason);
+            let r = local_response(AbpError::cancelled(reason.as_deref()), true, Some(&call_id));
+            return Promise::resolve(&r);
+        }
+        let on_progress = opt_function(&options, "onProgress");
+        let wants_progress = on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
+        let progress_token = opt_string(&options, "progressToken").or_else(|| wants_progress.then(|| call_id.clone()));
+        let req = CallRequest {
+            call_id: call_id.clone(),
+            capability,
+            params,
+            timeout: opt_number(&options, "timeout"),
+            progress_token,
+            reset_timeout_on_progress: options.get("resetTimeoutOnProgress").and_then(|v| v.as_bool()).unwrap_or(false),
+            max_total_timeout: opt_number(&options, "maxTotalTimeout"),
+            transfer: options.get("transfer").filter(Array::is_array),
+            cancel_grace: opt_number(&options, "cancelGrace"),
+        };
+        let mut slot = None;
+        let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
+        let Some(resolve) = slot else { return promise };
+        // Refused locally (not connected, callId in flight): settle now, send nothing.
+        if self.inner.core.borrow().is_pending(&call_id) || !self.inner.core.borrow().is_ready() {
+            let err = self.inner.core.borrow_mut().start_call(req, now());
+            let error = err.err().unwrap_or_else(|| AbpError::new(ErrorCode::InvalidParams, "refused"));
+            call_hook(&resolve, &local_response(error, false, Some(&call_id)));
+            return promise;
+        }
+        let abort = signal.map(|signal| {
+            let weak = Rc::downgrade(&self.inner);
+            let id = call_id.clone();
+            let s = signal.clone();
+            Listener::once(&signal, "abort", move |_| {
+                if let Some(inner) = weak.upgrade() {
+                    inner.core.borrow_mut().abort_call(&id, AbortKind::Signal(Some(abort_reason(&s))), now());
+                    inner.drive();
+                }
+            })
+        });
+        self.inner.js.borrow_mut().calls.insert(call_id.clone(), CallJs { resolve, on_progress, _abort: abort });
+        if let Err(error) = self.inner.core.borrow_mut().start_call(req, now()) {
+            if let Some(call) = self.inner.js.borrow_mut().calls.remove(&call_id) {
+                call_hook(&call.resolve, &local_response(error, false, Some(&call_id)));
+            }
+        }
+        self.inner.drive();
+        promise
+    }
+
+    /// Cancels a call by id (yours or anyone's on this connection) and resolves to the app's answer:
+    /// `{ callId, cancelled, reason? }`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<CancelResponse>")]
+    #[allow(non_snake_case)]
+    pub fn cancel(&self, #[wasm_bindgen(unchecked_param_type = "string")] callId: JsValue, reason: Option<String>) -> Promise {
+        let Some(call_id) = callId.as_string() else {
+            return Promise::reject(&type_error("abp.cancel: callId must be a string"));
+        };
+        let handle = self.inner.core.borrow_mut().cancel(&call_id, reason, now());
+        match handle {
+            Ok(handle) => {
+                let mut slot = None;
+                let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
+                if let Some(resolve) = slot {
+                    self.inner.js.borrow_mut().cancels.insert(handle, resolve);
+                }
+                self.inner.drive();
+                promise
+            }
+            Err(error) => Promise::resolve(&cancel_failure(&call_id, error)),
+        }
+    }
+
+    /// Ends the session: tells the app, and every pending call resolves DISCONNECTED.
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn shutdown(&self, reason: Option<String>) -> Promise {
+        self.inner.core.borrow_mut().shutdown(reason);
+        self.inner.drive();
+        Promise::resolve(&JsValue::UNDEFINED)
+    }
+
+    /// The capabilities the app announced (kept current when it announces changes).
+    #[wasm_bindgen(js_name = listCapabilities, unchecked_return_type = "CapabilityDescriptor[]")]
+    pub fn list_capabilities(&self) -> JsValue {
+        let js = self.inner.js.borrow();
+        Array::from(&js.capabilities).slice(0, u32::MAX).into()
+    }
+
+    #[wasm_bindgen(js_name = describeCapability, unchecked_return_type = "CapabilityDescriptor | null")]
+    pub fn describe_capability(&self, name: &str) -> JsValue {
+        let js = self.inner.js.borrow();
+        Array::from(&js.capabilities)
+            .iter()
+            .find(|c| opt_string(c, "name").as_deref() == Some(name))
+            .unwrap_or(JsValue::NULL)
+    }
+
+    /// `{ supported, available, reason? }` for a capability name.
+    #[wasm_bindgen(unchecked_return_type = "SupportInfo")]
+    pub fn supports(&self, name: &str) -> JsValue {
+        let supported = !self.describe_capability(name).is_null();
+        let connected = self.inner.core.borrow().is_ready();
+        let mut r = JsValue::object();
+        r.set("supported", JsValue::from_bool(supported));
+        r.set("available", JsValue::from_bool(supported && connected));
+        if !supported {
+            r.set("reason", JsValue::from_str("The app does not offer this capability"));
+        } else if !connected {
+            r.set("reason", JsValue::from_str("Not connected"));
+        }
+        r
+    }
+
+    #[wasm_bindgen(getter, js_name = sessionId)]
+    pub fn session_id(&self) -> Option<String> {
+        self.inner.core.borrow().session_id().map(str::to_owned)
+    }
+
+    /// The app's `{ id, name, version }` from the handshake.
+    #[wasm_bindgen(getter, unchecked_return_type = "AppInfo | undefined")]
+    pub fn app(&self) -> JsValue {
+        self.inner.js.borrow().app.clone()
+    }
+
+    #[wasm_bindgen(getter, js_name = pendingCalls)]
+    pub fn pending_calls(&self) -> u32 {
+        self.inner.core.borrow().pending_calls() as u32
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn connected(&self) -> bool {
+        self.inner.core.borrow().is_ready()
+    }
+
+    /// How many received messages were ignored because they were not ABP messages (a debug counter).
+    #[wasm_bindgen(getter, js_name = ignoredMessages)]
+    pub fn ignored_messages(&self) -> u32 {
+        self.inner.ignored.get()
+    }
+
+    /// How many messages were dropped because they came from the wrong window or origin (a debug counter).
+    #[wasm_bindgen(getter, js_name = rejectedMessages)]
+    pub fn rejected_messages(&self) -> u32 {
+        self.inner.rejected.get()
+    }
+
+    #[wasm_bindgen(setter = onProgress)]
+    pub fn set_on_progress(&self, #[wasm_bindgen(unchecked_param_type = "((progress: ProgressInfo) => void) | null")] f: JsValue) {
+        self.inner.hooks.borrow_mut().on_progress = f.dyn_into().ok();
+    }
+
+    #[wasm_bindgen(setter = onNotification)]
+    pub fn set_on_notification(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "((notification: NotificationInfo) => void) | null")] f: JsValue,
+    ) {
+        self.inner.hooks.borrow_mut().on_notification = f.dyn_into().ok();
+    }
+
+    #[wasm_bindgen(setter = onElicitation)]
+    pub fn set_on_elicitation(&self, #[wasm_bindgen(unchecked_param_type = "ElicitationHandler | null")] f: JsValue) {
+        self.inner.hooks.borrow_mut().on_elicitation = f.dyn_into().ok();
+    }
+
+    #[wasm_bindgen(setter = onCapabilitiesChanged)]
+    pub fn set_on_capabilities_changed(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "((capabilities: CapabilityDescriptor[]) => void) | null")] f: JsValue,
+    ) {
+        self.inner.hooks.borrow_mut().on_capabilities_changed = f.dyn_into().ok();
+    }
+}
+
+fn cancel_failure(call_id: &str, error: AbpError<JsValue>) -> JsValue {
+    let mut r = JsValue::object();
+    r.set("callId", JsValue::from_str(call_id));
+    r.set("cancelled", JsValue::FALSE);
+    r.set("error", crate::core::codec::encode_error(error));
+    r
+}
+
+impl ClientInner {
+    /// Runs everything the core has to do, then re-arms the timer. Borrows are never held across calls
+    /// into user code, so callbacks may call back into the client.
+    fn drive(self: &Rc<Self>) {
+        loop {
+            let next = self.core.borrow_mut().poll();
+            match next {
+                Some(out) => self.perform(out),
+                None => break,
+            }
+        }
+        let at = self.core.borrow().poll_timeout();
+        if let Some(t) = self.timer.borrow().as_ref() {
+            t.arm(at);
+        }
+    }
+
+    fn perform(self: &Rc<Self>, out: AgentOutput<JsValue>) {
+        match out {
+            AgentOutput::Transmit(m) => self.transmit(m),
+            AgentOutput::Connected { payload, .. } => {
+                let caps = payload.get("capabilities").filter(Array::is_array).unwrap_or_else(|| Array::new().into());
+                let connect = {
+                    let mut js = self.js.borrow_mut();
+                    js.capabilities = caps;
+                    js.app = payload.get("app").unwrap_or(JsValue::UNDEFINED);
+                    js.connect.take()
+                };
+                if let Some((resolve, _)) = connect {
+                    call_hook(&resolve, &AbpClient { inner: self.clone() }.into());
+                }
+            }
+            AgentOutput::ConnectFailed(error) => {
+                let connect = self.js.borrow_mut().connect.take();
+                if let Some((_, reject)) = connect {
+                    call_hook(&reject, &js_error(&error));
+                }
+                self.drop_link();
+            }
+            AgentOutput::Settled { call_id, settlement } => {
+                let call = self.js.borrow_mut().calls.remove(&call_id);
+                if let Some(call) = call {
+                    let response = match settlement {
+                        Settlement::Remote(p) => p,
+                        Settlement::Local { error, cancelled } => local_response(error, cancelled, Some(&call_id)),
+                    };
+                    drop(call._abort);
+                    call_hook(&call.resolve, &response);
+                }
+            }
+            AgentOutput::CancelAnswered { handle, answer } => {
+                let resolve = self.js.borrow_mut().cancels.remove(&handle);
+                if let Some(resolve) = resolve {
+                    let value = match answer {
+                        CancelAnswer::Remote(p) => p,
+                        CancelAnswer::Local { call_id, error } => cancel_failure(&call_id, error),
+                    };
+                    call_hook(&resolve, &value);
+                }
+            }
+            AgentOutput::Progress { call_id, payload } => {
+                let per_call = self.js.borrow().calls.get(&call_id).and_then(|c| c.on_progress.clone());
+                let global = self.hooks.borrow().on_progress.clone();
+                for f in per_call.iter().chain(global.iter()) {
+                    call_hook(f, &payload);
+                }
+            }
+            AgentOutput::Notification { payload, .. } => {
+                let hook = self.hooks.borrow().on_notification.clone();
+                if let Some(f) = hook {
+                    call_hook(&f, &payload);
+                }
+            }
+            AgentOutput::CapabilitiesChanged { payload } => {
+                let caps = payload.get("capabilities").filter(Array::is_array).unwrap_or_else(|| Array::new().into());
+                self.js.borrow_mut().capabilities = caps.clone();
+                let hook = self.hooks.borrow().on_capabilities_changed.clone();
+                if let Some(f) = hook {
+                    call_hook(&f, &caps);
+                }
+            }
+            AgentOutput::Elicitation { id, payload, .. } => self.elicit(id, payload),
+            AgentOutput::ElicitationAborted { id } => {
+                let controller = self.js.borrow_mut().elicits.remove(&id);
+                if let Some(c) = controller {
+                    c.abort_with_reason(&JsValue::from_str("The call that asked was cancelled"));
+                }
+            }
+            AgentOutput::Disconnected => self.drop_link(),
+        }
+    }
+
+    fn transmit(self: &Rc<Self>, m: Outgoing<JsValue>) {
+        let call_id = match &m {
+            Outgoing::Call { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        };
+        let (msg, transfer) = encode(m, timestamp(), &Hello { info: &self.agent_info, capabilities: None });
+        let sent = match self.link.borrow().as_ref() {
+            Some(link) => link.send(&msg, transfer.as_ref()),
+            None => Err(type_error("not connected")),
+        };
+        if let (Err(e), Some(call_id)) = (sent, call_id) {
+            let error = AbpError::new(
+                ErrorCode::InvalidParams,
+                format!("The call could not be sent: {}", to_str(&e)),
+            );
+            self.core.borrow_mut().fail_call(&call_id, error);
+        }
+    }
+
+    fn elicit(self: &Rc<Self>, id: String, request: JsValue) {
+        let handler = self.hooks.borrow().on_elicitation.clone();
+        let Some(handler) = handler else {
+            let error = AbpError::new(ErrorCode::NotSupported, "The agent does not answer elicitation requests");
+            self.core.borrow_mut().answer_elicitation(&id, ElicitAnswer::Failed(error));
+            return;
+        };
+        let controller = match AbortController::new() {
+            Ok(c) => c,
+            Err(_) => return,
+        };
+        self.js.borrow_mut().elicits.insert(id.clone(), controller.clone());
+        let mut options = JsValue::object();
+        options.set("signal", controller.signal().into());
+        let result = handler.call2(&JsValue::NULL, &request, &options);
+        match result {
+            Ok(v) if is_thenable(&v) => {
+                let weak: Weak<ClientInner> = Rc::downgrade(self);
+                wasm_bindgen_futures::spawn_local(async move {
+                    let r = wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await;
+                    if let Some(inner) = weak.upgrade() {
+                        inner.finish_elicitation(&id, r);
+                        inner.drive();
+                    }
+                });
+            }
+            other => self.finish_elicitation(&id, other),
+        }
+    }
+
+    fn finish_elicitation(&self, id: &str, result: Result<JsValue, JsValue>) {
+        self.js.borrow_mut().elicits.remove(id);
+        let answer = match result {
+            Ok(v) if v.kind() == Kind::Object => ElicitAnswer::Answer(v),
+            Ok(v) => {
+                let mut r = JsValue::object();
+                r.set("success", JsValue::TRUE);
+                r.set("data", v);
+                ElicitAnswer::Answer(r)
+            }
+            Err(e) => {
+                let message = opt_string(&e, "message").unwrap_or_else(|| to_str(&e));
+                ElicitAnswer::Failed(AbpError::new(ErrorCode::OperationFailed, message))
+            }
+        };
+        self.core.borrow_mut().answer_elicitation(id, answer);
+    }
+
+    /// Removes the listeners. Deferred to a microtask: this may run inside one of the link's own listeners.
+    fn drop_link(self: &Rc<Self>) {
+        LIVE.with(|l| l.borrow_mut().retain(|c| !Rc::ptr_eq(c, self)));
+        let link = self.link.borrow_mut().take();
+        if let Some(link) = link {
+            wasm_bindgen_futures::spawn_local(async move { drop(link) });
+        }
+    }
+}
+
+impl Sink for ClientInner {
+    fn on_message(self: Rc<Self>, data: JsValue, _origin: String) {
+        match decode(&data) {
+            Ok(m) => {
+                self.core.borrow_mut().handle(m, now());
+                self.drive();
+            }
+            Err(_) => self.ignored.set(self.ignored.get().saturating_add(1)),
+        }
+    }
+
+    fn on_lost(self: Rc<Self>) {
+        self.core.borrow_mut().transport_lost();
+        self.drive();
+    }
+
+    fn on_page_hide(self: Rc<Self>) {
+        self.core.borrow_mut().shutdown(Some("pagehide".to_owned()));
+        self.drive();
+    }
+
+    fn on_rejected(self: Rc<Self>) {
+        self.rejected.set(self.rejected.get().saturating_add(1));
+    }
+}

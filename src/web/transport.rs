@@ -1,0 +1,267 @@
+//! `PostMessageTransport`: where messages go and which incoming ones count.
+//!
+//! A transport is a description until a client or app opens it; [`Link::open`] then installs the message
+//! listener (checking `event.source` and `event.origin`), the page-hide hook and, for frames and windows, a
+//! watchdog that notices when the other side is gone.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window};
+
+use super::dom::{Interval, Listener};
+use super::types::{IframeOptions, ParentOptions, WindowOptions};
+use super::value::{console_warn, opt_string, type_error};
+use crate::core::schema::Payload;
+
+#[derive(Clone)]
+pub(crate) enum Target {
+    Iframe { iframe: HtmlIFrameElement, origin: String },
+    Window { win: Window, origin: String },
+    Parent { allowed: Vec<String> },
+    Port(MessagePort),
+}
+
+/// Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
+/// inside an iframe), or a `MessagePort` (either side).
+#[wasm_bindgen]
+pub struct PostMessageTransport {
+    target: RefCell<Option<Target>>,
+}
+
+fn target_origin(options: &JsValue, what: &str) -> Result<String, JsValue> {
+    let origin = opt_string(options, "targetOrigin").ok_or_else(|| {
+        type_error(&format!(
+            "PostMessageTransport.{what}: options.targetOrigin is required (the app's origin, e.g. 'https://app.example'; '*' only if you mean it)"
+        ))
+    })?;
+    if origin == "*" {
+        console_warn("abp-wasm: targetOrigin '*' sends every message to whatever page the frame holds; name the app's origin instead");
+    }
+    Ok(origin)
+}
+
+#[wasm_bindgen]
+impl PostMessageTransport {
+    /// Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
+    /// whose `event.source` is this iframe's window and whose origin matches are accepted.
+    #[wasm_bindgen(js_name = toIframe)]
+    pub fn to_iframe(iframe: &HtmlIFrameElement, options: IframeOptions) -> Result<PostMessageTransport, JsValue> {
+        let origin = target_origin(&options, "toIframe")?;
+        if !iframe.is_instance_of::<HtmlIFrameElement>() {
+            return Err(type_error("PostMessageTransport.toIframe: expected an <iframe> element"));
+        }
+        Ok(Self::with(Target::Iframe { iframe: iframe.clone(), origin }))
+    }
+
+    /// Agent side: talk to the app in another window (a popup, `window.opener`).
+    #[wasm_bindgen(js_name = toWindow)]
+    pub fn to_window(win: &Window, options: WindowOptions) -> Result<PostMessageTransport, JsValue> {
+        let origin = target_origin(&options, "toWindow")?;
+        Ok(Self::with(Target::Window { win: win.clone(), origin }))
+    }
+
+    /// App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
+    /// in `allowedOrigins` count (default: this page's own origin). Replies go only to the origin that
+    /// initialized the session.
+    #[wasm_bindgen(js_name = toParent)]
+    pub fn to_parent(options: Option<ParentOptions>) -> Result<PostMessageTransport, JsValue> {
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let mut allowed: Vec<String> = match options.get("allowedOrigins") {
+            Some(list) if Array::is_array(&list) => {
+                Array::from(&list).iter().filter_map(|o| o.as_string()).collect()
+            }
+            Some(_) => return Err(type_error("PostMessageTransport.toParent: allowedOrigins must be an array of origins")),
+            None => Vec::new(),
+        };
+        if allowed.is_empty() {
+            let own = web_sys::window().and_then(|w| w.location().origin().ok());
+            allowed.extend(own);
+        }
+        if allowed.iter().any(|o| o == "*") {
+            console_warn("abp-wasm: allowedOrigins ['*'] lets any page that frames this app call it");
+        }
+        Ok(Self::with(Target::Parent { allowed }))
+    }
+
+    /// Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
+    #[wasm_bindgen(js_name = fromPort)]
+    pub fn from_port(port: &MessagePort) -> PostMessageTransport {
+        Self::with(Target::Port(port.clone()))
+    }
+}
+
+impl PostMessageTransport {
+    fn with(target: Target) -> Self {
+        PostMessageTransport { target: RefCell::new(Some(target)) }
+    }
+
+    /// Takes the description out; a transport serves one connection.
+    pub(crate) fn take(&self) -> Result<Target, JsValue> {
+        self.target
+            .borrow_mut()
+            .take()
+            .ok_or_else(|| type_error("This PostMessageTransport is already in use; make a new one per connection"))
+    }
+}
+
+/// What a link reports to its owner. Implemented by the client and app connections.
+pub(crate) trait Sink: 'static {
+    /// An accepted message (source and origin already checked).
+    fn on_message(self: Rc<Self>, data: JsValue, origin: String);
+    /// The other side is gone.
+    fn on_lost(self: Rc<Self>);
+    /// This page is going away.
+    fn on_page_hide(self: Rc<Self>);
+    /// A message from the wrong window or origin was dropped (a debug counter).
+    fn on_rejected(self: Rc<Self>) {}
+}
+
+/// An open transport: sends, and owns every listener it installed.
+pub(crate) struct Link {
+    target: Target,
+    /// App side: the origin replies go to (the one that initialized the session).
+    reply_origin: RefCell<Option<String>>,
+    _listeners: Vec<Listener>,
+    _watchdog: Option<Interval>,
+}
+
+fn global_target() -> Option<EventTarget> {
+    js_sys::global().dyn_into::<EventTarget>().ok()
+}
+
+fn same(a: &JsValue, b: &JsValue) -> bool {
+    js_sys::Object::is(a, b)
+}
+
+impl Link {
+    pub(crate) fn open<S: Sink>(target: Target, sink: Weak<S>) -> Result<Link, JsValue> {
+        let mut listeners = Vec::new();
+        let mut watchdog = None;
+        let accept: Box<dyn Fn(&MessageEvent) -> bool> = match &target {
+            Target::Iframe { iframe, origin } => {
+                let (iframe, origin) = (iframe.clone(), origin.clone());
+                let w = sink.clone();
+                let frame = iframe.clone();
+                watchdog = Some(Interval::new(200.0, move || {
+                    if !frame.is_connected() || frame.content_window().is_none() {
+                        if let Some(s) = w.upgrade() {
+                            s.on_lost();
+                        }
+                    }
+                }));
+                Box::new(move |e| {
+                    let from_frame = match (e.source(), iframe.content_window()) {
+                        (Some(src), Some(win)) => same(&src, &win),
+                        _ => false,
+                    };
+                    from_frame && (origin == "*" || e.origin() == origin)
+                })
+            }
+            Target::Window { win, origin } => {
+                let (win, origin) = (win.clone(), origin.clone());
+                let w = sink.clone();
+                let watched = win.clone();
+                watchdog = Some(Interval::new(200.0, move || {
+                    if watched.closed().unwrap_or(true) {
+                        if let Some(s) = w.upgrade() {
+                            s.on_lost();
+                        }
+                    }
+                }));
+                Box::new(move |e| {
+                    e.source().is_some_and(|src| same(&src, &win)) && (origin == "*" || e.origin() == origin)
+                })
+            }
+            Target::Parent { allowed } => {
+                let allowed = allowed.clone();
+                let parent = web_sys::window().and_then(|w| w.parent().ok().flatten());
+                Box::new(move |e| {
+                    let from_parent = match (e.source(), &parent) {
+                        (Some(src), Some(p)) => same(&src, p),
+                        _ => false,
+                    };
+                    from_parent && allowed.iter().any(|o| o == "*" || *o == e.origin())
+                })
+            }
+            Target::Port(_) => Box::new(|_| true),
+        };
+        let events: EventTarget = match &target {
+            Target::Port(port) => port.clone().into(),
+            _ => global_target().ok_or_else(|| type_error("postMessage transports need a window"))?,
+        };
+        let w = sink.clone();
+        listeners.push(Listener::new(&events, "message", move |event| {
+            let Some(e) = event.dyn_ref::<MessageEvent>() else { return };
+            let Some(s) = w.upgrade() else { return };
+            if accept(e) {
+                s.on_message(e.data(), e.origin());
+            } else {
+                s.on_rejected();
+            }
+        }));
+        if let Target::Port(port) = &target {
+            port.start();
+            // Newer browsers fire `close` on a port whose other end went away.
+            let w = sink.clone();
+            listeners.push(Listener::new(port, "close", move |_| {
+                if let Some(s) = w.upgrade() {
+                    s.on_lost();
+                }
+            }));
+        }
+        if let Some(win) = global_target() {
+            let w = sink;
+            listeners.push(Listener::new(&win, "pagehide", move |_| {
+                if let Some(s) = w.upgrade() {
+                    s.on_page_hide();
+                }
+            }));
+        }
+        Ok(Link { target, reply_origin: RefCell::new(None), _listeners: listeners, _watchdog: watchdog })
+    }
+
+    pub(crate) fn set_reply_origin(&self, origin: Option<String>) {
+        *self.reply_origin.borrow_mut() = origin;
+    }
+
+    pub(crate) fn reply_origin(&self) -> Option<String> {
+        self.reply_origin.borrow().clone()
+    }
+
+    pub(crate) fn is_parent(&self) -> bool {
+        matches!(self.target, Target::Parent { .. })
+    }
+
+    /// Posts one message. Fails when the other side is gone or the message cannot be cloned.
+    pub(crate) fn send(&self, msg: &JsValue, transfer: Option<&JsValue>) -> Result<(), JsValue> {
+        let empty;
+        let transfer = match transfer {
+            Some(t) if Array::is_array(t) => t,
+            _ => {
+                empty = JsValue::from(Array::new());
+                &empty
+            }
+        };
+        match &self.target {
+            Target::Iframe { iframe, origin } => {
+                let win = iframe.content_window().ok_or_else(|| type_error("the iframe is gone"))?;
+                win.post_message_with_transfer(msg, origin, transfer)
+            }
+            Target::Window { win, origin } => win.post_message_with_transfer(msg, origin, transfer),
+            Target::Parent { .. } => {
+                let parent = web_sys::window()
+                    .and_then(|w| w.parent().ok().flatten())
+                    .ok_or_else(|| type_error("no parent window"))?;
+                let origin = self.reply_origin.borrow().clone().unwrap_or_default();
+                // An opaque ("null") origin cannot be named; the message still goes only to window.parent.
+                let origin = if origin.is_empty() || origin == "null" { "*".to_owned() } else { origin };
+                parent.post_message_with_transfer(msg, &origin, transfer)
+            }
+            Target::Port(port) => port.post_message_with_transferable(msg, transfer),
+        }
+    }
+}

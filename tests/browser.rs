@@ -1,0 +1,169 @@
+//! Browser tests: real iframes, real postMessage, real AbortSignals, in headless Chrome and Firefox.
+//!
+//! The cases are written in JavaScript against the public API (`tests/js/cases.js`), the way users call it;
+//! each `#[wasm_bindgen_test]` here runs one. Covers SPEC sections 2-4 for postMessage:
+//! handshake before the iframe loads, already-aborted signals, abort in flight, timeouts, abort racing
+//! completion, the whole cancel table, NOT_INITIALIZED, progress routing/coalescing/reset, elicitation,
+//! handler errors, handlers that ignore their signal, iframe removed or reloaded, shutdown, wrong source and
+//! wrong origin, cross-origin frames, garbage input, ArrayBuffers and transfer, capability changes,
+//! notifications, `window.abp`, MessagePorts, and option checking.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+// Link the library so its exports are part of the test build the fixtures import.
+#[allow(unused_imports)]
+use abp_wasm::AbpClient as _;
+
+#[wasm_bindgen(module = "/tests/js/cases.js")]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = runCase)]
+    async fn run_case(name: &str) -> Result<JsValue, JsValue>;
+}
+
+/// Runs one case and fails the test with the JS error's message and stack.
+async fn check(name: &str) {
+    if let Err(e) = run_case(name).await {
+        let stack = js_sys::Reflect::get(&e, &"stack".into()).ok().and_then(|s| s.as_string()).unwrap_or_default();
+        panic!("{}\n{}", e.as_string().unwrap_or_else(|| format!("{e:?}")), stack);
+    }
+}
+
+#[wasm_bindgen_test]
+async fn connect_and_describe() {
+    check("connectAndDescribe").await;
+}
+
+#[wasm_bindgen_test]
+async fn already_aborted_signal_sends_nothing() {
+    check("alreadyAbortedSignalSendsNothing").await;
+}
+
+#[wasm_bindgen_test]
+async fn abort_in_flight() {
+    check("abortInFlight").await;
+}
+
+#[wasm_bindgen_test]
+async fn timeout_cancels_and_says_timeout() {
+    check("timeoutCancelsAndSaysTimeout").await;
+}
+
+#[wasm_bindgen_test]
+async fn abort_racing_completion_returns_the_real_result() {
+    check("abortRacingCompletionReturnsTheRealResult").await;
+}
+
+#[wasm_bindgen_test]
+async fn cancel_table() {
+    check("cancelTable").await;
+}
+
+#[wasm_bindgen_test]
+async fn not_initialized() {
+    check("notInitialized").await;
+}
+
+#[wasm_bindgen_test]
+async fn progress_is_routed_per_call_and_dropped_after_settle() {
+    check("progressIsRoutedPerCallAndDroppedAfterSettle").await;
+}
+
+#[wasm_bindgen_test]
+async fn progress_is_coalesced_and_the_last_arrives_first() {
+    check("progressIsCoalescedAndTheLastArrivesFirst").await;
+}
+
+#[wasm_bindgen_test]
+async fn reset_timeout_on_progress_and_max_total() {
+    check("resetTimeoutOnProgressAndMaxTotal").await;
+}
+
+#[wasm_bindgen_test]
+async fn elicitation_is_cancelled_with_its_call() {
+    check("elicitationIsCancelledWithItsCall").await;
+}
+
+#[wasm_bindgen_test]
+async fn elicitation_answered() {
+    check("elicitationAnswered").await;
+}
+
+#[wasm_bindgen_test]
+async fn handler_that_ignores_its_signal() {
+    check("handlerThatIgnoresItsSignal").await;
+}
+
+#[wasm_bindgen_test]
+async fn handler_errors_become_abp_errors() {
+    check("handlerErrorsBecomeAbpErrors").await;
+}
+
+#[wasm_bindgen_test]
+async fn iframe_removed_mid_call() {
+    check("iframeRemovedMidCall").await;
+}
+
+#[wasm_bindgen_test]
+async fn iframe_reloaded_mid_call_then_reconnect() {
+    check("iframeReloadedMidCallThenReconnect").await;
+}
+
+#[wasm_bindgen_test]
+async fn shutdown_settles_pending_and_aborts_handlers() {
+    check("shutdownSettlesPendingAndAbortsHandlers").await;
+}
+
+#[wasm_bindgen_test]
+async fn messages_from_another_window_are_ignored() {
+    check("messagesFromAnotherWindowAreIgnored").await;
+}
+
+#[wasm_bindgen_test]
+async fn messages_from_the_wrong_origin_are_ignored() {
+    check("messagesFromTheWrongOriginAreIgnored").await;
+}
+
+#[wasm_bindgen_test]
+async fn app_ignores_agents_from_other_origins() {
+    check("appIgnoresAgentsFromOtherOrigins").await;
+}
+
+#[wasm_bindgen_test]
+async fn cross_origin_iframe() {
+    check("crossOriginIframe").await;
+}
+
+#[wasm_bindgen_test]
+async fn garbage_neither_throws_nor_panics() {
+    check("garbageNeitherThrowsNorPanics").await;
+}
+
+#[wasm_bindgen_test]
+async fn array_buffers_survive_and_transfer_moves() {
+    check("arrayBuffersSurviveAndTransferMoves").await;
+}
+
+#[wasm_bindgen_test]
+async fn capabilities_change_and_notifications() {
+    check("capabilitiesChangeAndNotifications").await;
+}
+
+#[wasm_bindgen_test]
+async fn expose_global_for_puppeteer_agents() {
+    check("exposeGlobalForPuppeteerAgents").await;
+}
+
+#[wasm_bindgen_test]
+async fn message_port_both_sides_in_one_page() {
+    check("messagePortBothSidesInOnePage").await;
+}
+
+#[wasm_bindgen_test]
+async fn options_are_checked() {
+    check("optionsAreChecked").await;
+}
+

@@ -1,0 +1,570 @@
+// Browser test cases, written against the public JS API the way a user calls it. Each export is one test,
+// run by tests/browser.rs in headless Chrome and Firefox. Real iframes load tests/fixtures/app.html, which
+// imports this same test build and serves the capabilities the cases assert on.
+import { AbpApp, AbpClient, PostMessageTransport } from '/wasm-bindgen-test';
+
+const ORIGIN = location.origin;
+// The same server under another host name is another origin: real cross-origin iframes.
+const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
+const AGENT = { agent: { name: 'test-agent', version: '1.0.0' } };
+
+const pageErrors = [];
+addEventListener('error', (e) => pageErrors.push(String(e.message)));
+addEventListener('unhandledrejection', (e) => pageErrors.push(String(e.reason)));
+
+function fail(msg) { throw new Error(msg); }
+function assert(cond, msg) { if (!cond) fail(`assertion failed: ${msg}`); }
+function eq(actual, expected, msg) {
+  const a = JSON.stringify(actual), b = JSON.stringify(expected);
+  if (a !== b) fail(`${msg}: expected ${b}, got ${a}`);
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(f, what, ms = 3000) {
+  const t0 = performance.now();
+  while (!f()) {
+    if (performance.now() - t0 > ms) fail(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+function frame(query = '', origin = ORIGIN, page = 'app.html') {
+  const iframe = document.createElement('iframe');
+  iframe.src = `${origin}/tests/fixtures/${page}${query}`;
+  document.body.appendChild(iframe);
+  return iframe;
+}
+
+async function setup(query = '', options = {}) {
+  const iframe = frame(query);
+  // Connect right away: the iframe has not loaded yet, so this also covers the re-sent initialize.
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, ...options });
+  const win = iframe.contentWindow;
+  return {
+    iframe, abp, win,
+    log: () => win.fixtureLog,
+    started: (callId) => win.fixtureLog.some((e) => e.event === 'start' && e.callId === callId),
+    async done() {
+      await abp.shutdown();
+      iframe.remove();
+      eq(pageErrors, [], 'no uncaught errors on the page');
+    },
+  };
+}
+
+export async function connectAndDescribe() {
+  const t = await setup();
+  assert(typeof t.abp.sessionId === 'string' && t.abp.sessionId.length > 0, 'a session id');
+  eq(t.abp.app, { id: 'com.test.fixture', name: 'Fixture', version: '1.0.0' }, 'app info');
+  const names = t.abp.listCapabilities().map((c) => c.name);
+  assert(names.includes('echo') && names.includes('slow'), `capabilities listed: ${names}`);
+  eq(t.abp.describeCapability('slow').inputSchema.required, ['ms'], 'descriptor kept');
+  eq(t.abp.describeCapability('nope'), null, 'unknown descriptor');
+  eq(t.abp.supports('echo'), { supported: true, available: true }, 'supports');
+  eq(t.abp.supports('nope').supported, false, 'not supported');
+  const r = await t.abp.call('echo', { a: 1, nested: { b: [1, 2] } });
+  eq(r.success, true, 'success');
+  eq(r.data, { a: 1, nested: { b: [1, 2] } }, 'data');
+  assert(typeof r.metadata.duration === 'number', 'duration');
+  eq(t.abp.pendingCalls, 0, 'nothing pending');
+  await t.done();
+}
+
+export async function alreadyAbortedSignalSendsNothing() {
+  const t = await setup();
+  const before = t.win.callMessages();
+  const controller = new AbortController();
+  controller.abort('changed my mind');
+  const r = await t.abp.call('slow', { ms: 100 }, { signal: controller.signal, callId: 'pre' });
+  eq([r.success, r.cancelled, r.error.code], [false, true, 'CANCELLED'], 'cancelled at once');
+  await sleep(50);
+  eq(t.win.callMessages(), before, 'no capabilities/call reached the app');
+  assert(!t.started('pre'), 'handler never ran');
+  eq(t.abp.pendingCalls, 0, 'nothing pending');
+  await t.done();
+}
+
+export async function abortInFlight() {
+  const t = await setup();
+  const controller = new AbortController();
+  const p = t.abp.call('slow', { ms: 5000 }, { signal: controller.signal, callId: 'c1' });
+  await until(() => t.started('c1'), 'the handler to start');
+  const t0 = performance.now();
+  controller.abort('user clicked stop');
+  const r = await p;
+  const elapsed = performance.now() - t0;
+  eq([r.success, r.cancelled, r.error.code, r.error.retryable], [false, true, 'CANCELLED', false], 'cancelled');
+  assert(elapsed < 500, `settled in ${elapsed} ms`);
+  const abort = t.log().find((e) => e.event === 'abort' && e.callId === 'c1');
+  assert(abort, 'the handler signal aborted');
+  eq([abort.reason, abort.reasonName], ['user clicked stop', 'AbortError'], 'with the reason');
+  eq(t.win.app.activeCalls, 0, 'app has nothing active');
+  eq(t.abp.pendingCalls, 0, 'client has nothing pending');
+  // Aborting again after settle does nothing (the listener is gone).
+  await t.done();
+}
+
+export async function timeoutCancelsAndSaysTimeout() {
+  const t = await setup();
+  const t0 = performance.now();
+  const r = await t.abp.call('slow', { ms: 5000 }, { timeout: 150, callId: 'tt' });
+  const elapsed = performance.now() - t0;
+  eq([r.success, r.cancelled, r.error.code, r.error.retryable], [false, true, 'TIMEOUT', true], 'timeout');
+  assert(elapsed >= 140 && elapsed < 1000, `timed out after ${elapsed} ms`);
+  await until(() => t.log().some((e) => e.event === 'abort' && e.callId === 'tt'), 'the app handler to abort');
+  eq(t.log().find((e) => e.event === 'abort').reason, 'timeout', 'reason timeout');
+  await t.done();
+}
+
+export async function abortRacingCompletionReturnsTheRealResult() {
+  const t = await setup();
+  const controller = new AbortController();
+  // The app reports progress and returns in the same task; aborting on that progress means the cancel
+  // crosses the result on the wire.
+  const r = await t.abp.call('progressThenReturn', {}, {
+    signal: controller.signal,
+    onProgress: () => controller.abort('too late'),
+  });
+  assert(controller.signal.aborted, 'the abort happened');
+  eq([r.success, r.data, r.cancelled], [true, 'real result', undefined], 'nothing lost');
+  await t.done();
+}
+
+export async function cancelTable() {
+  const t = await setup('?max=1');
+  const a = t.abp.call('slow', { ms: 400 }, { callId: 'A' });
+  const b = t.abp.call('slow', { ms: 10 }, { callId: 'B' });
+  await until(() => t.started('A'), 'A to start');
+  eq(t.win.app.queuedCalls, 1, 'B is queued');
+  // queued
+  eq(await t.abp.cancel('B', 'not needed'), { callId: 'B', cancelled: true }, 'queued call cancelled');
+  const rb = await b;
+  eq([rb.cancelled, rb.error.code], [true, 'CANCELLED'], 'B resolves cancelled');
+  // already cancelled, every time
+  eq(await t.abp.cancel('B'), { callId: 'B', cancelled: true }, 'idempotent');
+  eq(await t.abp.cancel('B'), { callId: 'B', cancelled: true }, 'idempotent again');
+  // never seen
+  eq(await t.abp.cancel('nope'), { callId: 'nope', cancelled: false, reason: 'Operation not found' }, 'unknown');
+  // completed
+  const ra = await a;
+  eq(ra.success, true, 'A completed');
+  eq(await t.abp.cancel('A'), { callId: 'A', cancelled: false, reason: 'Operation already completed' }, 'completed');
+  assert(!t.started('B'), 'B never ran');
+  // in flight
+  const c = t.abp.call('slow', { ms: 5000 }, { callId: 'C' });
+  await until(() => t.started('C'), 'C to start');
+  eq(await t.abp.cancel('C', 'stop'), { callId: 'C', cancelled: true }, 'in flight');
+  const rc = await c;
+  eq([rc.cancelled, rc.error.code], [true, 'CANCELLED'], 'C cancelled');
+  eq(await t.abp.cancel('C'), { callId: 'C', cancelled: true }, 'C idempotent');
+  await t.done();
+}
+
+export async function notInitialized() {
+  const iframe = frame();
+  await until(() => iframe.contentWindow.fixtureReady, 'the app to load');
+  const answers = [];
+  const listen = (e) => { if (e.source === iframe.contentWindow) answers.push(e.data); };
+  addEventListener('message', listen);
+  iframe.contentWindow.postMessage({ type: 'capabilities/call', id: 'm1', timestamp: Date.now(),
+    payload: { callId: 'x', capability: 'echo', params: {} } }, ORIGIN);
+  iframe.contentWindow.postMessage({ type: 'capabilities/cancel', id: 'm2', timestamp: Date.now(),
+    payload: { callId: 'x' } }, ORIGIN);
+  await until(() => answers.length >= 2, 'two answers');
+  removeEventListener('message', listen);
+  const call = answers.find((m) => m.id === 'm1');
+  const cancel = answers.find((m) => m.id === 'm2');
+  eq([call.type, call.payload.success, call.payload.error.code], ['capabilities/call-result', false, 'NOT_INITIALIZED'], 'call');
+  eq([cancel.type, cancel.payload.cancelled, cancel.payload.error.code], ['capabilities/cancel-result', false, 'NOT_INITIALIZED'], 'cancel');
+  assert(!iframe.contentWindow.fixtureLog.some((e) => e.event === 'start'), 'no handler ran');
+  iframe.remove();
+
+  // The client after shutdown.
+  const t = await setup();
+  await t.abp.shutdown();
+  const r = await t.abp.call('echo', {});
+  eq([r.success, r.error.code], [false, 'NOT_INITIALIZED'], 'call after shutdown');
+  const c = await t.abp.cancel('x');
+  eq([c.cancelled, c.error.code], [false, 'NOT_INITIALIZED'], 'cancel after shutdown');
+  t.iframe.remove();
+}
+
+export async function progressIsRoutedPerCallAndDroppedAfterSettle() {
+  const t = await setup();
+  const seen = { a: [], b: [], all: [] };
+  t.abp.onProgress = (p) => seen.all.push(p.callId);
+  const pa = t.abp.call('slow', { ms: 200, steps: 5 }, { callId: 'pa', onProgress: (p) => seen.a.push(p) });
+  const pb = t.abp.call('slow', { ms: 300, steps: 6 }, { callId: 'pb', onProgress: (p) => seen.b.push(p) });
+  await Promise.all([pa, pb]);
+  assert(seen.a.length >= 1 && seen.a.every((p) => p.callId === 'pa'), `a got only its own: ${JSON.stringify(seen.a)}`);
+  assert(seen.b.length >= 1 && seen.b.every((p) => p.callId === 'pb'), 'b got only its own');
+  eq(seen.a[seen.a.length - 1].progress, 5, 'a saw its final step');
+  eq(seen.a[0].status, 'step 1', 'details pass through');
+  eq(seen.all.length, seen.a.length + seen.b.length, 'the client hook saw both');
+  const count = seen.a.length;
+  await sleep(100);
+  eq(seen.a.length, count, 'nothing after settle');
+  // A call without onProgress (and no client hook) carries no token, and the app sends none.
+  t.abp.onProgress = null;
+  await t.abp.call('slow', { ms: 50, steps: 5 });
+  eq(seen.all.length, seen.a.length + seen.b.length, 'no progress for a call that did not ask');
+  await t.done();
+}
+
+export async function progressIsCoalescedAndTheLastArrivesFirst() {
+  const t = await setup();
+  const seen = [];
+  const r = await t.abp.call('tight', {}, { onProgress: (p) => seen.push(p.progress) });
+  eq(r.data, 'done', 'result');
+  assert(seen.length <= 5, `10,000 updates in a tight loop arrive as ${seen.length} messages`);
+  eq(seen[seen.length - 1], 10000, 'the final state was delivered before the result');
+  await t.done();
+}
+
+export async function resetTimeoutOnProgressAndMaxTotal() {
+  const t = await setup();
+  const params = { ms: 600, steps: 12 };
+  const reset = await t.abp.call('slow', params, { timeout: 250, resetTimeoutOnProgress: true, onProgress() {} });
+  eq(reset.success, true, 'progress kept it alive');
+  const plain = await t.abp.call('slow', params, { timeout: 250, onProgress() {} });
+  eq(plain.error.code, 'TIMEOUT', 'without reset it times out');
+  const capped = await t.abp.call('slow', params, { timeout: 250, resetTimeoutOnProgress: true, maxTotalTimeout: 350, onProgress() {} });
+  eq(capped.error.code, 'TIMEOUT', 'maxTotalTimeout caps it');
+  await t.done();
+}
+
+export async function elicitationIsCancelledWithItsCall() {
+  const t = await setup();
+  let asked = null, aborted = false;
+  t.abp.onElicitation = (request, { signal }) => {
+    asked = request;
+    return new Promise((resolve) => signal.addEventListener('abort', () => { aborted = true; resolve({ success: false }); }));
+  };
+  const controller = new AbortController();
+  const p = t.abp.call('elicit', {}, { signal: controller.signal, callId: 'el' });
+  await until(() => asked, 'the elicitation request');
+  eq([asked.method, asked.params.question, asked.callId], ['confirm', 'Proceed?', 'el'], 'request');
+  controller.abort();
+  const r = await p;
+  eq(r.cancelled, true, 'call cancelled');
+  await until(() => aborted, 'the elicitation signal to abort');
+  await until(() => t.log().some((e) => e.event === 'elicited'), 'ctx.elicit to resolve');
+  eq(t.log().find((e) => e.event === 'elicited').answer.cancelled, true, 'ctx.elicit resolved cancelled');
+  await t.done();
+}
+
+export async function elicitationAnswered() {
+  const t = await setup();
+  t.abp.onElicitation = (request) => ({ success: true, data: `${request.method}!` });
+  const r = await t.abp.call('elicit', {});
+  eq(r.data, { success: true, data: 'confirm!' }, 'the answer reached the handler');
+  t.abp.onElicitation = async () => { await sleep(10); return { success: true, data: 'later' }; };
+  eq((await t.abp.call('elicit', {})).data.data, 'later', 'async answer');
+  t.abp.onElicitation = null;
+  const none = await t.abp.call('elicit', {});
+  eq([none.data.success, none.data.error.code], [false, 'NOT_SUPPORTED'], 'no handler: NOT_SUPPORTED');
+  await t.done();
+}
+
+export async function handlerThatIgnoresItsSignal() {
+  const t = await setup();
+  const controller = new AbortController();
+  const p = t.abp.call('ignore', { ms: 300 }, { signal: controller.signal, callId: 'ig' });
+  await until(() => t.started('ig'), 'start');
+  const t0 = performance.now();
+  controller.abort();
+  const r = await p;
+  assert(performance.now() - t0 < 150, 'settled without waiting for the handler');
+  eq(r.cancelled, true, 'cancelled');
+  await until(() => t.log().some((e) => e.event === 'ignore-finished'), 'the handler to finish anyway', 2000);
+  await sleep(20);
+  eq([t.win.app.activeCalls, t.abp.pendingCalls], [0, 0], 'no leftovers');
+  eq(await t.abp.cancel('ig'), { callId: 'ig', cancelled: true }, 'still reported cancelled, not completed');
+  await t.done();
+}
+
+export async function handlerErrorsBecomeAbpErrors() {
+  const t = await setup();
+  const code = await t.abp.call('throwCode', {});
+  eq([code.success, code.error.code, code.error.message, code.error.retryable, code.error.details],
+    [false, 'RATE_LIMITED', 'slow down', true, { retryAfter: 5 }], 'thrown { code }');
+  const plain = await t.abp.call('throwError', {});
+  eq([plain.error.code, plain.error.message, plain.error.retryable], ['OPERATION_FAILED', 'boom', false], 'thrown Error');
+  const abort = await t.abp.call('throwAbort', {});
+  eq([abort.cancelled, abort.error.code], [true, 'CANCELLED'], 'thrown AbortError');
+  const fn = await t.abp.call('returnsFunction', {});
+  eq(fn.error.code, 'OPERATION_FAILED', 'an uncloneable result is an error, not silence');
+  const unknown = await t.abp.call('nope', {});
+  eq(unknown.error.code, 'UNKNOWN_CAPABILITY', 'unknown capability');
+  const invalid = await t.abp.call('slow', {});
+  eq(invalid.error.code, 'INVALID_PARAMS', 'missing required');
+  assert(invalid.error.message.includes('ms'), 'names the field');
+  eq((await t.abp.call('slow', { ms: -1 })).error.code, 'INVALID_PARAMS', 'minimum');
+  eq((await t.abp.call('slow', { ms: 1, steps: 1.5 })).error.code, 'INVALID_PARAMS', 'integer');
+  // Programmer errors reject.
+  let rejected = null;
+  try { await t.abp.call(42, {}); } catch (e) { rejected = e; }
+  assert(rejected instanceof TypeError, 'non-string capability rejects with TypeError');
+  // A callId in flight is refused locally.
+  const first = t.abp.call('slow', { ms: 100 }, { callId: 'dup' });
+  const second = await t.abp.call('echo', {}, { callId: 'dup' });
+  eq(second.error.code, 'INVALID_PARAMS', 'duplicate callId');
+  eq((await first).success, true, 'the first one is unaffected');
+  // Params that cannot be cloned are an error, not an exception.
+  const bad = await t.abp.call('echo', { f() {} });
+  eq([bad.success, bad.error.code], [false, 'INVALID_PARAMS'], 'uncloneable params');
+  eq(t.abp.pendingCalls, 0, 'nothing pending');
+  await t.done();
+}
+
+export async function iframeRemovedMidCall() {
+  const t = await setup();
+  const p = t.abp.call('slow', { ms: 5000 }, { callId: 'rm' });
+  const q = t.abp.call('slow', { ms: 5000 });
+  await until(() => t.started('rm'), 'start');
+  const t0 = performance.now();
+  t.iframe.remove();
+  const [r, r2] = await Promise.all([p, q]);
+  const elapsed = performance.now() - t0;
+  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', true], 'disconnected');
+  eq(r2.error.code, 'DISCONNECTED', 'every pending call');
+  assert(elapsed < 1000, `within 1 s (took ${elapsed} ms)`);
+  eq(t.abp.pendingCalls, 0, 'nothing pending');
+  eq((await t.abp.call('echo', {})).error.code, 'DISCONNECTED', 'later calls say so too');
+}
+
+export async function iframeReloadedMidCallThenReconnect() {
+  const t = await setup();
+  const p = t.abp.call('slow', { ms: 5000 }, { callId: 'rl' });
+  await until(() => t.started('rl'), 'start');
+  const t0 = performance.now();
+  t.iframe.contentWindow.location.reload();
+  const r = await p;
+  const elapsed = performance.now() - t0;
+  eq(r.error.code, 'DISCONNECTED', 'disconnected');
+  assert(elapsed < 1000, `within 1 s (took ${elapsed} ms)`);
+  const again = await AbpClient.connect(PostMessageTransport.toIframe(t.iframe, { targetOrigin: ORIGIN }), AGENT);
+  eq((await again.call('echo', 'back')).data, 'back', 'a new session works');
+  await again.shutdown();
+  t.iframe.remove();
+}
+
+export async function shutdownSettlesPendingAndAbortsHandlers() {
+  const t = await setup();
+  const p = t.abp.call('slow', { ms: 5000 }, { callId: 'sd' });
+  await until(() => t.started('sd'), 'start');
+  await t.abp.shutdown('bye');
+  const r = await p;
+  eq(r.error.code, 'DISCONNECTED', 'pending call settles');
+  await until(() => t.log().some((e) => e.event === 'abort' && e.callId === 'sd'), 'the handler to abort');
+  // The app takes a new session afterwards.
+  const again = await AbpClient.connect(PostMessageTransport.toIframe(t.iframe, { targetOrigin: ORIGIN }), AGENT);
+  eq((await again.call('echo', 1)).data, 1, 'new session');
+  await again.shutdown();
+  t.iframe.remove();
+}
+
+export async function messagesFromAnotherWindowAreIgnored() {
+  const t = await setup();
+  const forger = frame('', ORIGIN, 'forger.html');
+  await until(() => forger.contentWindow.forge, 'the forger to load');
+  const p = t.abp.call('slow', { ms: 300, steps: 3 }, { callId: 'W' });
+  await until(() => t.started('W'), 'start');
+  const rejectedBefore = t.abp.rejectedMessages;
+  forger.contentWindow.forge('W', null);
+  const r = await p;
+  eq([r.success, r.data], [true, { steps: 3 }], 'the real result, not the forged one');
+  assert(t.abp.rejectedMessages >= rejectedBefore + 2, 'the forged messages were rejected');
+  forger.remove();
+  await t.done();
+}
+
+export async function messagesFromTheWrongOriginAreIgnored() {
+  // A hand-written app (it does not announce its reload), then the frame is navigated to another origin
+  // whose page forges a result for the pending call.
+  const iframe = frame('', ORIGIN, 'manual-app.html');
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, cancelGrace: 200 });
+  const controller = new AbortController();
+  const p = abp.call('hang', {}, { callId: 'O', signal: controller.signal });
+  iframe.src = `${OTHER}/tests/fixtures/forger.html?callId=O`;
+  await until(() => abp.rejectedMessages >= 2, 'the forged messages to arrive and be rejected');
+  controller.abort();
+  const r = await p;
+  eq([r.success, r.cancelled, r.data], [false, true, undefined], 'the forged success was not taken');
+  await abp.shutdown();
+  iframe.remove();
+}
+
+export async function appIgnoresAgentsFromOtherOrigins() {
+  const iframe = frame('?allowed=https://trusted.example');
+  let error = null;
+  try {
+    await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, connectTimeout: 600 });
+  } catch (e) { error = e; }
+  assert(error, 'connect failed');
+  eq([error.code, error instanceof Error], ['TIMEOUT', true], 'with TIMEOUT');
+  iframe.remove();
+}
+
+export async function crossOriginIframe() {
+  const iframe = frame(`?allowed=${encodeURIComponent(ORIGIN)}`, OTHER);
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }), AGENT);
+  const controller = new AbortController();
+  eq((await abp.call('echo', { hello: 'other origin' })).data, { hello: 'other origin' }, 'cross-origin call');
+  const p = abp.call('slow', { ms: 5000 }, { signal: controller.signal });
+  await sleep(50);
+  controller.abort();
+  eq((await p).cancelled, true, 'cross-origin cancel');
+  await abp.shutdown();
+  iframe.remove();
+}
+
+export async function garbageNeitherThrowsNorPanics() {
+  const t = await setup();
+  const deep = {}; let d = deep;
+  for (let i = 0; i < 2000; i++) { d.payload = { type: 'capabilities/call' }; d = d.payload; }
+  const wide = { type: 'capabilities/call', id: 'w', payload: {} };
+  for (let i = 0; i < 100000; i++) wide.payload[`k${i}`] = i;
+  const garbage = ['capabilities/call', 42, null, undefined, true, [], [1, 2], {}, { type: 7 }, { type: 'no/such' },
+    { type: 'capabilities/call' }, { type: 'capabilities/call', id: 'g1', payload: 'str' },
+    { type: 'capabilities/call', id: 'g2', payload: { callId: 1, capability: 2 } },
+    { type: 'capabilities/cancel', id: 'g3', payload: {} }, { type: 'initialize' }, { type: 'elicitation/response' },
+    deep, wide, new ArrayBuffer(8), { type: 'capabilities/call', id: 'g4', payload: { callId: 'g4', capability: 'echo', params: deep } }];
+  for (const g of garbage) t.win.postMessage(g, ORIGIN);
+  t.win.sendGarbage();
+  const r = await t.abp.call('echo', 'still fine');
+  eq(r.data, 'still fine', 'both sides still work');
+  await until(() => t.abp.ignoredMessages >= 8, 'the client to count the garbage it got');
+  assert(t.win.app.ignoredMessages >= 8, `the app counted ${t.win.app.ignoredMessages}`);
+  await t.done();
+}
+
+export async function arrayBuffersSurviveAndTransferMoves() {
+  const t = await setup();
+  const size = 1 << 20;
+  const buf = new ArrayBuffer(size);
+  new Uint8Array(buf)[size - 1] = 9;
+  const copied = await t.abp.call('bufInfo', { buf });
+  eq(copied.data, { byteLength: size, last: 9, isArrayBuffer: true }, 'an ArrayBuffer param arrives intact');
+  eq(buf.byteLength, size, 'and is copied by default');
+  const moved = await t.abp.call('bufInfo', { buf }, { transfer: [buf] });
+  eq(moved.data.byteLength, size, 'transferred param arrives');
+  eq(buf.byteLength, 0, 'and has moved (detached here)');
+  const r = await t.abp.call('bytes', { size });
+  assert(r.data instanceof ArrayBuffer, 'an ArrayBuffer result comes back as one');
+  eq([r.data.byteLength, new Uint8Array(r.data)[size - 1]], [size, 7], 'intact');
+  await t.abp.call('bytes', { size, transfer: true });
+  await until(() => t.log().filter((e) => e.event === 'bytes-after').length >= 2, 'the app to report');
+  eq(t.log().filter((e) => e.event === 'bytes-after').map((e) => e.byteLength), [size, 0], 'ctx.transfer moved the result');
+  await t.done();
+}
+
+export async function capabilitiesChangeAndNotifications() {
+  const t = await setup();
+  let changed = null, note = null;
+  t.abp.onCapabilitiesChanged = (caps) => { changed = caps; };
+  t.abp.onNotification = (n) => { note = n; };
+  t.win.addCapability('late.cap');
+  await until(() => changed, 'list_changed');
+  assert(changed.some((c) => c.name === 'late.cap'), 'the new capability is listed');
+  eq(t.abp.supports('late.cap').supported, true, 'supports sees it');
+  eq((await t.abp.call('late.cap', {})).data, 'late.cap', 'and it can be called');
+  t.win.removeCapability('late.cap');
+  await until(() => !t.abp.supports('late.cap').supported, 'removal');
+  eq(t.win.app.notify('doc.saved', { id: 7 }), 1, 'one session told');
+  await until(() => note, 'the notification');
+  eq(note, { event: 'doc.saved', data: { id: 7 } }, 'notification');
+  await t.done();
+}
+
+export async function exposeGlobalForPuppeteerAgents() {
+  const iframe = frame('?global=1');
+  await until(() => iframe.contentWindow.fixtureReady, 'the app to load');
+  const w = iframe.contentWindow;
+  const g = w.abp;
+  eq([g.protocolVersion, g.app.id, g.initialized], ['0.1', 'com.test.fixture', false], 'before initialize');
+  const progress = [];
+  w.__abp_progress = (p) => progress.push(p.progress);
+  const notes = [];
+  w.__abp_notification = (n) => notes.push(n.event);
+  const init = await g.initialize({ agent: { name: 'puppeteer', version: '1' } });
+  assert(init.sessionId && g.initialized && g.sessionId === init.sessionId, 'initialized');
+  assert(g.listCapabilities().some((c) => c.name === 'echo'), 'capabilities');
+  eq(g.supports('echo').supported, true, 'supports');
+  eq((await g.call('echo', { x: 1 })).data, { x: 1 }, 'call');
+  const p = g.call('slow', { ms: 5000, steps: 50 }, { callId: 'G', progressToken: 'G' });
+  await until(() => w.fixtureLog.some((e) => e.event === 'start' && e.callId === 'G'), 'start');
+  await until(() => progress.length > 0, 'progress via __abp_progress');
+  eq(await g.cancel({ callId: 'G', reason: 'stop' }), { callId: 'G', cancelled: true }, 'cancel({ callId })');
+  eq((await p).cancelled, true, 'the call resolves cancelled');
+  eq(await g.cancel('G'), { callId: 'G', cancelled: true }, 'cancel(callId)');
+  w.app.notify('hello', 1);
+  await until(() => notes.includes('hello'), '__abp_notification');
+  await g.shutdown();
+  eq(g.initialized, false, 'shut down');
+  iframe.remove();
+}
+
+export async function messagePortBothSidesInOnePage() {
+  const channel = new MessageChannel();
+  const app = new AbpApp({ id: 'port.app', name: 'Port app', version: '1' });
+  let aborted = null;
+  app.register('wait', (params, ctx) => new Promise((resolve, reject) => {
+    ctx.signal.addEventListener('abort', () => { aborted = ctx.signal.reason.message; reject(ctx.signal.reason); });
+  }));
+  app.register('add', ({ a, b }) => a + b);
+  app.listen(PostMessageTransport.fromPort(channel.port1));
+  const transport = PostMessageTransport.fromPort(channel.port2);
+  const abp = await AbpClient.connect(transport, AGENT);
+  eq((await abp.call('add', { a: 2, b: 3 })).data, 5, 'call over a MessagePort');
+  const controller = new AbortController();
+  const p = abp.call('wait', {}, { signal: controller.signal });
+  await until(() => app.activeCalls === 1, 'the handler to run');
+  controller.abort('enough');
+  eq((await p).cancelled, true, 'cancelled');
+  eq(aborted, 'enough', 'handler signal aborted with the reason');
+  // Reusing a transport is a programmer error.
+  let threw = false;
+  try { AbpClient.connect(transport, AGENT); } catch (e) { threw = e instanceof TypeError; }
+  assert(threw, 'a used transport is refused');
+  await abp.shutdown();
+  app.close();
+  eq(app.activeCalls, 0, 'closed');
+}
+
+export async function optionsAreChecked() {
+  const iframe = frame();
+  const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
+  assert(throws(() => PostMessageTransport.toIframe(iframe, {})) instanceof TypeError, 'targetOrigin is required');
+  assert(throws(() => new AbpApp({ name: 'x' })) instanceof TypeError, 'app info is checked');
+  const app = new AbpApp({ id: 'a', name: 'a', version: '1' });
+  assert(throws(() => app.register('x', 'not a function')) instanceof TypeError, 'handler must be a function');
+  const t = PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN });
+  assert(throws(() => AbpClient.connect(t, { agent: {} })) instanceof TypeError, 'agent info is checked');
+  iframe.remove();
+}
+
+
+const cases = {
+  connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
+  abortRacingCompletionReturnsTheRealResult, cancelTable, notInitialized, progressIsRoutedPerCallAndDroppedAfterSettle,
+  progressIsCoalescedAndTheLastArrivesFirst, resetTimeoutOnProgressAndMaxTotal, elicitationIsCancelledWithItsCall,
+  elicitationAnswered, handlerThatIgnoresItsSignal, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
+  iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
+  messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe,
+  garbageNeitherThrowsNorPanics, arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
+  exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, optionsAreChecked,
+};
+
+/** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
+export async function runCase(name) {
+  const f = cases[name];
+  if (!f) fail(`no case named ${name}`);
+  let timer;
+  const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${name} hung for 20 s`)), 20000); });
+  try {
+    await Promise.race([f(), hang]);
+  } finally {
+    clearTimeout(timer);
+    for (const f of document.querySelectorAll('iframe')) f.remove();
+  }
+}

@@ -1,0 +1,45 @@
+// A tiny static server for the demo (no dependencies): serves the repository root on 127.0.0.1, so the
+// host page (www/index.html) and the app (www/app.html) load the built package from /pkg.
+// Usage: node www/serve.mjs [port]   (PORT env or 8080; 0 picks a free port)
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join, normalize, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const types = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
+  '.wasm': 'application/wasm', '.css': 'text/css; charset=utf-8', '.json': 'application/json', '.png': 'image/png',
+  '.svg': 'image/svg+xml', '.ts': 'text/plain; charset=utf-8',
+};
+
+export function serve(port = 8080) {
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let path = normalize(decodeURIComponent(url.pathname));
+    if (path === '/') { res.writeHead(302, { location: '/www/' }); res.end(); return; }
+    if (path.endsWith('/')) path += 'index.html';
+    const file = join(root, path);
+    if (!file.startsWith(root)) { res.writeHead(403); res.end(); return; }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+      res.end(body);
+    } catch {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found');
+    }
+  });
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, '127.0.0.1', () => ok(server));
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const port = Number(process.argv[2] ?? process.env.PORT ?? 8080);
+  const server = await serve(port);
+  const { port: actual } = server.address();
+  console.log(`abp-wasm demo: http://127.0.0.1:${actual}/www/`);
+  console.log('(the app iframe is served from http://localhost:' + actual + ', a different origin; Ctrl-C stops)');
+}
