@@ -297,7 +297,7 @@ impl<P: Clone> AgentCore<P> {
     pub fn shutdown(&mut self, reason: Option<String>) {
         if matches!(self.state, State::Ready { .. } | State::Connecting { .. }) {
             let id = self.ids.next_id();
-            self.out.push_back(AgentOutput::Transmit(Outgoing::Shutdown { id, reason }));
+            self.out.push_back(AgentOutput::Transmit(Outgoing::Shutdown { id, reason, session_id: None }));
         }
         self.close(true);
     }

@@ -141,7 +141,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             Some(eid) => Incoming::ElicitationResponse { id: eid, payload: p },
             None => malformed(MalformedKind::Other, None, "elicitation/response needs an id"),
         },
-        types::SHUTDOWN => Incoming::Shutdown { id, reason: opt_string(&p, "reason") },
+        types::SHUTDOWN => Incoming::Shutdown { id, reason: opt_string(&p, "reason"), session_id: opt_string(&p, "sessionId") },
         _ => return Err(Ignored::UnknownType),
     })
 }
@@ -314,10 +314,13 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             };
             envelope(types::ELICITATION_RESPONSE, Some(&id), timestamp, p)
         }
-        Outgoing::Shutdown { id, reason } => {
+        Outgoing::Shutdown { id, reason, session_id } => {
             let mut p = P::object();
             if let Some(r) = reason {
                 p.set("reason", P::string(&r));
+            }
+            if let Some(s) = session_id {
+                p.set("sessionId", P::string(&s));
             }
             envelope(types::SHUTDOWN, Some(&id), timestamp, p)
         }

@@ -43,7 +43,9 @@ pub enum Incoming<P> {
     CapabilitiesChanged { payload: P },
     ElicitationRequest { id: String, call_id: Option<String>, payload: P },
     ElicitationResponse { id: String, payload: P },
-    Shutdown { id: Option<String>, reason: Option<String> },
+    /// `session_id`: sent by an app that is unloading, so an agent can tell which session ended even when
+    /// the browser no longer says which window sent it.
+    Shutdown { id: Option<String>, reason: Option<String>, session_id: Option<String> },
     /// A known request type whose payload is unusable; the receiver answers it with INVALID_PARAMS when it can.
     Malformed { kind: MalformedKind, id: Option<String>, call_id: Option<String>, reason: &'static str },
 }
@@ -89,7 +91,7 @@ pub enum Outgoing<P> {
     CapabilitiesChanged,
     ElicitationRequest { id: String, call_id: Option<String>, request: P },
     ElicitationResponse { id: String, answer: ElicitAnswer<P> },
-    Shutdown { id: String, reason: Option<String> },
+    Shutdown { id: String, reason: Option<String>, session_id: Option<String> },
 }
 
 /// Makes message ids and session ids. Ids only need to be unique per connection; a random prefix keeps two

@@ -539,11 +539,12 @@ impl Sink for AppConnInner {
 
     fn on_page_hide(self: Rc<Self>) {
         // Tell the agent this page is going (a reload or navigation), so its calls settle now.
-        if self.core.borrow().session_id().is_some() {
+        let session_id = self.core.borrow().session_id().map(str::to_owned);
+        if session_id.is_some() {
             let id = self.next_id();
             let info = self.info();
             let (msg, _) = encode(
-                Outgoing::Shutdown { id, reason: Some("pagehide".to_owned()) },
+                Outgoing::Shutdown { id, reason: Some("pagehide".to_owned()), session_id },
                 timestamp(),
                 &Hello { info: &info, capabilities: None },
             );

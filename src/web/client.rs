@@ -21,7 +21,7 @@ use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
     AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, ElicitAnswer, ErrorCode,
-    Outgoing, Settlement,
+    Incoming, Outgoing, Settlement,
 };
 
 struct CallJs {
@@ -545,6 +545,16 @@ impl Sink for ClientInner {
     fn on_page_hide(self: Rc<Self>) {
         self.core.borrow_mut().shutdown(Some("pagehide".to_owned()));
         self.drive();
+    }
+
+    fn on_orphan(self: Rc<Self>, data: JsValue) {
+        match decode(&data) {
+            // Only the app of this session can name it: orphans cannot be traced to a window otherwise.
+            Ok(Incoming::Shutdown { session_id: Some(s), .. }) if self.core.borrow().session_id() == Some(s.as_str()) => {
+                self.on_lost()
+            }
+            _ => self.rejected.set(self.rejected.get().saturating_add(1)),
+        }
     }
 
     fn on_rejected(self: Rc<Self>) {

@@ -118,6 +118,17 @@ pub(crate) trait Sink: 'static {
     fn on_page_hide(self: Rc<Self>);
     /// A message from the wrong window or origin was dropped (a debug counter).
     fn on_rejected(self: Rc<Self>) {}
+    /// A message from the right origin whose window is already gone (`event.source` is null): what a frame
+    /// posts while it unloads. Only a `shutdown` may be taken from it.
+    fn on_orphan(self: Rc<Self>, _data: JsValue) {}
+}
+
+/// How a received message relates to the expected sender.
+enum Verdict {
+    Accept,
+    /// Right origin, but the sending window is gone.
+    Orphan,
+    Reject,
 }
 
 /// An open transport: sends, and owns every listener it installed.
@@ -141,7 +152,7 @@ impl Link {
     pub(crate) fn open<S: Sink>(target: Target, sink: Weak<S>) -> Result<Link, JsValue> {
         let mut listeners = Vec::new();
         let mut watchdog = None;
-        let accept: Box<dyn Fn(&MessageEvent) -> bool> = match &target {
+        let accept: Box<dyn Fn(&MessageEvent) -> Verdict> = match &target {
             Target::Iframe { iframe, origin } => {
                 let (iframe, origin) = (iframe.clone(), origin.clone());
                 let w = sink.clone();
@@ -154,11 +165,12 @@ impl Link {
                     }
                 }));
                 Box::new(move |e| {
-                    let from_frame = match (e.source(), iframe.content_window()) {
-                        (Some(src), Some(win)) => same(&src, &win),
-                        _ => false,
-                    };
-                    from_frame && (origin == "*" || e.origin() == origin)
+                    let origin_ok = origin == "*" || e.origin() == origin;
+                    match (e.source(), iframe.content_window()) {
+                        (Some(src), Some(win)) if origin_ok && same(&src, &win) => Verdict::Accept,
+                        (None, _) if origin_ok => Verdict::Orphan,
+                        _ => Verdict::Reject,
+                    }
                 })
             }
             Target::Window { win, origin } => {
@@ -173,7 +185,12 @@ impl Link {
                     }
                 }));
                 Box::new(move |e| {
-                    e.source().is_some_and(|src| same(&src, &win)) && (origin == "*" || e.origin() == origin)
+                    let origin_ok = origin == "*" || e.origin() == origin;
+                    match e.source() {
+                        Some(src) if origin_ok && same(&src, &win) => Verdict::Accept,
+                        None if origin_ok => Verdict::Orphan,
+                        _ => Verdict::Reject,
+                    }
                 })
             }
             Target::Parent { allowed } => {
@@ -184,10 +201,14 @@ impl Link {
                         (Some(src), Some(p)) => same(&src, p),
                         _ => false,
                     };
-                    from_parent && allowed.iter().any(|o| o == "*" || *o == e.origin())
+                    if from_parent && allowed.iter().any(|o| o == "*" || *o == e.origin()) {
+                        Verdict::Accept
+                    } else {
+                        Verdict::Reject
+                    }
                 })
             }
-            Target::Port(_) => Box::new(|_| true),
+            Target::Port(_) => Box::new(|_| Verdict::Accept),
         };
         let events: EventTarget = match &target {
             Target::Port(port) => port.clone().into(),
@@ -197,10 +218,10 @@ impl Link {
         listeners.push(Listener::new(&events, "message", move |event| {
             let Some(e) = event.dyn_ref::<MessageEvent>() else { return };
             let Some(s) = w.upgrade() else { return };
-            if accept(e) {
-                s.on_message(e.data(), e.origin());
-            } else {
-                s.on_rejected();
+            match accept(e) {
+                Verdict::Accept => s.on_message(e.data(), e.origin()),
+                Verdict::Orphan => s.on_orphan(e.data()),
+                Verdict::Reject => s.on_rejected(),
             }
         }));
         if let Target::Port(port) = &target {

@@ -338,7 +338,10 @@ export async function iframeReloadedMidCallThenReconnect() {
   await until(() => t.started('rl'), 'start');
   const t0 = performance.now();
   t.iframe.contentWindow.location.reload();
-  const r = await p;
+  let settled = null;
+  p.then((r) => { settled = r; });
+  await until(() => settled, 'the pending call to settle after the reload', 3000);
+  const r = settled;
   const elapsed = performance.now() - t0;
   eq(r.error.code, 'DISCONNECTED', 'disconnected');
   assert(elapsed < 1000, `within 1 s (took ${elapsed} ms)`);

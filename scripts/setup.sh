@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what building, the demo and the tests need, skipping whatever is already there (a warm machine
+# takes seconds). `scripts/setup.sh browsers` also installs Chromium, Firefox and their WebDriver servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+WASM_PACK_VERSION=0.15.1
+GECKODRIVER_VERSION=0.37.1
+say() { echo "setup: $*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32 target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# wasm-bindgen-cli must match the wasm-bindgen in Cargo.lock exactly (wasm-pack uses it; downloads fail here).
+bindgen=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$bindgen" ]; then
+  say "installing wasm-bindgen-cli $bindgen (a few minutes)"
+  cargo install wasm-bindgen-cli --version "$bindgen" --force
+fi
+if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERSION" ]; then
+  say "installing wasm-pack $WASM_PACK_VERSION (a few minutes)"
+  cargo install wasm-pack --version "$WASM_PACK_VERSION" --force
+fi
+
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then
+  say "installing npm dev dependencies (binaryen, playwright-core)"
+  npm ci --no-audit --no-fund
+fi
+
+if [ "${1:-}" = browsers ]; then
+  missing=()
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}"
+  fi
+  if [ "$(geckodriver --version 2>/dev/null | awk 'NR==1 {print $2}')" != "$GECKODRIVER_VERSION" ]; then
+    say "installing geckodriver $GECKODRIVER_VERSION (a few minutes)"
+    cargo install geckodriver --version "$GECKODRIVER_VERSION" --force
+  fi
+fi
+say "ready"
