@@ -1,0 +1,51 @@
+// Drives the demo in headless Chromium the way a person would: opens the host page, starts the slow job,
+// watches the progress bar move, clicks Stop, and checks that both sides saw the cancellation; then runs a
+// short job to completion. Saves screenshots to target/demo-running.png and target/demo-stopped.png.
+// Needs `npm run build` first (pkg/) and /usr/bin/chromium.
+import { mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+import { serve } from '../www/serve.mjs';
+
+const server = await serve(0);
+const { port } = server.address();
+const url = `http://127.0.0.1:${port}/www/`;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const fail = (msg) => { throw new Error(`demo-check: ${msg}`); };
+try {
+  const page = await browser.newPage({ viewport: { width: 980, height: 560 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector('#start:not([disabled])', { timeout: 15000 });
+  const session = await page.textContent('#session');
+  console.log(`demo-check: connected (${session.trim()})`);
+
+  await page.click('#start');
+  await page.waitForFunction(() => document.getElementById('bar').value >= 5, null, { timeout: 10000 });
+  mkdirSync('target', { recursive: true });
+  await page.screenshot({ path: 'target/demo-running.png' });
+  await page.click('#stop');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('cancelled'), null, { timeout: 5000 });
+  const status = await page.textContent('#status');
+  const app = page.frameLocator('#app');
+  await app.locator('#state').filter({ hasText: 'stopped' }).waitFor({ timeout: 5000 });
+  const appState = await app.locator('#state').textContent();
+  await page.screenshot({ path: 'target/demo-stopped.png' });
+  console.log(`demo-check: agent says "${status}"; app says "${appState}"`);
+  if (!status.includes('CANCELLED')) fail(`expected CANCELLED, got ${status}`);
+  if (!appState.includes('user clicked stop')) fail(`the app did not see the reason: ${appState}`);
+
+  await page.fill('#pages', '3');
+  await page.click('#start');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('done'), null, { timeout: 10000 });
+  console.log(`demo-check: short job: "${await page.textContent('#status')}"`);
+  if (errors.length) fail(`page errors: ${errors.join('; ')}`);
+  console.log('demo-check: ok (screenshots in target/demo-running.png, target/demo-stopped.png)');
+} finally {
+  await browser.close();
+  server.close();
+}

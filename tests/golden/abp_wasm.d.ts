@@ -1,0 +1,288 @@
+/* tslint:disable */
+/* eslint-disable */
+
+/** An ABP error. `code` is one of the ABP error codes, or an app's own. */
+export interface ABPError {
+    code: 'NOT_INITIALIZED' | 'ALREADY_INITIALIZED' | 'UNKNOWN_CAPABILITY' | 'INVALID_PARAMS' | 'OPERATION_FAILED'
+    | 'TIMEOUT' | 'CANCELLED' | 'DISCONNECTED' | 'TRANSPORT_ERROR' | 'RATE_LIMITED' | 'NOT_SUPPORTED'
+    | 'PERMISSION_DENIED' | 'CAPABILITY_UNAVAILABLE' | (string & {});
+    message: string;
+    retryable: boolean;
+    details?: unknown;
+    retryAfter?: number;
+    alternatives?: string[];
+}
+
+/** What every `call` resolves to. It never rejects for cancellation, timeouts or lost connections. */
+export interface ABPResponse<T = unknown> {
+    success: boolean;
+    data?: T;
+    error?: ABPError;
+    metadata?: { duration: number };
+    /** True when the call was cancelled (by your signal, a timeout, or `cancel`). */
+    cancelled?: boolean;
+    callId?: string;
+}
+
+export interface CancelResponse {
+    callId: string;
+    cancelled: boolean;
+    /** Why it was not cancelled: 'Operation not found' or 'Operation already completed'. */
+    reason?: string;
+    error?: ABPError;
+}
+
+/** A progress update, as the app reported it (plus routing fields). */
+export interface ProgressInfo {
+    progress: number;
+    total?: number;
+    percentage?: number;
+    status?: string;
+    stage?: string;
+    estimatedRemaining?: number;
+    callId?: string;
+    operationId?: string;
+    [extra: string]: unknown;
+}
+
+export interface CallOptions {
+    /** Aborting it cancels the call: the app's handler signal aborts, and the call resolves `cancelled: true`. */
+    signal?: AbortSignal;
+    /** Milliseconds. On expiry the call is cancelled and resolves with error code TIMEOUT (retryable). */
+    timeout?: number;
+    /** Restart `timeout` whenever progress arrives. */
+    resetTimeoutOnProgress?: boolean;
+    /** Upper bound for the whole call, progress or not. */
+    maxTotalTimeout?: number;
+    /** Your own id for the call (default: a UUID). Must not be in flight already. */
+    callId?: string;
+    /** Progress token sent to the app (default: the callId when progress is wanted). */
+    progressToken?: string;
+    onProgress?: (progress: ProgressInfo) => void;
+    /** ArrayBuffers (or other transferables) inside `params` to move instead of copy. */
+    transfer?: Transferable[];
+    /** Milliseconds to wait for the app's answer after sending a cancel (default: the client's cancelGrace). */
+    cancelGrace?: number;
+}
+
+export interface AgentInfo { name: string; version: string }
+export interface AppInfo { id: string; name: string; version: string; description?: string }
+
+export interface ClientOptions {
+    agent: AgentInfo;
+    /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
+    connectTimeout?: number;
+    /** Default wait for a cancel to be answered before settling locally, ms (default 1000). */
+    cancelGrace?: number;
+    onProgress?: (progress: ProgressInfo) => void;
+    onNotification?: (notification: NotificationInfo) => void;
+    onElicitation?: ElicitationHandler;
+    onCapabilitiesChanged?: (capabilities: CapabilityDescriptor[]) => void;
+}
+
+export interface NotificationInfo { event: string; data?: unknown }
+
+export interface CapabilityDescriptor {
+    name: string;
+    description?: string;
+    inputSchema?: JsonSchema;
+    outputSchema?: JsonSchema;
+    [extra: string]: unknown;
+}
+
+/** The subset of JSON Schema the app validates: type, required, properties, enum, minimum, maximum,
+ * minLength, maxLength, items. */
+export interface JsonSchema {
+    type?: 'object' | 'array' | 'string' | 'number' | 'integer' | 'boolean' | 'null' | string[];
+    required?: string[];
+    properties?: Record<string, JsonSchema>;
+    enum?: unknown[];
+    minimum?: number;
+    maximum?: number;
+    minLength?: number;
+    maxLength?: number;
+    items?: JsonSchema;
+    [extra: string]: unknown;
+}
+
+export interface SupportInfo { supported: boolean; available: boolean; reason?: string }
+
+export interface ElicitationRequest { method: string; params?: unknown; timeout?: number; callId?: string }
+export interface ElicitationResponse<T = unknown> { success: boolean; data?: T; error?: ABPError; cancelled?: boolean }
+export type ElicitationHandler = (request: ElicitationRequest, options: { signal: AbortSignal })
+=> ElicitationResponse | Promise<ElicitationResponse>;
+
+/** What a capability handler receives besides its params. */
+export interface CallContext {
+    /** Aborts when the agent cancels the call (or the session ends). `signal.reason` is an AbortError
+     * DOMException whose message is the agent's reason. */
+    signal: AbortSignal;
+    callId: string;
+    progressToken?: string;
+    /** Report progress. Cheap to call in a loop: updates are coalesced, and the last one is sent before the result. */
+    progress(info: ProgressInfo | number): void;
+    /** Ask the agent something; resolves `cancelled: true` if this call is cancelled first. */
+    elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
+    notify(event: string, data?: unknown): void;
+    /** Transfer (move) these buffers with the result instead of copying them. */
+    transfer(list: Transferable[]): void;
+}
+
+/** Return a value (or a Promise of one). Throw `{ code, message }` for an ABP error, anything else for
+ * OPERATION_FAILED; an AbortError or anything thrown after the signal aborted counts as cancelled. */
+export type CapabilityHandler<P = unknown, R = unknown> = {
+    // Method syntax keeps parameters bivariant, so `(params: { pages: number }, ctx) => …` is accepted.
+    handler(params: P, ctx: CallContext): R | Promise<R>;
+}['handler'];
+
+export interface AppOptions {
+    /** Calls beyond this many (per session) wait in a FIFO queue. Default: no limit. */
+    maxConcurrent?: number;
+}
+
+export interface CapabilityOptions {
+    description?: string;
+    inputSchema?: JsonSchema;
+    outputSchema?: JsonSchema;
+    [extra: string]: unknown;
+}
+
+export interface IframeOptions { targetOrigin: string }
+export interface WindowOptions { targetOrigin: string }
+export interface ParentOptions { allowedOrigins?: string[] }
+
+
+
+/**
+ * The app side: register capabilities, then `listen` on one or more transports.
+ */
+export class AbpApp {
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
+     * stop a listening app; this does.)
+     */
+    close(): void;
+    /**
+     * Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
+     * its own, separate from postMessage sessions. Returns the object.
+     */
+    exposeGlobal(): object;
+    /**
+     * Serves agents over `transport`. An app may listen on several transports; each is its own session.
+     */
+    listen(transport: PostMessageTransport): void;
+    constructor(info: AppInfo, options?: AppOptions | null);
+    /**
+     * Sends a notification to every connected agent. Returns how many sessions were told.
+     */
+    notify(event: string, data: unknown): number;
+    /**
+     * Registers (or replaces) a capability. `handler(params, ctx)` returns a value or a Promise.
+     */
+    register(name: string, handler: CapabilityHandler, descriptor?: CapabilityOptions | null): void;
+    /**
+     * Removes a capability. Returns whether it was registered. Calls already running finish.
+     */
+    unregister(name: string): boolean;
+    /**
+     * Handlers running now, over all sessions.
+     */
+    readonly activeCalls: number;
+    /**
+     * Received values that were not ABP messages (a debug counter).
+     */
+    readonly ignoredMessages: number;
+    /**
+     * Calls waiting for a free slot (`maxConcurrent`).
+     */
+    readonly queuedCalls: number;
+}
+
+/**
+ * The agent side of an ABP connection. Make one with `AbpClient.connect(transport, options)`.
+ */
+export class AbpClient {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
+     * error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
+     * the timeout passed (code TIMEOUT). Rejects only if `capability` is not a string.
+     */
+    call(capability: string, params: unknown, options?: CallOptions | null): Promise<ABPResponse>;
+    /**
+     * Cancels a call by id (yours or anyone's on this connection) and resolves to the app's answer:
+     * `{ callId, cancelled, reason? }`.
+     */
+    cancel(callId: string, reason?: string | null): Promise<CancelResponse>;
+    /**
+     * Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
+     * loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
+     * TIMEOUT after `connectTimeout`, or the app's error code.
+     */
+    static connect(transport: PostMessageTransport, options: ClientOptions): Promise<AbpClient>;
+    describeCapability(name: string): CapabilityDescriptor | null;
+    /**
+     * The capabilities the app announced (kept current when it announces changes).
+     */
+    listCapabilities(): CapabilityDescriptor[];
+    /**
+     * Ends the session: tells the app, and every pending call resolves DISCONNECTED.
+     */
+    shutdown(reason?: string | null): Promise<void>;
+    /**
+     * `{ supported, available, reason? }` for a capability name.
+     */
+    supports(name: string): SupportInfo;
+    /**
+     * The app's `{ id, name, version }` from the handshake.
+     */
+    readonly app: AppInfo | undefined;
+    readonly connected: boolean;
+    /**
+     * How many received messages were ignored because they were not ABP messages (a debug counter).
+     */
+    readonly ignoredMessages: number;
+    readonly pendingCalls: number;
+    /**
+     * How many messages were dropped because they came from the wrong window or origin (a debug counter).
+     */
+    readonly rejectedMessages: number;
+    readonly sessionId: string | undefined;
+    set onCapabilitiesChanged(value: ((capabilities: CapabilityDescriptor[]) => void) | null);
+    set onElicitation(value: ElicitationHandler | null);
+    set onNotification(value: ((notification: NotificationInfo) => void) | null);
+    set onProgress(value: ((progress: ProgressInfo) => void) | null);
+}
+
+/**
+ * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
+ * inside an iframe), or a `MessagePort` (either side).
+ */
+export class PostMessageTransport {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
+     */
+    static fromPort(port: MessagePort): PostMessageTransport;
+    /**
+     * Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
+     * whose `event.source` is this iframe's window and whose origin matches are accepted.
+     */
+    static toIframe(iframe: HTMLIFrameElement, options: IframeOptions): PostMessageTransport;
+    /**
+     * App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
+     * in `allowedOrigins` count (default: this page's own origin). Replies go only to the origin that
+     * initialized the session.
+     */
+    static toParent(options?: ParentOptions | null): PostMessageTransport;
+    /**
+     * Agent side: talk to the app in another window (a popup, `window.opener`).
+     */
+    static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
+}
