@@ -734,3 +734,27 @@ fn finished_ids_are_remembered_in_bounded_memory() {
     assert_eq!(cancel_result_for(&mut p, "c5")["reason"], "Operation already completed");
     assert_eq!(cancel_result_for(&mut p, "c0")["reason"], "Operation not found");
 }
+
+#[test]
+fn a_timed_out_call_reports_timeout_even_when_the_result_overtakes_the_cancel_result() {
+    let mut p = Pair::connected();
+    p.call_with(CallRequest {
+        call_id: "c1".into(),
+        capability: "echo".into(),
+        params: json!({}),
+        timeout: Some(100.0),
+        progress_token: None,
+        reset_timeout_on_progress: false,
+        max_total_timeout: None,
+        transfer: None,
+        cancel_grace: None,
+    });
+    p.run();
+    p.now += 100.0;
+    p.agent.handle_timeout(p.now);
+    p.drain();
+    p.to_app_one(); // the app answers cancel-result, then call-result { cancelled: true }
+    p.to_agent.swap(0, 1); // the call-result arrives first
+    p.to_agent_one();
+    assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Timeout, true, true), "TIMEOUT, not the app's CANCELLED");
+}
