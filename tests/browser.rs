@@ -163,6 +163,11 @@ async fn message_port_both_sides_in_one_page() {
 }
 
 #[wasm_bindgen_test]
+async fn popup_window_and_its_closing() {
+    check("popupWindowAndItsClosing").await;
+}
+
+#[wasm_bindgen_test]
 async fn options_are_checked() {
     check("optionsAreChecked").await;
 }

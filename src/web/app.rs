@@ -197,7 +197,7 @@ impl AbpApp {
 
     /// Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
     /// its own, separate from postMessage sessions. Returns the object.
-    #[wasm_bindgen(js_name = exposeGlobal, unchecked_return_type = "object")]
+    #[wasm_bindgen(js_name = exposeGlobal, unchecked_return_type = "AbpGlobal")]
     pub fn expose_global(&self) -> Result<JsValue, JsValue> {
         if let Some(g) = self.shared.global.borrow().as_ref() {
             return Ok(g.api());

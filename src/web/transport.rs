@@ -57,7 +57,8 @@ impl PostMessageTransport {
         Ok(Self::with(Target::Iframe { iframe: iframe.clone(), origin }))
     }
 
-    /// Agent side: talk to the app in another window (a popup, `window.opener`).
+    /// Talk to another window: the agent to an app it opened (`window.open`), or an app in a popup to its
+    /// `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
     #[wasm_bindgen(js_name = toWindow)]
     pub fn to_window(win: &Window, options: WindowOptions) -> Result<PostMessageTransport, JsValue> {
         let origin = target_origin(&options, "toWindow")?;

@@ -151,6 +151,28 @@ export interface CapabilityOptions {
   [extra: string]: unknown;
 }
 
+/** `window.abp`, installed by `app.exposeGlobal()` for Puppeteer/Playwright agents (a session of its own).
+ * Reports through `window.__abp_progress`, `__abp_notification`, `__abp_elicitation` and
+ * `__abp_capabilities_changed` when the automation client has exposed them. */
+export interface AbpGlobal {
+  readonly protocolVersion: string;
+  readonly app: AppInfo;
+  readonly initialized: boolean;
+  readonly sessionId: string | null;
+  initialize(params?: { agent?: AgentInfo; protocolVersion?: string; features?: Record<string, boolean> }): Promise<{
+    sessionId?: string; protocolVersion?: string; app?: AppInfo; capabilities?: CapabilityDescriptor[]; error?: ABPError }>;
+  shutdown(reason?: string): Promise<void>;
+  call(capability: string, params?: unknown, options?: { callId?: string; timeout?: number; progressToken?: string }): Promise<ABPResponse>;
+  cancel(callId: string, reason?: string): Promise<CancelResponse>;
+  cancel(request: { callId: string; reason?: string }): Promise<CancelResponse>;
+  listCapabilities(): CapabilityDescriptor[];
+  describeCapability(name: string): CapabilityDescriptor | null;
+  supports(name: string): SupportInfo;
+  notify(event: string, data?: unknown): boolean;
+  notifyProgress(info: ProgressInfo & { callId: string }): void;
+  elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
+}
+
 export interface IframeOptions { targetOrigin: string }
 export interface WindowOptions { targetOrigin: string }
 export interface ParentOptions { allowedOrigins?: string[] }

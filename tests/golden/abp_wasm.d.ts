@@ -147,142 +147,165 @@ export interface CapabilityOptions {
     [extra: string]: unknown;
 }
 
-export interface IframeOptions { targetOrigin: string }
-export interface WindowOptions { targetOrigin: string }
-export interface ParentOptions { allowedOrigins?: string[] }
+/** `window.abp`, installed by `app.exposeGlobal()` for Puppeteer/Playwright agents (a session of its own).
+ * Reports through `window.__abp_progress`, `__abp_notification`, `__abp_elicitation` and
+ * `__abp_capabilities_changed` when the automation client has exposed them. */
+export interface AbpGlobal {
+    readonly protocolVersion: string;
+    readonly app: AppInfo;
+    readonly initialized: boolean;
+    readonly sessionId: string | null;
+    initialize(params?: { agent?: AgentInfo; protocolVersion?: string; features?: Record<string, boolean> }): Promise<{
+        sessionId?: string; protocolVersion?: string; app?: AppInfo; capabilities?: CapabilityDescriptor[]; error?: ABPError }>;
+        shutdown(reason?: string): Promise<void>;
+        call(capability: string, params?: unknown, options?: { callId?: string; timeout?: number; progressToken?: string }): Promise<ABPResponse>;
+        cancel(callId: string, reason?: string): Promise<CancelResponse>;
+        cancel(request: { callId: string; reason?: string }): Promise<CancelResponse>;
+        listCapabilities(): CapabilityDescriptor[];
+        describeCapability(name: string): CapabilityDescriptor | null;
+        supports(name: string): SupportInfo;
+        notify(event: string, data?: unknown): boolean;
+        notifyProgress(info: ProgressInfo & { callId: string }): void;
+        elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
+    }
+
+    export interface IframeOptions { targetOrigin: string }
+    export interface WindowOptions { targetOrigin: string }
+    export interface ParentOptions { allowedOrigins?: string[] }
 
 
 
-/**
- * The app side: register capabilities, then `listen` on one or more transports.
- */
-export class AbpApp {
-    free(): void;
-    [Symbol.dispose](): void;
     /**
-     * Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
-     * stop a listening app; this does.)
+     * The app side: register capabilities, then `listen` on one or more transports.
      */
-    close(): void;
-    /**
-     * Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
-     * its own, separate from postMessage sessions. Returns the object.
-     */
-    exposeGlobal(): object;
-    /**
-     * Serves agents over `transport`. An app may listen on several transports; each is its own session.
-     */
-    listen(transport: PostMessageTransport): void;
-    constructor(info: AppInfo, options?: AppOptions | null);
-    /**
-     * Sends a notification to every connected agent. Returns how many sessions were told.
-     */
-    notify(event: string, data: unknown): number;
-    /**
-     * Registers (or replaces) a capability. `handler(params, ctx)` returns a value or a Promise.
-     */
-    register(name: string, handler: CapabilityHandler, descriptor?: CapabilityOptions | null): void;
-    /**
-     * Removes a capability. Returns whether it was registered. Calls already running finish.
-     */
-    unregister(name: string): boolean;
-    /**
-     * Handlers running now, over all sessions.
-     */
-    readonly activeCalls: number;
-    /**
-     * Received values that were not ABP messages (a debug counter).
-     */
-    readonly ignoredMessages: number;
-    /**
-     * Calls waiting for a free slot (`maxConcurrent`).
-     */
-    readonly queuedCalls: number;
-}
+    export class AbpApp {
+        free(): void;
+        [Symbol.dispose](): void;
+        /**
+         * Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
+         * stop a listening app; this does.)
+         */
+        close(): void;
+        /**
+         * Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
+         * its own, separate from postMessage sessions. Returns the object.
+         */
+        exposeGlobal(): AbpGlobal;
+        /**
+         * Serves agents over `transport`. An app may listen on several transports; each is its own session.
+         */
+        listen(transport: PostMessageTransport): void;
+        constructor(info: AppInfo, options?: AppOptions | null);
+        /**
+         * Sends a notification to every connected agent. Returns how many sessions were told.
+         */
+        notify(event: string, data: unknown): number;
+        /**
+         * Registers (or replaces) a capability. `handler(params, ctx)` returns a value or a Promise.
+         */
+        register(name: string, handler: CapabilityHandler, descriptor?: CapabilityOptions | null): void;
+        /**
+         * Removes a capability. Returns whether it was registered. Calls already running finish.
+         */
+        unregister(name: string): boolean;
+        /**
+         * Handlers running now, over all sessions.
+         */
+        readonly activeCalls: number;
+        /**
+         * Received values that were not ABP messages (a debug counter).
+         */
+        readonly ignoredMessages: number;
+        /**
+         * Calls waiting for a free slot (`maxConcurrent`).
+         */
+        readonly queuedCalls: number;
+    }
 
-/**
- * The agent side of an ABP connection. Make one with `AbpClient.connect(transport, options)`.
- */
-export class AbpClient {
-    private constructor();
-    free(): void;
-    [Symbol.dispose](): void;
     /**
-     * Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
-     * error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
-     * the timeout passed (code TIMEOUT). Rejects only if `capability` is not a string.
+     * The agent side of an ABP connection. Make one with `AbpClient.connect(transport, options)`.
      */
-    call(capability: string, params: unknown, options?: CallOptions | null): Promise<ABPResponse>;
-    /**
-     * Cancels a call by id (yours or anyone's on this connection) and resolves to the app's answer:
-     * `{ callId, cancelled, reason? }`.
-     */
-    cancel(callId: string, reason?: string | null): Promise<CancelResponse>;
-    /**
-     * Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
-     * loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
-     * TIMEOUT after `connectTimeout`, or the app's error code.
-     */
-    static connect(transport: PostMessageTransport, options: ClientOptions): Promise<AbpClient>;
-    describeCapability(name: string): CapabilityDescriptor | null;
-    /**
-     * The capabilities the app announced (kept current when it announces changes).
-     */
-    listCapabilities(): CapabilityDescriptor[];
-    /**
-     * Ends the session: tells the app, and every pending call resolves DISCONNECTED.
-     */
-    shutdown(reason?: string | null): Promise<void>;
-    /**
-     * `{ supported, available, reason? }` for a capability name.
-     */
-    supports(name: string): SupportInfo;
-    /**
-     * The app's `{ id, name, version }` from the handshake.
-     */
-    readonly app: AppInfo | undefined;
-    readonly connected: boolean;
-    /**
-     * How many received messages were ignored because they were not ABP messages (a debug counter).
-     */
-    readonly ignoredMessages: number;
-    readonly pendingCalls: number;
-    /**
-     * How many messages were dropped because they came from the wrong window or origin (a debug counter).
-     */
-    readonly rejectedMessages: number;
-    readonly sessionId: string | undefined;
-    set onCapabilitiesChanged(value: ((capabilities: CapabilityDescriptor[]) => void) | null);
-    set onElicitation(value: ElicitationHandler | null);
-    set onNotification(value: ((notification: NotificationInfo) => void) | null);
-    set onProgress(value: ((progress: ProgressInfo) => void) | null);
-}
+    export class AbpClient {
+        private constructor();
+        free(): void;
+        [Symbol.dispose](): void;
+        /**
+         * Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
+         * error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
+         * the timeout passed (code TIMEOUT). Rejects only if `capability` is not a string.
+         */
+        call(capability: string, params: unknown, options?: CallOptions | null): Promise<ABPResponse>;
+        /**
+         * Cancels a call by id (yours or anyone's on this connection) and resolves to the app's answer:
+         * `{ callId, cancelled, reason? }`.
+         */
+        cancel(callId: string, reason?: string | null): Promise<CancelResponse>;
+        /**
+         * Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
+         * loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
+         * TIMEOUT after `connectTimeout`, or the app's error code.
+         */
+        static connect(transport: PostMessageTransport, options: ClientOptions): Promise<AbpClient>;
+        describeCapability(name: string): CapabilityDescriptor | null;
+        /**
+         * The capabilities the app announced (kept current when it announces changes).
+         */
+        listCapabilities(): CapabilityDescriptor[];
+        /**
+         * Ends the session: tells the app, and every pending call resolves DISCONNECTED.
+         */
+        shutdown(reason?: string | null): Promise<void>;
+        /**
+         * `{ supported, available, reason? }` for a capability name.
+         */
+        supports(name: string): SupportInfo;
+        /**
+         * The app's `{ id, name, version }` from the handshake.
+         */
+        readonly app: AppInfo | undefined;
+        readonly connected: boolean;
+        /**
+         * How many received messages were ignored because they were not ABP messages (a debug counter).
+         */
+        readonly ignoredMessages: number;
+        readonly pendingCalls: number;
+        /**
+         * How many messages were dropped because they came from the wrong window or origin (a debug counter).
+         */
+        readonly rejectedMessages: number;
+        readonly sessionId: string | undefined;
+        set onCapabilitiesChanged(value: ((capabilities: CapabilityDescriptor[]) => void) | null);
+        set onElicitation(value: ElicitationHandler | null);
+        set onNotification(value: ((notification: NotificationInfo) => void) | null);
+        set onProgress(value: ((progress: ProgressInfo) => void) | null);
+    }
 
-/**
- * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
- * inside an iframe), or a `MessagePort` (either side).
- */
-export class PostMessageTransport {
-    private constructor();
-    free(): void;
-    [Symbol.dispose](): void;
     /**
-     * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
+     * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
+     * inside an iframe), or a `MessagePort` (either side).
      */
-    static fromPort(port: MessagePort): PostMessageTransport;
-    /**
-     * Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
-     * whose `event.source` is this iframe's window and whose origin matches are accepted.
-     */
-    static toIframe(iframe: HTMLIFrameElement, options: IframeOptions): PostMessageTransport;
-    /**
-     * App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
-     * in `allowedOrigins` count (default: this page's own origin). Replies go only to the origin that
-     * initialized the session.
-     */
-    static toParent(options?: ParentOptions | null): PostMessageTransport;
-    /**
-     * Agent side: talk to the app in another window (a popup, `window.opener`).
-     */
-    static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
-}
+    export class PostMessageTransport {
+        private constructor();
+        free(): void;
+        [Symbol.dispose](): void;
+        /**
+         * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
+         */
+        static fromPort(port: MessagePort): PostMessageTransport;
+        /**
+         * Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
+         * whose `event.source` is this iframe's window and whose origin matches are accepted.
+         */
+        static toIframe(iframe: HTMLIFrameElement, options: IframeOptions): PostMessageTransport;
+        /**
+         * App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
+         * in `allowedOrigins` count (default: this page's own origin). Replies go only to the origin that
+         * initialized the session.
+         */
+        static toParent(options?: ParentOptions | null): PostMessageTransport;
+        /**
+         * Talk to another window: the agent to an app it opened (`window.open`), or an app in a popup to its
+         * `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
+         */
+        static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
+    }

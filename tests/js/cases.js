@@ -534,6 +534,25 @@ export async function messagePortBothSidesInOnePage() {
   eq(app.activeCalls, 0, 'closed');
 }
 
+export async function popupWindowAndItsClosing() {
+  const win = window.open(`${ORIGIN}/tests/fixtures/app.html?popup=1`, 'abp-popup', 'popup,width=420,height=320');
+  assert(win, 'the popup opened');
+  try {
+    const abp = await AbpClient.connect(PostMessageTransport.toWindow(win, { targetOrigin: ORIGIN }), AGENT);
+    eq((await abp.call('echo', 'to a popup')).data, 'to a popup', 'call to another window');
+    const p = abp.call('slow', { ms: 5000 }, { callId: 'pw' });
+    await until(() => win.fixtureLog && win.fixtureLog.some((e) => e.event === 'start'), 'start');
+    const t0 = performance.now();
+    win.close();
+    const r = await p;
+    const elapsed = performance.now() - t0;
+    eq(r.error.code, 'DISCONNECTED', 'closing the window disconnects');
+    assert(elapsed < 1000, `within 1 s (took ${elapsed} ms)`);
+  } finally {
+    if (!win.closed) win.close();
+  }
+}
+
 export async function optionsAreChecked() {
   const iframe = frame();
   const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
@@ -555,7 +574,7 @@ const cases = {
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
   messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe,
   garbageNeitherThrowsNorPanics, arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
-  exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, optionsAreChecked,
+  exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, popupWindowAndItsClosing, optionsAreChecked,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
