@@ -9,5 +9,7 @@ node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-reference-types --e
   --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals \
   pkg/abp_wasm_bg.wasm -o pkg/abp_wasm_bg.wasm
 node scripts/check-dts.mjs
+# The README's usage must type-check against the generated typings (strict, no implicit any).
+node_modules/.bin/tsc -p tests/types/tsconfig.json && echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"
 wasm=$(gzip -9 -c pkg/abp_wasm_bg.wasm | wc -c); glue=$(gzip -9 -c pkg/abp_wasm.js | wc -c)
 echo "build: pkg/ ready; gzipped wasm ${wasm} B + JS glue ${glue} B"

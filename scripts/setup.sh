@@ -26,8 +26,8 @@ if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERS
   cargo install wasm-pack --version "$WASM_PACK_VERSION" --force
 fi
 
-if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ]; then
-  say "installing npm dev dependencies (binaryen, playwright-core)"
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/tsc ]; then
+  say "installing npm dev dependencies (binaryen, playwright-core, typescript)"
   npm ci --no-audit --no-fund
 fi
 

@@ -1,0 +1,44 @@
+// Compiled with `tsc --noEmit --strict` against the generated pkg/abp_wasm.d.ts: the README's usage must
+// type-check, typed handlers must be accepted, and results must carry real types (not `any`).
+import init, {
+  AbpApp, AbpClient, PostMessageTransport,
+  type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
+  type SupportInfo, type CapabilityDescriptor,
+} from '../../pkg/abp_wasm.js';
+
+export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
+  await init();
+  const abp: AbpClient = await AbpClient.connect(
+    PostMessageTransport.toIframe(iframe, { targetOrigin: 'https://app.example' }),
+    { agent: { name: 'my-agent', version: '1.0.0' }, connectTimeout: 5000 });
+  const controller = new AbortController();
+  const result: ABPResponse = await abp.call('export.pdf', { pages: 40 }, {
+    signal: controller.signal, timeout: 60000, onProgress: (p: ProgressInfo) => { bar.value = p.progress; } });
+  const cancelled: CancelResponse = await abp.cancel('call-1', 'user clicked stop');
+  const support: SupportInfo = abp.supports('export.pdf');
+  const caps: CapabilityDescriptor[] = abp.listCapabilities();
+  abp.onElicitation = async (request, { signal }): Promise<ElicitationResponse> =>
+    signal.aborted ? { success: false, cancelled: true } : { success: true, data: request.method };
+  abp.onProgress = null;
+  await abp.shutdown();
+  const code: string | undefined = result.error?.code;
+  return `${result.cancelled} ${code} ${cancelled.cancelled} ${support.available} ${caps.length} ${abp.pendingCalls + 0}`;
+}
+
+export function app(): void {
+  const app = new AbpApp({ id: 'com.example.pdf', name: 'PDF maker', version: '1.0.0' }, { maxConcurrent: 2 });
+  app.register('export.pdf', async (params: { pages: number }, ctx: CallContext) => {
+    for (let page = 0; page < params.pages; page++) {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      ctx.progress({ progress: page + 1, total: params.pages, status: `page ${page + 1}` });
+    }
+    const answer: ElicitationResponse = await ctx.elicit({ method: 'confirm' });
+    return { ok: answer.success };
+  }, { description: 'Render HTML to PDF', inputSchema: { type: 'object', required: ['pages'] } });
+  app.register('untyped', (params, ctx) => ({ params, id: ctx.callId }));
+  app.listen(PostMessageTransport.toParent({ allowedOrigins: ['https://host.example'] }));
+  const g = app.exposeGlobal();
+  void g.call('export.pdf', { pages: 1 }).then((r: ABPResponse) => r.success);
+  const n: number = app.activeCalls + app.notify('saved', { id: 1 });
+  void n;
+}
