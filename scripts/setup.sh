@@ -10,6 +10,9 @@ GECKODRIVER_VERSION=0.37.1
 say() { echo "setup: $*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+for component in clippy rustfmt; do
+  rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+done
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32 target"
   rustup target add wasm32-unknown-unknown

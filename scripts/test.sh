@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 bash scripts/setup.sh browsers
 
+echo "== lint: rustfmt, clippy (native and wasm32)"
+cargo fmt --check
+cargo clippy --quiet --all-targets -- -D warnings
+cargo clippy --quiet --target wasm32-unknown-unknown --all-targets -- -D warnings
+
 echo "== core: native unit tests (simulated time)"
 cargo test --quiet
 

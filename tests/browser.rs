@@ -27,8 +27,15 @@ extern "C" {
 /// Runs one case and fails the test with the JS error's message and stack.
 async fn check(name: &str) {
     if let Err(e) = run_case(name).await {
-        let stack = js_sys::Reflect::get(&e, &"stack".into()).ok().and_then(|s| s.as_string()).unwrap_or_default();
-        panic!("{}\n{}", e.as_string().unwrap_or_else(|| format!("{e:?}")), stack);
+        let stack = js_sys::Reflect::get(&e, &"stack".into())
+            .ok()
+            .and_then(|s| s.as_string())
+            .unwrap_or_default();
+        panic!(
+            "{}\n{}",
+            e.as_string().unwrap_or_else(|| format!("{e:?}")),
+            stack
+        );
     }
 }
 
@@ -171,4 +178,3 @@ async fn popup_window_and_its_closing() {
 async fn options_are_checked() {
     check("optionsAreChecked").await;
 }
-

@@ -19,7 +19,11 @@ pub struct AgentConfig {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        AgentConfig { cancel_grace: 1000.0, connect_timeout: 10_000.0, resend_interval: 50.0 }
+        AgentConfig {
+            cancel_grace: 1000.0,
+            connect_timeout: 10_000.0,
+            resend_interval: 50.0,
+        }
     }
 }
 
@@ -58,15 +62,38 @@ pub enum CancelAnswer<P> {
 #[derive(Clone, Debug)]
 pub enum AgentOutput<P> {
     Transmit(Outgoing<P>),
-    Connected { session_id: String, payload: P },
+    Connected {
+        session_id: String,
+        payload: P,
+    },
     ConnectFailed(AbpError<P>),
-    Settled { call_id: String, settlement: Settlement<P> },
-    CancelAnswered { handle: String, answer: CancelAnswer<P> },
-    Progress { call_id: String, payload: P },
-    Notification { event: String, payload: P },
-    CapabilitiesChanged { payload: P },
-    Elicitation { id: String, call_id: Option<String>, payload: P },
-    ElicitationAborted { id: String },
+    Settled {
+        call_id: String,
+        settlement: Settlement<P>,
+    },
+    CancelAnswered {
+        handle: String,
+        answer: CancelAnswer<P>,
+    },
+    Progress {
+        call_id: String,
+        payload: P,
+    },
+    Notification {
+        event: String,
+        payload: P,
+    },
+    CapabilitiesChanged {
+        payload: P,
+    },
+    Elicitation {
+        id: String,
+        call_id: Option<String>,
+        payload: P,
+    },
+    ElicitationAborted {
+        id: String,
+    },
     Disconnected,
 }
 
@@ -89,16 +116,26 @@ impl AbortKind {
 #[derive(Clone, Debug, PartialEq)]
 enum State {
     Idle,
-    Connecting { init_id: String, deadline: f64, next_resend: f64, interval: f64 },
-    Ready { session_id: String },
+    Connecting {
+        init_id: String,
+        deadline: f64,
+        next_resend: f64,
+        interval: f64,
+    },
+    Ready {
+        session_id: String,
+    },
     /// `by_user`: closed by `shutdown()` rather than lost.
-    Closed { by_user: bool },
+    Closed {
+        by_user: bool,
+    },
 }
 
 #[derive(Debug)]
 struct Pending {
     msg_id: String,
-    started: f64,
+    /// Order of sending, for deterministic ordering of settlements.
+    seq: u64,
     timeout: Option<f64>,
     deadline: Option<f64>,
     hard_deadline: Option<f64>,
@@ -126,6 +163,7 @@ pub struct AgentCore<P> {
     /// elicitation request id → the call that asked
     elicits: HashMap<String, Option<String>>,
     out: VecDeque<AgentOutput<P>>,
+    next_seq: u64,
 }
 
 impl<P: Clone> AgentCore<P> {
@@ -140,6 +178,7 @@ impl<P: Clone> AgentCore<P> {
             cancels: HashMap::new(),
             elicits: HashMap::new(),
             out: VecDeque::new(),
+            next_seq: 0,
         }
     }
 
@@ -153,7 +192,10 @@ impl<P: Clone> AgentCore<P> {
             return;
         }
         let init_id = self.ids.next_id();
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Initialize { id: init_id.clone() }));
+        self.out
+            .push_back(AgentOutput::Transmit(Outgoing::Initialize {
+                id: init_id.clone(),
+            }));
         let interval = self.config.resend_interval;
         self.state = State::Connecting {
             init_id,
@@ -202,12 +244,18 @@ impl<P: Clone> AgentCore<P> {
         if self.calls.contains_key(&req.call_id) {
             return Err(AbpError::new(
                 ErrorCode::InvalidParams,
-                format!("callId '{}' is already in flight on this connection", req.call_id),
+                format!(
+                    "callId '{}' is already in flight on this connection",
+                    req.call_id
+                ),
             ));
         }
         let msg_id = self.ids.next_id();
         let timeout = req.timeout.filter(|t| t.is_finite() && *t >= 0.0);
-        let hard_deadline = req.max_total_timeout.filter(|t| t.is_finite() && *t >= 0.0).map(|t| now + t);
+        let hard_deadline = req
+            .max_total_timeout
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(|t| now + t);
         let deadline = match (timeout.map(|t| now + t), hard_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -216,17 +264,21 @@ impl<P: Clone> AgentCore<P> {
             self.by_token.insert(token.clone(), req.call_id.clone());
         }
         self.by_msg.insert(msg_id.clone(), req.call_id.clone());
+        self.next_seq += 1;
         self.calls.insert(
             req.call_id.clone(),
             Pending {
                 msg_id: msg_id.clone(),
-                started: now,
+                seq: self.next_seq,
                 timeout,
                 deadline,
                 hard_deadline,
                 reset_on_progress: req.reset_timeout_on_progress,
                 token: req.progress_token.clone(),
-                cancel_grace: req.cancel_grace.filter(|g| g.is_finite() && *g >= 0.0).unwrap_or(self.config.cancel_grace),
+                cancel_grace: req
+                    .cancel_grace
+                    .filter(|g| g.is_finite() && *g >= 0.0)
+                    .unwrap_or(self.config.cancel_grace),
                 cancelling: None,
             },
         );
@@ -245,7 +297,9 @@ impl<P: Clone> AgentCore<P> {
     /// The caller's signal aborted (or the timer fired): send a cancel and wait, at most the grace period,
     /// for the app's answer. Does nothing for a call that is not pending or already being cancelled.
     pub fn abort_call(&mut self, call_id: &str, kind: AbortKind, now: f64) {
-        let Some(call) = self.calls.get_mut(call_id) else { return };
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
         if call.cancelling.is_some() {
             return;
         }
@@ -257,18 +311,40 @@ impl<P: Clone> AgentCore<P> {
         call.cancelling = Some((kind, now + grace));
         call.deadline = None;
         let id = self.ids.next_id();
-        self.cancels.insert(id.clone(), CancelReq { call_id: call_id.to_owned(), explicit: false, deadline: now + grace });
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel { id, call_id: call_id.to_owned(), reason }));
+        self.cancels.insert(
+            id.clone(),
+            CancelReq {
+                call_id: call_id.to_owned(),
+                explicit: false,
+                deadline: now + grace,
+            },
+        );
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+            id,
+            call_id: call_id.to_owned(),
+            reason,
+        }));
         self.abort_elicitations_of(call_id);
     }
 
     /// The call could not be sent (the transport refused it): settle it with `error`, nothing more to send.
     pub fn fail_call(&mut self, call_id: &str, error: AbpError<P>) {
-        self.settle(call_id, Settlement::Local { error, cancelled: false });
+        self.settle(
+            call_id,
+            Settlement::Local {
+                error,
+                cancelled: false,
+            },
+        );
     }
 
     /// `cancel(callId, reason)`: sends a cancel and returns the handle its answer will carry.
-    pub fn cancel(&mut self, call_id: &str, reason: Option<String>, now: f64) -> Result<String, AbpError<P>> {
+    pub fn cancel(
+        &mut self,
+        call_id: &str,
+        reason: Option<String>,
+        now: f64,
+    ) -> Result<String, AbpError<P>> {
         if !self.is_ready() {
             return Err(self.not_ready_error());
         }
@@ -280,8 +356,19 @@ impl<P: Clone> AgentCore<P> {
                 call.deadline = None;
             }
         }
-        self.cancels.insert(id.clone(), CancelReq { call_id: call_id.to_owned(), explicit: true, deadline: now + grace });
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel { id: id.clone(), call_id: call_id.to_owned(), reason }));
+        self.cancels.insert(
+            id.clone(),
+            CancelReq {
+                call_id: call_id.to_owned(),
+                explicit: true,
+                deadline: now + grace,
+            },
+        );
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+            id: id.clone(),
+            call_id: call_id.to_owned(),
+            reason,
+        }));
         self.abort_elicitations_of(call_id);
         Ok(id)
     }
@@ -289,7 +376,11 @@ impl<P: Clone> AgentCore<P> {
     /// The agent's answer to an elicitation request. Ignored if the request is no longer open.
     pub fn answer_elicitation(&mut self, id: &str, answer: ElicitAnswer<P>) {
         if self.elicits.remove(id).is_some() {
-            self.out.push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse { id: id.to_owned(), answer }));
+            self.out
+                .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                    id: id.to_owned(),
+                    answer,
+                }));
         }
     }
 
@@ -297,7 +388,12 @@ impl<P: Clone> AgentCore<P> {
     pub fn shutdown(&mut self, reason: Option<String>) {
         if matches!(self.state, State::Ready { .. } | State::Connecting { .. }) {
             let id = self.ids.next_id();
-            self.out.push_back(AgentOutput::Transmit(Outgoing::Shutdown { id, reason, session_id: None }));
+            self.out
+                .push_back(AgentOutput::Transmit(Outgoing::Shutdown {
+                    id,
+                    reason,
+                    session_id: None,
+                }));
         }
         self.close(true);
     }
@@ -312,22 +408,29 @@ impl<P: Clone> AgentCore<P> {
             return;
         }
         if matches!(self.state, State::Connecting { .. } | State::Idle) {
-            self.out.push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
+            self.out
+                .push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
         }
         self.state = State::Closed { by_user };
         let mut calls: Vec<_> = self.calls.drain().collect();
-        calls.sort_by(|a, b| a.1.started.total_cmp(&b.1.started));
+        calls.sort_unstable_by_key(|c| c.1.seq);
         for (call_id, _) in calls {
             self.out.push_back(AgentOutput::Settled {
                 call_id,
-                settlement: Settlement::Local { error: AbpError::disconnected(), cancelled: false },
+                settlement: Settlement::Local {
+                    error: AbpError::disconnected(),
+                    cancelled: false,
+                },
             });
         }
         for (handle, req) in self.cancels.drain() {
             if req.explicit {
                 self.out.push_back(AgentOutput::CancelAnswered {
                     handle,
-                    answer: CancelAnswer::Local { call_id: req.call_id, error: AbpError::disconnected() },
+                    answer: CancelAnswer::Local {
+                        call_id: req.call_id,
+                        error: AbpError::disconnected(),
+                    },
                 });
             }
         }
@@ -348,19 +451,29 @@ impl<P: Clone> AgentCore<P> {
             .collect();
         for id in ids {
             self.elicits.remove(&id);
-            self.out.push_back(AgentOutput::ElicitationAborted { id: id.clone() });
-            self.out.push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse { id, answer: ElicitAnswer::Cancelled }));
+            self.out
+                .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
+            self.out
+                .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                    id,
+                    answer: ElicitAnswer::Cancelled,
+                }));
         }
     }
 
     fn settle(&mut self, call_id: &str, settlement: Settlement<P>) {
-        let Some(call) = self.calls.remove(call_id) else { return };
+        let Some(call) = self.calls.remove(call_id) else {
+            return;
+        };
         self.by_msg.remove(&call.msg_id);
         if let Some(token) = &call.token {
             self.by_token.remove(token);
         }
         self.abort_elicitations_of(call_id);
-        self.out.push_back(AgentOutput::Settled { call_id: call_id.to_owned(), settlement });
+        self.out.push_back(AgentOutput::Settled {
+            call_id: call_id.to_owned(),
+            settlement,
+        });
     }
 
     /// Settles a call that is being cancelled, locally, with its cancel kind's error.
@@ -369,25 +482,46 @@ impl<P: Clone> AgentCore<P> {
             Some((kind, _)) => kind.clone(),
             None => AbortKind::Signal(None),
         };
-        self.settle(call_id, Settlement::Local { error: kind.error(), cancelled: true });
+        self.settle(
+            call_id,
+            Settlement::Local {
+                error: kind.error(),
+                cancelled: true,
+            },
+        );
     }
 
     /// Feeds one decoded message from the app.
     pub fn handle(&mut self, msg: Incoming<P>, now: f64) {
         match msg {
-            Incoming::InitializeResult { id, session_id, error, payload } => {
-                let State::Connecting { init_id, .. } = &self.state else { return };
+            Incoming::InitializeResult {
+                id,
+                session_id,
+                error,
+                payload,
+            } => {
+                let State::Connecting { init_id, .. } = &self.state else {
+                    return;
+                };
                 if *init_id != id {
                     return;
                 }
                 match (error, session_id) {
                     (None, Some(session_id)) => {
-                        self.state = State::Ready { session_id: session_id.clone() };
-                        self.out.push_back(AgentOutput::Connected { session_id, payload });
+                        self.state = State::Ready {
+                            session_id: session_id.clone(),
+                        };
+                        self.out.push_back(AgentOutput::Connected {
+                            session_id,
+                            payload,
+                        });
                     }
                     (error, _) => {
                         let error = error.unwrap_or_else(|| {
-                            AbpError::new(ErrorCode::OperationFailed, "initialize-result carried no sessionId")
+                            AbpError::new(
+                                ErrorCode::OperationFailed,
+                                "initialize-result carried no sessionId",
+                            )
                         });
                         self.state = State::Closed { by_user: false };
                         self.out.push_back(AgentOutput::ConnectFailed(error));
@@ -395,7 +529,12 @@ impl<P: Clone> AgentCore<P> {
                 }
             }
             _ if !self.is_ready() => {}
-            Incoming::CallResult { id, call_id, cancelled, payload } => {
+            Incoming::CallResult {
+                id,
+                call_id,
+                cancelled,
+                payload,
+            } => {
                 let call_id = match call_id {
                     Some(c) if self.calls.contains_key(&c) => c,
                     _ => match id.as_ref().and_then(|id| self.by_msg.get(id)) {
@@ -408,37 +547,64 @@ impl<P: Clone> AgentCore<P> {
                     Some((AbortKind::Timeout, _))
                 );
                 if cancelled && timed_out {
-                    self.settle(&call_id, Settlement::Local { error: AbpError::timeout(), cancelled: true });
+                    self.settle(
+                        &call_id,
+                        Settlement::Local {
+                            error: AbpError::timeout(),
+                            cancelled: true,
+                        },
+                    );
                 } else {
                     self.settle(&call_id, Settlement::Remote(payload));
                 }
             }
-            Incoming::CancelResult { id, call_id, cancelled, reason, failed, payload } => {
-                let req = match id.as_ref().and_then(|id| self.cancels.remove(id).map(|r| (id.clone(), r))) {
+            Incoming::CancelResult {
+                id,
+                call_id,
+                cancelled,
+                reason,
+                failed,
+                payload,
+            } => {
+                let req = match id
+                    .as_ref()
+                    .and_then(|id| self.cancels.remove(id).map(|r| (id.clone(), r)))
+                {
                     Some(found) => Some(found),
                     None => {
                         // Older apps do not echo the id: match the oldest open cancel for that call.
                         let handle = call_id.as_ref().and_then(|c| {
-                            self.cancels.iter().find(|(_, r)| &r.call_id == c).map(|(h, _)| h.clone())
+                            self.cancels
+                                .iter()
+                                .find(|(_, r)| &r.call_id == c)
+                                .map(|(h, _)| h.clone())
                         });
                         handle.and_then(|h| self.cancels.remove(&h).map(|r| (h, r)))
                     }
                 };
                 let Some((handle, req)) = req else { return };
                 if req.explicit {
-                    self.out.push_back(AgentOutput::CancelAnswered { handle, answer: CancelAnswer::Remote(payload) });
+                    self.out.push_back(AgentOutput::CancelAnswered {
+                        handle,
+                        answer: CancelAnswer::Remote(payload),
+                    });
                 }
                 if !self.calls.contains_key(&req.call_id) {
                     return;
                 }
-                let not_found = !cancelled && (failed || reason.as_deref() == Some(REASON_NOT_FOUND));
+                let not_found =
+                    !cancelled && (failed || reason.as_deref() == Some(REASON_NOT_FOUND));
                 if cancelled || not_found {
                     // Either the app stopped it, or it never saw it: the call-result (if any) adds nothing.
                     self.settle_cancelled(&req.call_id);
                 }
                 // "already completed": the real result is on its way; the grace timer still guards it.
             }
-            Incoming::Progress { call_id, token, payload } => {
+            Incoming::Progress {
+                call_id,
+                token,
+                payload,
+            } => {
                 let call_id = match call_id {
                     Some(c) if self.calls.contains_key(&c) => c,
                     _ => match token.as_ref().and_then(|t| self.by_token.get(t)) {
@@ -446,7 +612,9 @@ impl<P: Clone> AgentCore<P> {
                         None => return,
                     },
                 };
-                let Some(call) = self.calls.get_mut(&call_id) else { return };
+                let Some(call) = self.calls.get_mut(&call_id) else {
+                    return;
+                };
                 if call.cancelling.is_some() {
                     return;
                 }
@@ -459,30 +627,42 @@ impl<P: Clone> AgentCore<P> {
                         call.deadline = Some(d);
                     }
                 }
-                self.out.push_back(AgentOutput::Progress { call_id, payload });
+                self.out
+                    .push_back(AgentOutput::Progress { call_id, payload });
             }
             Incoming::Notification { event, payload } => {
-                self.out.push_back(AgentOutput::Notification { event, payload });
+                self.out
+                    .push_back(AgentOutput::Notification { event, payload });
             }
             Incoming::CapabilitiesChanged { payload } => {
-                self.out.push_back(AgentOutput::CapabilitiesChanged { payload });
+                self.out
+                    .push_back(AgentOutput::CapabilitiesChanged { payload });
             }
-            Incoming::ElicitationRequest { id, call_id, payload } => {
+            Incoming::ElicitationRequest {
+                id,
+                call_id,
+                payload,
+            } => {
                 if self.elicits.contains_key(&id) {
                     return; // duplicated
                 }
                 if let Some(c) = &call_id {
                     let live = self.calls.get(c).is_some_and(|p| p.cancelling.is_none());
                     if !live {
-                        self.out.push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
-                            id,
-                            answer: ElicitAnswer::Cancelled,
-                        }));
+                        self.out
+                            .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                                id,
+                                answer: ElicitAnswer::Cancelled,
+                            }));
                         return;
                     }
                 }
                 self.elicits.insert(id.clone(), call_id.clone());
-                self.out.push_back(AgentOutput::Elicitation { id, call_id, payload });
+                self.out.push_back(AgentOutput::Elicitation {
+                    id,
+                    call_id,
+                    payload,
+                });
             }
             Incoming::Shutdown { .. } => self.transport_lost(),
             Incoming::Initialize { .. }
@@ -497,7 +677,12 @@ impl<P: Clone> AgentCore<P> {
     pub fn poll_timeout(&self) -> Option<f64> {
         let mut next: Option<f64> = None;
         let mut consider = |t: f64| next = Some(next.map_or(t, |n: f64| n.min(t)));
-        if let State::Connecting { deadline, next_resend, .. } = &self.state {
+        if let State::Connecting {
+            deadline,
+            next_resend,
+            ..
+        } = &self.state
+        {
             consider(deadline.min(*next_resend));
         }
         for call in self.calls.values() {
@@ -515,7 +700,13 @@ impl<P: Clone> AgentCore<P> {
     }
 
     pub fn handle_timeout(&mut self, now: f64) {
-        if let State::Connecting { init_id, deadline, next_resend, interval } = &mut self.state {
+        if let State::Connecting {
+            init_id,
+            deadline,
+            next_resend,
+            interval,
+        } = &mut self.state
+        {
             if *deadline <= now {
                 self.state = State::Closed { by_user: false };
                 self.out.push_back(AgentOutput::ConnectFailed(AbpError::new(
@@ -528,29 +719,34 @@ impl<P: Clone> AgentCore<P> {
                 *interval = (*interval * 2.0).min(1000.0);
                 *next_resend = now + *interval;
                 let id = init_id.clone();
-                self.out.push_back(AgentOutput::Transmit(Outgoing::Initialize { id }));
+                self.out
+                    .push_back(AgentOutput::Transmit(Outgoing::Initialize { id }));
             }
         }
         let mut timed_out = Vec::new();
         let mut graced = Vec::new();
         for (id, call) in &self.calls {
             if call.deadline.is_some_and(|d| d <= now) {
-                timed_out.push((call.started, id.clone()));
+                timed_out.push((call.seq, id.clone()));
             }
             if call.cancelling.as_ref().is_some_and(|(_, g)| *g <= now) {
-                graced.push((call.started, id.clone()));
+                graced.push((call.seq, id.clone()));
             }
         }
-        timed_out.sort_by(|a, b| a.0.total_cmp(&b.0));
-        graced.sort_by(|a, b| a.0.total_cmp(&b.0));
+        timed_out.sort_unstable();
+        graced.sort_unstable();
         for (_, id) in graced {
             self.settle_cancelled(&id);
         }
         for (_, id) in timed_out {
             self.abort_call(&id, AbortKind::Timeout, now);
         }
-        let expired: Vec<String> =
-            self.cancels.iter().filter(|(_, r)| r.deadline <= now).map(|(h, _)| h.clone()).collect();
+        let expired: Vec<String> = self
+            .cancels
+            .iter()
+            .filter(|(_, r)| r.deadline <= now)
+            .map(|(h, _)| h.clone())
+            .collect();
         for handle in expired {
             if let Some(req) = self.cancels.remove(&handle) {
                 if req.explicit {
@@ -558,7 +754,10 @@ impl<P: Clone> AgentCore<P> {
                         handle,
                         answer: CancelAnswer::Local {
                             call_id: req.call_id,
-                            error: AbpError::new(ErrorCode::Timeout, "The app did not answer the cancel in time"),
+                            error: AbpError::new(
+                                ErrorCode::Timeout,
+                                "The app did not answer the cancel in time",
+                            ),
                         },
                     });
                 }

@@ -5,7 +5,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::error::{AbpError, ErrorCode};
-use super::message::{IdGen, Incoming, MalformedKind, Outcome, Outgoing, REASON_COMPLETED, REASON_NOT_FOUND};
+use super::message::{
+    IdGen, Incoming, MalformedKind, Outcome, Outgoing, REASON_COMPLETED, REASON_NOT_FOUND,
+};
 use super::schema::{validate, Payload};
 
 /// Registered capabilities: name → descriptor (the descriptor may hold an `inputSchema`).
@@ -16,7 +18,10 @@ pub struct Registry<P> {
 
 impl<P: Payload> Default for Registry<P> {
     fn default() -> Self {
-        Registry { order: Vec::new(), caps: HashMap::new() }
+        Registry {
+            order: Vec::new(),
+            caps: HashMap::new(),
+        }
     }
 }
 
@@ -49,7 +54,9 @@ impl<P: Payload> Registry<P> {
 
     /// Names and descriptors in registration order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&P>)> {
-        self.order.iter().map(|n| (n.as_str(), self.caps.get(n).and_then(|d| d.as_ref())))
+        self.order
+            .iter()
+            .map(|n| (n.as_str(), self.caps.get(n).and_then(|d| d.as_ref())))
     }
 
     pub fn len(&self) -> usize {
@@ -80,7 +87,11 @@ pub struct AppConfig {
 
 impl Default for AppConfig {
     fn default() -> Self {
-        AppConfig { max_concurrent: None, progress_interval: 16.0, remember: 1024 }
+        AppConfig {
+            max_concurrent: None,
+            progress_interval: 16.0,
+            remember: 1024,
+        }
     }
 }
 
@@ -88,12 +99,25 @@ impl Default for AppConfig {
 pub enum AppOutput<P> {
     Transmit(Outgoing<P>),
     /// Run the handler for `capability` with a fresh AbortSignal.
-    Start { call_id: String, capability: String, params: P, progress_token: Option<String> },
+    Start {
+        call_id: String,
+        capability: String,
+        params: P,
+        progress_token: Option<String>,
+    },
     /// Abort the running handler's signal with `reason`.
-    Abort { call_id: String, reason: Option<String> },
+    Abort {
+        call_id: String,
+        reason: Option<String>,
+    },
     /// Resolve `ctx.elicit()`: `Some(response)` from the agent, `None` when its call ended first.
-    ElicitDone { id: String, response: Option<P> },
-    SessionOpened { session_id: String },
+    ElicitDone {
+        id: String,
+        response: Option<P>,
+    },
+    SessionOpened {
+        session_id: String,
+    },
     SessionClosed,
 }
 
@@ -109,6 +133,8 @@ enum Finished {
 struct Active<P> {
     msg_id: String,
     started: f64,
+    /// Order of arrival, for deterministic ordering of aborts.
+    seq: u64,
     token: Option<String>,
     /// Latest progress not yet sent.
     progress: Option<P>,
@@ -161,6 +187,7 @@ pub struct AppConn<P> {
     /// elicitation id → the call that asked
     elicits: HashMap<String, Option<String>>,
     out: VecDeque<AppOutput<P>>,
+    next_seq: u64,
 }
 
 impl<P: Payload> AppConn<P> {
@@ -173,9 +200,14 @@ impl<P: Payload> AppConn<P> {
             active: HashMap::new(),
             queued: VecDeque::new(),
             queued_ids: HashSet::new(),
-            finished: Recent { order: VecDeque::new(), map: HashMap::new(), cap },
+            finished: Recent {
+                order: VecDeque::new(),
+                map: HashMap::new(),
+                cap,
+            },
             elicits: HashMap::new(),
             out: VecDeque::new(),
+            next_seq: 0,
         }
     }
 
@@ -197,7 +229,13 @@ impl<P: Payload> AppConn<P> {
     }
 
     fn refuse_call(&mut self, id: String, call_id: String, error: AbpError<P>) {
-        self.transmit(Outgoing::CallResult { id, call_id, outcome: Outcome::Failure(error), duration: 0.0, transfer: None });
+        self.transmit(Outgoing::CallResult {
+            id,
+            call_id,
+            outcome: Outcome::Failure(error),
+            duration: 0.0,
+            transfer: None,
+        });
     }
 
     /// Feeds one decoded message from the agent.
@@ -206,10 +244,15 @@ impl<P: Payload> AppConn<P> {
             Incoming::Initialize { id, .. } => match &self.session {
                 None => {
                     let session_id = self.ids.next_id();
-                    self.session = Some(Session { id: session_id.clone(), init_id: id.clone() });
+                    self.session = Some(Session {
+                        id: session_id.clone(),
+                        init_id: id.clone(),
+                    });
                     self.finished.order.clear();
                     self.finished.map.clear();
-                    self.out.push_back(AppOutput::SessionOpened { session_id: session_id.clone() });
+                    self.out.push_back(AppOutput::SessionOpened {
+                        session_id: session_id.clone(),
+                    });
                     self.transmit(Outgoing::InitializeResult { id, session_id });
                 }
                 Some(s) if s.init_id == id => {
@@ -217,11 +260,19 @@ impl<P: Payload> AppConn<P> {
                     self.transmit(Outgoing::InitializeResult { id, session_id });
                 }
                 Some(_) => {
-                    let error = AbpError::new(ErrorCode::AlreadyInitialized, "A session is already active");
+                    let error =
+                        AbpError::new(ErrorCode::AlreadyInitialized, "A session is already active");
                     self.transmit(Outgoing::InitializeError { id, error });
                 }
             },
-            Incoming::Call { id, call_id, capability, params, progress_token, .. } => {
+            Incoming::Call {
+                id,
+                call_id,
+                capability,
+                params,
+                progress_token,
+                ..
+            } => {
                 if self.session.is_none() {
                     return self.refuse_call(id, call_id, AbpError::not_initialized());
                 }
@@ -233,61 +284,140 @@ impl<P: Payload> AppConn<P> {
                 }
                 if !registry.contains(&capability) {
                     self.finished.insert(call_id.clone(), Finished::Completed);
-                    let error = AbpError::new(ErrorCode::UnknownCapability, format!("Unknown capability '{capability}'"));
+                    let error = AbpError::new(
+                        ErrorCode::UnknownCapability,
+                        format!("Unknown capability '{capability}'"),
+                    );
                     return self.refuse_call(id, call_id, error);
                 }
                 if let Err(problem) = registry.check_params(&capability, &params) {
                     self.finished.insert(call_id.clone(), Finished::Completed);
-                    return self.refuse_call(id, call_id, AbpError::new(ErrorCode::InvalidParams, problem));
+                    return self.refuse_call(
+                        id,
+                        call_id,
+                        AbpError::new(ErrorCode::InvalidParams, problem),
+                    );
                 }
-                let full = self.config.max_concurrent.is_some_and(|m| self.active.len() >= m);
+                let full = self
+                    .config
+                    .max_concurrent
+                    .is_some_and(|m| self.active.len() >= m);
                 if full {
                     self.queued_ids.insert(call_id.clone());
-                    self.queued.push_back(Queued { msg_id: id, call_id, capability, params, token: progress_token, received: now });
+                    self.queued.push_back(Queued {
+                        msg_id: id,
+                        call_id,
+                        capability,
+                        params,
+                        token: progress_token,
+                        received: now,
+                    });
                 } else {
                     self.start(id, call_id, capability, params, progress_token, now);
                 }
             }
-            Incoming::Cancel { id, call_id, reason } => self.cancel(id, call_id, reason, now),
-            Incoming::ElicitationResponse { id, payload } => {
-                if self.elicits.remove(&id).is_some() {
-                    self.out.push_back(AppOutput::ElicitDone { id, response: Some(payload) });
-                }
+            Incoming::Cancel {
+                id,
+                call_id,
+                reason,
+            } => self.cancel(id, call_id, reason, now),
+            Incoming::ElicitationResponse { id, payload } if self.elicits.remove(&id).is_some() => {
+                self.out.push_back(AppOutput::ElicitDone {
+                    id,
+                    response: Some(payload),
+                });
             }
             Incoming::Shutdown { .. } => self.end_session(),
-            Incoming::Malformed { kind: MalformedKind::Call, id: Some(id), call_id, reason } => {
+            Incoming::Malformed {
+                kind: MalformedKind::Call,
+                id: Some(id),
+                call_id,
+                reason,
+            } => {
                 let error = AbpError::new(ErrorCode::InvalidParams, reason);
                 self.refuse_call(id, call_id.unwrap_or_default(), error);
             }
-            Incoming::Malformed { kind: MalformedKind::Cancel, id, call_id, reason } => {
+            Incoming::Malformed {
+                kind: MalformedKind::Cancel,
+                id,
+                call_id,
+                reason,
+            } => {
                 let error = AbpError::new(ErrorCode::InvalidParams, reason);
                 let call_id = call_id.unwrap_or_default();
-                self.transmit(Outgoing::CancelResult { id, call_id, cancelled: false, reason: None, error: Some(error) });
+                self.transmit(Outgoing::CancelResult {
+                    id,
+                    call_id,
+                    cancelled: false,
+                    reason: None,
+                    error: Some(error),
+                });
             }
             _ => {}
         }
     }
 
-    fn start(&mut self, msg_id: String, call_id: String, capability: String, params: P, token: Option<String>, now: f64) {
+    fn start(
+        &mut self,
+        msg_id: String,
+        call_id: String,
+        capability: String,
+        params: P,
+        token: Option<String>,
+        now: f64,
+    ) {
+        self.next_seq += 1;
         self.active.insert(
             call_id.clone(),
-            Active { msg_id, started: now, token: token.clone(), progress: None, progress_due: None, last_progress: f64::NEG_INFINITY },
+            Active {
+                msg_id,
+                started: now,
+                seq: self.next_seq,
+                token: token.clone(),
+                progress: None,
+                progress_due: None,
+                last_progress: f64::NEG_INFINITY,
+            },
         );
-        self.out.push_back(AppOutput::Start { call_id, capability, params, progress_token: token });
+        self.out.push_back(AppOutput::Start {
+            call_id,
+            capability,
+            params,
+            progress_token: token,
+        });
     }
 
     fn start_queued(&mut self) {
-        while self.config.max_concurrent.is_none_or(|m| self.active.len() < m) {
-            let Some(q) = self.queued.pop_front() else { break };
+        while self
+            .config
+            .max_concurrent
+            .is_none_or(|m| self.active.len() < m)
+        {
+            let Some(q) = self.queued.pop_front() else {
+                break;
+            };
             self.queued_ids.remove(&q.call_id);
-            self.start(q.msg_id, q.call_id, q.capability, q.params, q.token, q.received);
+            self.start(
+                q.msg_id,
+                q.call_id,
+                q.capability,
+                q.params,
+                q.token,
+                q.received,
+            );
         }
     }
 
     fn cancel(&mut self, id: Option<String>, call_id: String, reason: Option<String>, now: f64) {
         if self.session.is_none() {
             let error = AbpError::not_initialized();
-            return self.transmit(Outgoing::CancelResult { id, call_id, cancelled: false, reason: None, error: Some(error) });
+            return self.transmit(Outgoing::CancelResult {
+                id,
+                call_id,
+                cancelled: false,
+                reason: None,
+                error: Some(error),
+            });
         }
         let result = |cancelled: bool, why: Option<&str>| Outgoing::CancelResult {
             id: id.clone(),
@@ -301,12 +431,17 @@ impl<P: Payload> AppConn<P> {
             self.transmit(Outgoing::CallResult {
                 id: active.msg_id,
                 call_id: call_id.clone(),
-                outcome: Outcome::Cancelled { reason: reason.clone() },
+                outcome: Outcome::Cancelled {
+                    reason: reason.clone(),
+                },
                 duration: now - active.started,
                 transfer: None,
             });
             self.finished.insert(call_id.clone(), Finished::Cancelled);
-            self.out.push_back(AppOutput::Abort { call_id: call_id.clone(), reason });
+            self.out.push_back(AppOutput::Abort {
+                call_id: call_id.clone(),
+                reason,
+            });
             self.end_elicitations_of(&call_id);
             self.start_queued();
         } else if self.queued_ids.remove(&call_id) {
@@ -337,21 +472,36 @@ impl<P: Payload> AppConn<P> {
     }
 
     fn end_elicitations_of(&mut self, call_id: &str) {
-        let ids: Vec<String> =
-            self.elicits.iter().filter(|(_, c)| c.as_deref() == Some(call_id)).map(|(id, _)| id.clone()).collect();
+        let ids: Vec<String> = self
+            .elicits
+            .iter()
+            .filter(|(_, c)| c.as_deref() == Some(call_id))
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in ids {
             self.elicits.remove(&id);
-            self.out.push_back(AppOutput::ElicitDone { id, response: None });
+            self.out
+                .push_back(AppOutput::ElicitDone { id, response: None });
         }
     }
 
     /// The handler finished. Discarded if the call was cancelled meanwhile.
     pub fn complete(&mut self, call_id: &str, outcome: Outcome<P>, transfer: Option<P>, now: f64) {
-        let Some(mut active) = self.active.remove(call_id) else { return };
+        let Some(mut active) = self.active.remove(call_id) else {
+            return;
+        };
         if let (Some(info), Some(token)) = (active.progress.take(), active.token.clone()) {
-            self.transmit(Outgoing::Progress { call_id: call_id.to_owned(), token, info });
+            self.transmit(Outgoing::Progress {
+                call_id: call_id.to_owned(),
+                token,
+                info,
+            });
         }
-        let how = if matches!(outcome, Outcome::Cancelled { .. }) { Finished::Cancelled } else { Finished::Completed };
+        let how = if matches!(outcome, Outcome::Cancelled { .. }) {
+            Finished::Cancelled
+        } else {
+            Finished::Completed
+        };
         self.transmit(Outgoing::CallResult {
             id: active.msg_id,
             call_id: call_id.to_owned(),
@@ -368,11 +518,19 @@ impl<P: Payload> AppConn<P> {
     /// it waits and later updates replace it. Dropped for calls without a progress token or no longer running.
     pub fn progress(&mut self, call_id: &str, info: P, now: f64) {
         let interval = self.config.progress_interval;
-        let Some(active) = self.active.get_mut(call_id) else { return };
-        let Some(token) = active.token.clone() else { return };
+        let Some(active) = self.active.get_mut(call_id) else {
+            return;
+        };
+        let Some(token) = active.token.clone() else {
+            return;
+        };
         if active.progress_due.is_none() && now - active.last_progress >= interval {
             active.last_progress = now;
-            self.transmit(Outgoing::Progress { call_id: call_id.to_owned(), token, info });
+            self.transmit(Outgoing::Progress {
+                call_id: call_id.to_owned(),
+                token,
+                info,
+            });
         } else {
             active.progress = Some(info);
             if active.progress_due.is_none() {
@@ -393,7 +551,11 @@ impl<P: Payload> AppConn<P> {
         }
         let id = self.ids.next_id();
         self.elicits.insert(id.clone(), call_id.map(str::to_owned));
-        self.transmit(Outgoing::ElicitationRequest { id: id.clone(), call_id: call_id.map(str::to_owned), request });
+        self.transmit(Outgoing::ElicitationRequest {
+            id: id.clone(),
+            call_id: call_id.map(str::to_owned),
+            request,
+        });
         Ok(id)
     }
 
@@ -402,7 +564,10 @@ impl<P: Payload> AppConn<P> {
         if self.session.is_none() {
             return false;
         }
-        self.transmit(Outgoing::Notification { event: event.to_owned(), data });
+        self.transmit(Outgoing::Notification {
+            event: event.to_owned(),
+            data,
+        });
         true
     }
 
@@ -418,15 +583,19 @@ impl<P: Payload> AppConn<P> {
     }
 
     fn end_session(&mut self) {
-        let mut ids: Vec<(f64, String)> = self.active.drain().map(|(id, a)| (a.started, id)).collect();
-        ids.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut ids: Vec<(u64, String)> = self.active.drain().map(|(id, a)| (a.seq, id)).collect();
+        ids.sort_unstable();
         for (_, call_id) in ids {
-            self.out.push_back(AppOutput::Abort { call_id, reason: Some("session ended".to_owned()) });
+            self.out.push_back(AppOutput::Abort {
+                call_id,
+                reason: Some("session ended".to_owned()),
+            });
         }
         self.queued.clear();
         self.queued_ids.clear();
         for (id, _) in self.elicits.drain() {
-            self.out.push_back(AppOutput::ElicitDone { id, response: None });
+            self.out
+                .push_back(AppOutput::ElicitDone { id, response: None });
         }
         if self.session.take().is_some() {
             self.out.push_back(AppOutput::SessionClosed);
@@ -434,7 +603,10 @@ impl<P: Payload> AppConn<P> {
     }
 
     pub fn poll_timeout(&self) -> Option<f64> {
-        self.active.values().filter_map(|a| a.progress_due).min_by(|a, b| a.total_cmp(b))
+        self.active
+            .values()
+            .filter_map(|a| a.progress_due)
+            .min_by(|a, b| a.total_cmp(b))
     }
 
     pub fn handle_timeout(&mut self, now: f64) {
@@ -444,7 +616,11 @@ impl<P: Payload> AppConn<P> {
                 a.progress_due = None;
                 a.last_progress = now;
                 if let (Some(info), Some(token)) = (a.progress.take(), a.token.clone()) {
-                    due.push(Outgoing::Progress { call_id: call_id.clone(), token, info });
+                    due.push(Outgoing::Progress {
+                        call_id: call_id.clone(),
+                        token,
+                        info,
+                    });
                 }
             }
         }

@@ -4,7 +4,9 @@
 //! Decoding reads only control fields; the rest of a payload is handed on untouched.
 
 use super::error::{AbpError, ErrorCode};
-use super::message::{types, ElicitAnswer, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION};
+use super::message::{
+    types, ElicitAnswer, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION,
+};
 use super::schema::{Kind, Payload};
 
 /// A payload that can also be built: what a codec needs to write messages.
@@ -40,14 +42,26 @@ fn flag<P: Payload>(v: &P, key: &str) -> bool {
 }
 
 fn opt_number<P: Payload>(v: &P, key: &str) -> Option<f64> {
-    v.get(key).and_then(|x| x.as_f64()).filter(|n| n.is_finite())
+    v.get(key)
+        .and_then(|x| x.as_f64())
+        .filter(|n| n.is_finite())
 }
 
 /// Reads an ABP error object.
 pub fn decode_error<P: Wire>(e: &P) -> AbpError<P> {
-    let code = opt_string(e, "code").map(|c| ErrorCode::parse(&c)).unwrap_or(ErrorCode::OperationFailed);
-    let retryable = e.get("retryable").and_then(|r| r.as_bool()).unwrap_or_else(|| code.retryable());
-    AbpError { message: opt_string(e, "message").unwrap_or_default(), retryable, details: e.get("details"), code }
+    let code = opt_string(e, "code")
+        .map(|c| ErrorCode::parse(&c))
+        .unwrap_or(ErrorCode::OperationFailed);
+    let retryable = e
+        .get("retryable")
+        .and_then(|r| r.as_bool())
+        .unwrap_or_else(|| code.retryable());
+    AbpError {
+        message: opt_string(e, "message").unwrap_or_default(),
+        retryable,
+        details: e.get("details"),
+        code,
+    }
 }
 
 pub fn encode_error<P: Wire>(e: AbpError<P>) -> P {
@@ -67,10 +81,17 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     if msg.kind() != Kind::Object {
         return Err(Ignored::NotAMessage);
     }
-    let Some(ty) = opt_string(msg, "type") else { return Err(Ignored::NotAMessage) };
+    let Some(ty) = opt_string(msg, "type") else {
+        return Err(Ignored::NotAMessage);
+    };
     let id = opt_string(msg, "id");
     let payload = msg.get("payload").filter(|p| p.kind() == Kind::Object);
-    let malformed = |kind, call_id: Option<String>, reason| Incoming::Malformed { kind, id: id.clone(), call_id, reason };
+    let malformed = |kind, call_id: Option<String>, reason| Incoming::Malformed {
+        kind,
+        id: id.clone(),
+        call_id,
+        reason,
+    };
     let p = payload.clone().unwrap_or_else(P::object);
     Ok(match ty.as_str() {
         types::INITIALIZE => match id.clone() {
@@ -78,15 +99,27 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             None => malformed(MalformedKind::Other, None, "initialize needs an id"),
         },
         types::INITIALIZE_RESULT => {
-            let Some(id) = id.clone() else { return Ok(malformed(MalformedKind::Other, None, "no id")) };
-            let error = p.get("error").filter(|e| e.kind() == Kind::Object).map(|e| decode_error(&e));
-            Incoming::InitializeResult { id, session_id: opt_string(&p, "sessionId"), error, payload: p }
+            let Some(id) = id.clone() else {
+                return Ok(malformed(MalformedKind::Other, None, "no id"));
+            };
+            let error = p
+                .get("error")
+                .filter(|e| e.kind() == Kind::Object)
+                .map(|e| decode_error(&e));
+            Incoming::InitializeResult {
+                id,
+                session_id: opt_string(&p, "sessionId"),
+                error,
+                payload: p,
+            }
         }
         types::CALL => {
             // callId is in the payload; older senders put it in options.
             let options = p.get("options").filter(|o| o.kind() == Kind::Object);
-            let call_id = opt_string(&p, "callId").or_else(|| options.as_ref().and_then(|o| opt_string(o, "callId")));
-            let (Some(mid), Some(call_id), Some(capability)) = (id.clone(), call_id.clone(), opt_string(&p, "capability"))
+            let call_id = opt_string(&p, "callId")
+                .or_else(|| options.as_ref().and_then(|o| opt_string(o, "callId")));
+            let (Some(mid), Some(call_id), Some(capability)) =
+                (id.clone(), call_id.clone(), opt_string(&p, "capability"))
             else {
                 let reason = if payload.is_none() {
                     "capabilities/call needs a payload object"
@@ -103,7 +136,9 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
                 capability,
                 params: p.get("params").unwrap_or_else(P::undefined),
                 timeout: options.as_ref().and_then(|o| opt_number(o, "timeout")),
-                progress_token: options.as_ref().and_then(|o| opt_string(o, "progressToken")),
+                progress_token: options
+                    .as_ref()
+                    .and_then(|o| opt_string(o, "progressToken")),
             }
         }
         types::CALL_RESULT => Incoming::CallResult {
@@ -113,8 +148,16 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             payload: p,
         },
         types::CANCEL => match opt_string(&p, "callId") {
-            Some(call_id) => Incoming::Cancel { id, call_id, reason: opt_string(&p, "reason") },
-            None => malformed(MalformedKind::Cancel, None, "capabilities/cancel needs a string callId"),
+            Some(call_id) => Incoming::Cancel {
+                id,
+                call_id,
+                reason: opt_string(&p, "reason"),
+            },
+            None => malformed(
+                MalformedKind::Cancel,
+                None,
+                "capabilities/cancel needs a string callId",
+            ),
         },
         types::CANCEL_RESULT => Incoming::CancelResult {
             id,
@@ -124,24 +167,47 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             failed: p.get("error").is_some(),
             payload: p,
         },
-        types::PROGRESS => Incoming::Progress { call_id: opt_string(&p, "callId"), token: opt_string(&p, "operationId"), payload: p },
+        types::PROGRESS => Incoming::Progress {
+            call_id: opt_string(&p, "callId"),
+            token: opt_string(&p, "operationId"),
+            payload: p,
+        },
         types::NOTIFICATION => match opt_string(&p, "event") {
-            Some(event) if event == types::CAPABILITIES_CHANGED => {
-                Incoming::CapabilitiesChanged { payload: p.get("data").unwrap_or_else(P::object) }
-            }
+            Some(event) if event == types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged {
+                payload: p.get("data").unwrap_or_else(P::object),
+            },
             Some(event) => Incoming::Notification { event, payload: p },
             None => malformed(MalformedKind::Other, None, "notification needs an event"),
         },
         types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged { payload: p },
         types::ELICITATION_REQUEST => match id.clone() {
-            Some(eid) => Incoming::ElicitationRequest { id: eid, call_id: opt_string(&p, "callId"), payload: p },
-            None => malformed(MalformedKind::Other, None, "elicitation/request needs an id"),
+            Some(eid) => Incoming::ElicitationRequest {
+                id: eid,
+                call_id: opt_string(&p, "callId"),
+                payload: p,
+            },
+            None => malformed(
+                MalformedKind::Other,
+                None,
+                "elicitation/request needs an id",
+            ),
         },
         types::ELICITATION_RESPONSE => match id.clone() {
-            Some(eid) => Incoming::ElicitationResponse { id: eid, payload: p },
-            None => malformed(MalformedKind::Other, None, "elicitation/response needs an id"),
+            Some(eid) => Incoming::ElicitationResponse {
+                id: eid,
+                payload: p,
+            },
+            None => malformed(
+                MalformedKind::Other,
+                None,
+                "elicitation/response needs an id",
+            ),
         },
-        types::SHUTDOWN => Incoming::Shutdown { id, reason: opt_string(&p, "reason"), session_id: opt_string(&p, "sessionId") },
+        types::SHUTDOWN => Incoming::Shutdown {
+            id,
+            reason: opt_string(&p, "reason"),
+            session_id: opt_string(&p, "sessionId"),
+        },
         _ => return Err(Ignored::UnknownType),
     })
 }
@@ -177,7 +243,10 @@ fn features<P: Wire>(dynamic: bool) -> P {
 }
 
 fn capabilities<P: Wire>(hello: &Hello<'_, P>) -> P {
-    hello.capabilities.map(|f| f()).unwrap_or_else(|| P::array(Vec::new()))
+    hello
+        .capabilities
+        .map(|f| f())
+        .unwrap_or_else(|| P::array(Vec::new()))
 }
 
 fn cancelled_response<P: Wire>(reason: Option<&str>) -> P {
@@ -213,7 +282,15 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             p.set("error", encode_error(error));
             envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
         }
-        Outgoing::Call { id, call_id, capability, params, timeout, progress_token, transfer } => {
+        Outgoing::Call {
+            id,
+            call_id,
+            capability,
+            params,
+            timeout,
+            progress_token,
+            transfer,
+        } => {
             transfer_list = transfer;
             let mut p = P::object();
             p.set("callId", P::string(&call_id));
@@ -229,7 +306,13 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             p.set("options", o);
             envelope(types::CALL, Some(&id), timestamp, p)
         }
-        Outgoing::CallResult { id, call_id, outcome, duration, transfer } => {
+        Outgoing::CallResult {
+            id,
+            call_id,
+            outcome,
+            duration,
+            transfer,
+        } => {
             transfer_list = transfer;
             let mut p = match outcome {
                 Outcome::Success { data } => {
@@ -252,7 +335,11 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             p.set("callId", P::string(&call_id));
             envelope(types::CALL_RESULT, Some(&id), timestamp, p)
         }
-        Outgoing::Cancel { id, call_id, reason } => {
+        Outgoing::Cancel {
+            id,
+            call_id,
+            reason,
+        } => {
             let mut p = P::object();
             p.set("callId", P::string(&call_id));
             if let Some(r) = reason {
@@ -260,7 +347,13 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             }
             envelope(types::CANCEL, Some(&id), timestamp, p)
         }
-        Outgoing::CancelResult { id, call_id, cancelled, reason, error } => {
+        Outgoing::CancelResult {
+            id,
+            call_id,
+            cancelled,
+            reason,
+            error,
+        } => {
             let mut p = P::object();
             p.set("callId", P::string(&call_id));
             p.set("cancelled", P::boolean(cancelled));
@@ -272,7 +365,11 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             }
             envelope(types::CANCEL_RESULT, id.as_deref(), timestamp, p)
         }
-        Outgoing::Progress { call_id, token, info } => {
+        Outgoing::Progress {
+            call_id,
+            token,
+            info,
+        } => {
             let mut p = info.shallow_copy();
             p.set("operationId", P::string(&token));
             p.set("callId", P::string(&call_id));
@@ -294,7 +391,11 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             p.set("data", d);
             envelope(types::NOTIFICATION, None, timestamp, p)
         }
-        Outgoing::ElicitationRequest { id, call_id, request } => {
+        Outgoing::ElicitationRequest {
+            id,
+            call_id,
+            request,
+        } => {
             let mut p = request.shallow_copy();
             if let Some(c) = call_id {
                 p.set("callId", P::string(&c));
@@ -314,7 +415,11 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             };
             envelope(types::ELICITATION_RESPONSE, Some(&id), timestamp, p)
         }
-        Outgoing::Shutdown { id, reason, session_id } => {
+        Outgoing::Shutdown {
+            id,
+            reason,
+            session_id,
+        } => {
             let mut p = P::object();
             if let Some(r) = reason {
                 p.set("reason", P::string(&r));

@@ -94,11 +94,19 @@ impl<P> AbpError<P> {
     /// An error with the table's retryable default.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         let retryable = code.retryable();
-        AbpError { code, message: message.into(), retryable, details: None }
+        AbpError {
+            code,
+            message: message.into(),
+            retryable,
+            details: None,
+        }
     }
 
     pub fn cancelled(reason: Option<&str>) -> Self {
-        AbpError::new(ErrorCode::Cancelled, reason.unwrap_or("Operation cancelled"))
+        AbpError::new(
+            ErrorCode::Cancelled,
+            reason.unwrap_or("Operation cancelled"),
+        )
     }
 
     pub fn timeout() -> Self {
@@ -106,7 +114,10 @@ impl<P> AbpError<P> {
     }
 
     pub fn disconnected() -> Self {
-        AbpError::new(ErrorCode::Disconnected, "The connection to the other side was lost")
+        AbpError::new(
+            ErrorCode::Disconnected,
+            "The connection to the other side was lost",
+        )
     }
 
     pub fn not_initialized() -> Self {

@@ -38,7 +38,9 @@ impl Payload for Value {
         self.as_array()?.get(i).cloned()
     }
     fn keys(&self) -> Vec<String> {
-        self.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+        self.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
     }
     fn same_value(&self, other: &Self) -> bool {
         self == other
@@ -57,7 +59,9 @@ impl Wire for Value {
         Value::String(s.to_owned())
     }
     fn number(n: f64) -> Self {
-        serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)
+        serde_json::Number::from_f64(n)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
     }
     fn boolean(b: bool) -> Self {
         Value::Bool(b)

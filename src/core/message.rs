@@ -32,22 +32,78 @@ pub const REASON_COMPLETED: &str = "Operation already completed";
 /// A decoded message. `payload` fields hold the whole wire payload for the glue to read what it needs.
 #[derive(Clone, Debug)]
 pub enum Incoming<P> {
-    Initialize { id: String, payload: P },
-    InitializeResult { id: String, session_id: Option<String>, error: Option<AbpError<P>>, payload: P },
-    Call { id: String, call_id: String, capability: String, params: P, timeout: Option<f64>, progress_token: Option<String> },
-    CallResult { id: Option<String>, call_id: Option<String>, cancelled: bool, payload: P },
-    Cancel { id: Option<String>, call_id: String, reason: Option<String> },
-    CancelResult { id: Option<String>, call_id: Option<String>, cancelled: bool, reason: Option<String>, failed: bool, payload: P },
-    Progress { call_id: Option<String>, token: Option<String>, payload: P },
-    Notification { event: String, payload: P },
-    CapabilitiesChanged { payload: P },
-    ElicitationRequest { id: String, call_id: Option<String>, payload: P },
-    ElicitationResponse { id: String, payload: P },
+    Initialize {
+        id: String,
+        payload: P,
+    },
+    InitializeResult {
+        id: String,
+        session_id: Option<String>,
+        error: Option<AbpError<P>>,
+        payload: P,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        capability: String,
+        params: P,
+        timeout: Option<f64>,
+        progress_token: Option<String>,
+    },
+    CallResult {
+        id: Option<String>,
+        call_id: Option<String>,
+        cancelled: bool,
+        payload: P,
+    },
+    Cancel {
+        id: Option<String>,
+        call_id: String,
+        reason: Option<String>,
+    },
+    CancelResult {
+        id: Option<String>,
+        call_id: Option<String>,
+        cancelled: bool,
+        reason: Option<String>,
+        failed: bool,
+        payload: P,
+    },
+    Progress {
+        call_id: Option<String>,
+        token: Option<String>,
+        payload: P,
+    },
+    Notification {
+        event: String,
+        payload: P,
+    },
+    CapabilitiesChanged {
+        payload: P,
+    },
+    ElicitationRequest {
+        id: String,
+        call_id: Option<String>,
+        payload: P,
+    },
+    ElicitationResponse {
+        id: String,
+        payload: P,
+    },
     /// `session_id`: sent by an app that is unloading, so an agent can tell which session ended even when
     /// the browser no longer says which window sent it.
-    Shutdown { id: Option<String>, reason: Option<String>, session_id: Option<String> },
+    Shutdown {
+        id: Option<String>,
+        reason: Option<String>,
+        session_id: Option<String>,
+    },
     /// A known request type whose payload is unusable; the receiver answers it with INVALID_PARAMS when it can.
-    Malformed { kind: MalformedKind, id: Option<String>, call_id: Option<String>, reason: &'static str },
+    Malformed {
+        kind: MalformedKind,
+        id: Option<String>,
+        call_id: Option<String>,
+        reason: &'static str,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,19 +135,69 @@ pub enum ElicitAnswer<P> {
 /// A message to encode and send.
 #[derive(Clone, Debug)]
 pub enum Outgoing<P> {
-    Initialize { id: String },
-    InitializeResult { id: String, session_id: String },
-    InitializeError { id: String, error: AbpError<P> },
-    Call { id: String, call_id: String, capability: String, params: P, timeout: Option<f64>, progress_token: Option<String>, transfer: Option<P> },
-    CallResult { id: String, call_id: String, outcome: Outcome<P>, duration: f64, transfer: Option<P> },
-    Cancel { id: String, call_id: String, reason: Option<String> },
-    CancelResult { id: Option<String>, call_id: String, cancelled: bool, reason: Option<String>, error: Option<AbpError<P>> },
-    Progress { call_id: String, token: String, info: P },
-    Notification { event: String, data: P },
+    Initialize {
+        id: String,
+    },
+    InitializeResult {
+        id: String,
+        session_id: String,
+    },
+    InitializeError {
+        id: String,
+        error: AbpError<P>,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        capability: String,
+        params: P,
+        timeout: Option<f64>,
+        progress_token: Option<String>,
+        transfer: Option<P>,
+    },
+    CallResult {
+        id: String,
+        call_id: String,
+        outcome: Outcome<P>,
+        duration: f64,
+        transfer: Option<P>,
+    },
+    Cancel {
+        id: String,
+        call_id: String,
+        reason: Option<String>,
+    },
+    CancelResult {
+        id: Option<String>,
+        call_id: String,
+        cancelled: bool,
+        reason: Option<String>,
+        error: Option<AbpError<P>>,
+    },
+    Progress {
+        call_id: String,
+        token: String,
+        info: P,
+    },
+    Notification {
+        event: String,
+        data: P,
+    },
     CapabilitiesChanged,
-    ElicitationRequest { id: String, call_id: Option<String>, request: P },
-    ElicitationResponse { id: String, answer: ElicitAnswer<P> },
-    Shutdown { id: String, reason: Option<String>, session_id: Option<String> },
+    ElicitationRequest {
+        id: String,
+        call_id: Option<String>,
+        request: P,
+    },
+    ElicitationResponse {
+        id: String,
+        answer: ElicitAnswer<P>,
+    },
+    Shutdown {
+        id: String,
+        reason: Option<String>,
+        session_id: Option<String>,
+    },
 }
 
 /// Makes message ids and session ids. Ids only need to be unique per connection; a random prefix keeps two
@@ -104,7 +210,10 @@ pub struct IdGen {
 
 impl IdGen {
     pub fn new(prefix: impl Into<String>) -> Self {
-        IdGen { prefix: prefix.into(), next: 0 }
+        IdGen {
+            prefix: prefix.into(),
+            next: 0,
+        }
     }
 
     pub fn next_id(&mut self) -> String {

@@ -14,7 +14,9 @@ pub mod json;
 #[cfg(test)]
 mod tests;
 
-pub use agent::{AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement};
+pub use agent::{
+    AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
+};
 pub use app::{AppConfig, AppConn, AppOutput, Registry};
 pub use error::{AbpError, ErrorCode};
 pub use message::{ElicitAnswer, Incoming, Outcome, Outgoing};

@@ -45,7 +45,9 @@ fn type_matches<P: Payload>(ty: &str, value: &P) -> bool {
     match (ty, value.kind()) {
         ("object", Kind::Object) | ("array", Kind::Array) | ("string", Kind::String) => true,
         ("boolean", Kind::Bool) | ("null", Kind::Null) | ("number", Kind::Number) => true,
-        ("integer", Kind::Number) => value.as_f64().is_some_and(|n| n.fract() == 0.0 && n.is_finite()),
+        ("integer", Kind::Number) => value
+            .as_f64()
+            .is_some_and(|n| n.fract() == 0.0 && n.is_finite()),
         _ => false,
     }
 }
@@ -66,12 +68,19 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
             _ => true,
         };
         if !ok {
-            return Err(format!("{path}: expected {}, got {}", describe_type(&ty), kind_name(value.kind())));
+            return Err(format!(
+                "{path}: expected {}, got {}",
+                describe_type(&ty),
+                kind_name(value.kind())
+            ));
         }
     }
     if let Some(options) = schema.get("enum") {
         let n = options.array_len().unwrap_or(0);
-        if !(0..n).filter_map(|i| options.index(i)).any(|o| o.same_value(value)) {
+        if !(0..n)
+            .filter_map(|i| options.index(i))
+            .any(|o| o.same_value(value))
+        {
             return Err(format!("{path}: not one of the allowed values"));
         }
     }
@@ -112,7 +121,9 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
         }
         if let Some(props) = schema.get("properties") {
             for key in props.keys() {
-                let (Some(sub), Some(v)) = (props.get(&key), value.get(&key)) else { continue };
+                let (Some(sub), Some(v)) = (props.get(&key), value.get(&key)) else {
+                    continue;
+                };
                 let len = path.len();
                 path.push('.');
                 path.push_str(&key);
@@ -141,7 +152,9 @@ fn describe_type<P: Payload>(ty: &P) -> String {
     if let Some(s) = ty.as_string() {
         return s;
     }
-    let names: Vec<String> = (0..ty.array_len().unwrap_or(0)).filter_map(|i| ty.index(i)?.as_string()).collect();
+    let names: Vec<String> = (0..ty.array_len().unwrap_or(0))
+        .filter_map(|i| ty.index(i)?.as_string())
+        .collect();
     names.join(" or ")
 }
 

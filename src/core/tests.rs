@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use super::agent::{AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement};
+use super::agent::{
+    AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
+};
 use super::app::{AppConfig, AppConn, AppOutput, Registry};
 use super::codec::{decode, encode, Hello, Ignored};
 use super::error::ErrorCode;
@@ -71,7 +73,14 @@ impl Pair {
         while let Some(o) = self.agent.poll() {
             match o {
                 AgentOutput::Transmit(m) => {
-                    let (v, _) = encode(m, self.now, &Hello { info: &agent_info, capabilities: None });
+                    let (v, _) = encode(
+                        m,
+                        self.now,
+                        &Hello {
+                            info: &agent_info,
+                            capabilities: None,
+                        },
+                    );
                     self.agent_sent.push(v.clone());
                     self.to_app.push_back(v);
                 }
@@ -85,7 +94,14 @@ impl Pair {
         while let Some(o) = self.app.poll() {
             match o {
                 AppOutput::Transmit(m) => {
-                    let (v, _) = encode(m, self.now, &Hello { info: &app_info, capabilities: Some(&caps) });
+                    let (v, _) = encode(
+                        m,
+                        self.now,
+                        &Hello {
+                            info: &app_info,
+                            capabilities: Some(&caps),
+                        },
+                    );
                     self.app_sent.push(v.clone());
                     self.to_agent.push_back(v);
                 }
@@ -94,7 +110,7 @@ impl Pair {
         }
     }
 
-    fn to_app_one(&mut self) {
+    fn deliver_to_app(&mut self) {
         if let Some(v) = self.to_app.pop_front() {
             if let Ok(m) = decode(&v) {
                 self.app.handle(m, self.now, &self.reg);
@@ -103,7 +119,7 @@ impl Pair {
         self.drain();
     }
 
-    fn to_agent_one(&mut self) {
+    fn deliver_to_agent(&mut self) {
         if let Some(v) = self.to_agent.pop_front() {
             if let Ok(m) = decode(&v) {
                 self.agent.handle(m, self.now);
@@ -116,8 +132,8 @@ impl Pair {
     fn run(&mut self) {
         self.drain();
         while !self.to_app.is_empty() || !self.to_agent.is_empty() {
-            self.to_app_one();
-            self.to_agent_one();
+            self.deliver_to_app();
+            self.deliver_to_agent();
         }
     }
 
@@ -130,15 +146,8 @@ impl Pair {
 
     fn call(&mut self, call_id: &str, capability: &str, params: Value) {
         self.call_with(CallRequest {
-            call_id: call_id.into(),
-            capability: capability.into(),
             params,
-            timeout: None,
-            progress_token: None,
-            reset_timeout_on_progress: false,
-            max_total_timeout: None,
-            transfer: None,
-            cancel_grace: None,
+            ..request(call_id, capability)
         });
     }
 
@@ -151,7 +160,10 @@ impl Pair {
         self.agent_events
             .iter()
             .filter_map(|e| match e {
-                AgentOutput::Settled { call_id: c, settlement } if c == call_id => Some(settlement),
+                AgentOutput::Settled {
+                    call_id: c,
+                    settlement,
+                } if c == call_id => Some(settlement),
                 _ => None,
             })
             .collect()
@@ -186,8 +198,24 @@ impl Pair {
     }
 
     fn complete(&mut self, call_id: &str, data: Value) {
-        self.app.complete(call_id, Outcome::Success { data }, None, self.now);
+        self.app
+            .complete(call_id, Outcome::Success { data }, None, self.now);
         self.drain();
+    }
+}
+
+/// A plain call request; tests change the fields they care about with `..request(…)`.
+fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
+    CallRequest {
+        call_id: call_id.into(),
+        capability: capability.into(),
+        params: json!({}),
+        timeout: None,
+        progress_token: None,
+        reset_timeout_on_progress: false,
+        max_total_timeout: None,
+        transfer: None,
+        cancel_grace: None,
     }
 }
 
@@ -218,7 +246,10 @@ fn handshake_survives_a_late_app_and_resends_the_same_id() {
     assert_eq!(inits[0]["id"], inits[1]["id"], "with the same id");
     assert!(p.agent.is_ready());
     let result = p.app_sent_of("initialize-result")[0].clone();
-    assert_eq!(result["payload"]["capabilities"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        result["payload"]["capabilities"].as_array().unwrap().len(),
+        2
+    );
     assert_eq!(result["payload"]["protocolVersion"], "0.1");
     // A duplicate of the same initialize gets the same answer; a new id gets ALREADY_INITIALIZED.
     let again = json!({ "type": "initialize", "id": inits[0]["id"], "payload": {} });
@@ -227,8 +258,14 @@ fn handshake_survives_a_late_app_and_resends_the_same_id() {
     p.app.handle(decode(&other).unwrap(), p.now, &p.reg);
     p.drain();
     let results = p.app_sent_of("initialize-result");
-    assert_eq!(results[1]["payload"]["sessionId"], result["payload"]["sessionId"]);
-    assert_eq!(results[2]["payload"]["error"]["code"], "ALREADY_INITIALIZED");
+    assert_eq!(
+        results[1]["payload"]["sessionId"],
+        result["payload"]["sessionId"]
+    );
+    assert_eq!(
+        results[2]["payload"]["error"]["code"],
+        "ALREADY_INITIALIZED"
+    );
 }
 
 #[test]
@@ -242,9 +279,15 @@ fn connect_times_out_when_nobody_answers() {
         p.drain();
         p.to_app.clear(); // nobody is listening
     }
-    assert!(p.agent_events.iter().any(|e| matches!(e, AgentOutput::ConnectFailed(err) if err.code == ErrorCode::Timeout)));
+    assert!(p
+        .agent_events
+        .iter()
+        .any(|e| matches!(e, AgentOutput::ConnectFailed(err) if err.code == ErrorCode::Timeout)));
     let resent = p.agent_sent_of("initialize").len();
-    assert!(resent > 5 && resent < 40, "backs off: {resent} initialize messages in 10 s");
+    assert!(
+        resent > 5 && resent < 40,
+        "backs off: {resent} initialize messages in 10 s"
+    );
 }
 
 #[test]
@@ -270,14 +313,26 @@ fn abort_in_flight_cancels_and_the_handlers_late_result_is_discarded() {
     let mut p = Pair::connected();
     p.call("c1", "echo", json!({}));
     p.run();
-    p.agent.abort_call("c1", AbortKind::Signal(Some("user clicked stop".into())), p.now);
+    p.agent.abort_call(
+        "c1",
+        AbortKind::Signal(Some("user clicked stop".into())),
+        p.now,
+    );
     p.run();
     let cancel = p.agent_sent_of("capabilities/cancel")[0];
     assert_eq!(cancel["payload"]["reason"], "user clicked stop");
     assert_eq!(p.aborted(), ["c1"]);
     // cancel-result is sent before the call-result.
-    let order: Vec<&str> = p.app_sent.iter().skip(1).map(|m| m["type"].as_str().unwrap()).collect();
-    assert_eq!(order, ["capabilities/cancel-result", "capabilities/call-result"]);
+    let order: Vec<&str> = p
+        .app_sent
+        .iter()
+        .skip(1)
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        ["capabilities/cancel-result", "capabilities/call-result"]
+    );
     let settled = p.settled("c1");
     assert_eq!(settled.len(), 1);
     assert_eq!(local(settled[0]), (ErrorCode::Cancelled, true, false));
@@ -291,21 +346,17 @@ fn abort_in_flight_cancels_and_the_handlers_late_result_is_discarded() {
 fn timeout_cancels_with_reason_timeout_and_reports_timeout() {
     let mut p = Pair::connected();
     p.call_with(CallRequest {
-        call_id: "c1".into(),
-        capability: "echo".into(),
-        params: json!({}),
         timeout: Some(500.0),
-        progress_token: None,
-        reset_timeout_on_progress: false,
-        max_total_timeout: None,
-        transfer: None,
-        cancel_grace: None,
+        ..request("c1", "echo")
     });
     p.run();
     p.advance(499.0);
     assert!(p.settled("c1").is_empty());
     p.advance(1.0);
-    assert_eq!(p.agent_sent_of("capabilities/cancel")[0]["payload"]["reason"], "timeout");
+    assert_eq!(
+        p.agent_sent_of("capabilities/cancel")[0]["payload"]["reason"],
+        "timeout"
+    );
     assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Timeout, true, true));
     assert_eq!(p.aborted(), ["c1"]);
 }
@@ -321,7 +372,10 @@ fn abort_racing_completion_returns_the_real_result() {
     p.run();
     let cancel_result = p.app_sent_of("capabilities/cancel-result")[0];
     assert_eq!(cancel_result["payload"]["cancelled"], false);
-    assert_eq!(cancel_result["payload"]["reason"], "Operation already completed");
+    assert_eq!(
+        cancel_result["payload"]["reason"],
+        "Operation already completed"
+    );
     let r = remote(p.settled("c1")[0]);
     assert_eq!(r["success"], true);
     assert_eq!(r["data"], "done");
@@ -336,13 +390,16 @@ fn the_race_also_holds_when_the_cancel_result_overtakes_the_result() {
     p.complete("c1", json!("done"));
     p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
     p.drain();
-    p.to_app_one(); // the cancel reaches the app: "already completed"
-    // Deliver the cancel-result before the call-result (reordered).
+    p.deliver_to_app(); // the cancel reaches the app: "already completed"
+                        // Deliver the cancel-result before the call-result (reordered).
     let result = p.to_agent.pop_front().unwrap();
-    p.to_agent_one();
-    assert!(p.settled("c1").is_empty(), "still waiting for the real result");
+    p.deliver_to_agent();
+    assert!(
+        p.settled("c1").is_empty(),
+        "still waiting for the real result"
+    );
     p.to_agent.push_back(result);
-    p.to_agent_one();
+    p.deliver_to_agent();
     assert_eq!(remote(p.settled("c1")[0])["data"], "done");
 }
 
@@ -357,7 +414,10 @@ fn an_app_that_never_answers_the_cancel_is_settled_after_the_grace_period() {
     p.advance(999.0);
     assert!(p.settled("c1").is_empty());
     p.advance(1.0);
-    assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Cancelled, true, false));
+    assert_eq!(
+        local(p.settled("c1")[0]),
+        (ErrorCode::Cancelled, true, false)
+    );
 }
 
 fn cancel_result_for(p: &mut Pair, call_id: &str) -> Value {
@@ -366,7 +426,10 @@ fn cancel_result_for(p: &mut Pair, call_id: &str) -> Value {
     p.agent_events
         .iter()
         .find_map(|e| match e {
-            AgentOutput::CancelAnswered { handle: h, answer: CancelAnswer::Remote(v) } if *h == handle => Some(v.clone()),
+            AgentOutput::CancelAnswered {
+                handle: h,
+                answer: CancelAnswer::Remote(v),
+            } if *h == handle => Some(v.clone()),
             _ => None,
         })
         .expect("the app answered the cancel")
@@ -374,7 +437,10 @@ fn cancel_result_for(p: &mut Pair, call_id: &str) -> Value {
 
 #[test]
 fn the_cancel_table() {
-    let mut p = Pair::with(AppConfig { max_concurrent: Some(1), ..AppConfig::default() });
+    let mut p = Pair::with(AppConfig {
+        max_concurrent: Some(1),
+        ..AppConfig::default()
+    });
     p.agent.connect(p.now);
     p.run();
     p.call("running", "echo", json!({}));
@@ -385,7 +451,10 @@ fn the_cancel_table() {
 
     // never seen
     let r = cancel_result_for(&mut p, "nobody");
-    assert_eq!((r["cancelled"].clone(), r["reason"].clone()), (json!(false), json!("Operation not found")));
+    assert_eq!(
+        (r["cancelled"].clone(), r["reason"].clone()),
+        (json!(false), json!("Operation not found"))
+    );
 
     // queued: cancelled, the handler never runs
     let r = cancel_result_for(&mut p, "queued");
@@ -393,14 +462,25 @@ fn the_cancel_table() {
     assert!(local(p.settled("queued")[0]).1);
     p.complete("running", json!(1));
     p.run();
-    assert_eq!(p.started(), ["running", "done"], "queued never started; the next one did");
+    assert_eq!(
+        p.started(),
+        ["running", "done"],
+        "queued never started; the next one did"
+    );
 
     // completed
     p.complete("done", json!(2));
     p.run();
     let r = cancel_result_for(&mut p, "done");
-    assert_eq!((r["cancelled"].clone(), r["reason"].clone()), (json!(false), json!("Operation already completed")));
-    assert_eq!(remote(p.settled("done")[0])["data"], 2, "the original result stands");
+    assert_eq!(
+        (r["cancelled"].clone(), r["reason"].clone()),
+        (json!(false), json!("Operation already completed"))
+    );
+    assert_eq!(
+        remote(p.settled("done")[0])["data"],
+        2,
+        "the original result stands"
+    );
 
     // in flight, then again (idempotent, every time)
     p.call("live", "echo", json!({}));
@@ -412,7 +492,11 @@ fn the_cancel_table() {
         let r = cancel_result_for(&mut p, "live");
         assert_eq!(r["cancelled"], true);
     }
-    assert_eq!(p.app_sent_of("capabilities/call-result").len(), results_before, "nothing more");
+    assert_eq!(
+        p.app_sent_of("capabilities/call-result").len(),
+        results_before,
+        "nothing more"
+    );
     assert_eq!(p.aborted(), ["live"]);
 }
 
@@ -420,7 +504,8 @@ fn the_cancel_table() {
 fn the_app_answers_not_initialized_without_a_session() {
     let mut p = Pair::new();
     let call = json!({ "type": "capabilities/call", "id": "m1", "payload": { "callId": "c1", "capability": "echo" } });
-    let cancel = json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": "c1" } });
+    let cancel =
+        json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": "c1" } });
     p.app.handle(decode(&call).unwrap(), p.now, &p.reg);
     p.app.handle(decode(&cancel).unwrap(), p.now, &p.reg);
     p.drain();
@@ -431,8 +516,10 @@ fn the_app_answers_not_initialized_without_a_session() {
     assert_eq!(p.app_sent[1]["payload"]["error"]["code"], "NOT_INITIALIZED");
     // The agent refuses locally before the handshake too.
     let err = p.agent.start_call(
-        CallRequest { call_id: "c".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
-            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None, cancel_grace: None },
+        CallRequest {
+            params: json!(null),
+            ..request("c", "echo")
+        },
         p.now,
     );
     assert_eq!(err.unwrap_err().code, ErrorCode::NotInitialized);
@@ -444,8 +531,10 @@ fn a_call_id_in_flight_is_refused_locally() {
     p.call("c1", "echo", json!({}));
     let sent = p.agent_sent.len();
     let err = p.agent.start_call(
-        CallRequest { call_id: "c1".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
-            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None, cancel_grace: None },
+        CallRequest {
+            params: json!(null),
+            ..request("c1", "echo")
+        },
         p.now,
     );
     p.drain();
@@ -453,17 +542,19 @@ fn a_call_id_in_flight_is_refused_locally() {
     assert_eq!(p.agent_sent.len(), sent, "nothing sent");
 }
 
-fn progress_call(p: &mut Pair, call_id: &str, timeout: Option<f64>, reset: bool, max_total: Option<f64>) {
+fn progress_call(
+    p: &mut Pair,
+    call_id: &str,
+    timeout: Option<f64>,
+    reset: bool,
+    max_total: Option<f64>,
+) {
     p.call_with(CallRequest {
-        call_id: call_id.into(),
-        capability: "echo".into(),
-        params: json!({}),
         timeout,
         progress_token: Some(format!("tok-{call_id}")),
         reset_timeout_on_progress: reset,
         max_total_timeout: max_total,
-        transfer: None,
-        cancel_grace: None,
+        ..request(call_id, "echo")
     });
     p.run();
 }
@@ -472,7 +563,10 @@ fn progress_of(p: &Pair, call_id: &str) -> Vec<f64> {
     p.agent_events
         .iter()
         .filter_map(|e| match e {
-            AgentOutput::Progress { call_id: c, payload } if c == call_id => payload["progress"].as_f64(),
+            AgentOutput::Progress {
+                call_id: c,
+                payload,
+            } if c == call_id => payload["progress"].as_f64(),
             _ => None,
         })
         .collect()
@@ -492,7 +586,12 @@ fn progress_is_routed_per_call_and_dropped_after_settle() {
     p.run();
     assert_eq!(progress_of(&p, "a"), [1.0]);
     assert_eq!(progress_of(&p, "b"), [7.0]);
-    assert!(p.app_sent_of("progress").iter().all(|m| m["payload"]["callId"] != "quiet"), "no token, no progress");
+    assert!(
+        p.app_sent_of("progress")
+            .iter()
+            .all(|m| m["payload"]["callId"] != "quiet"),
+        "no token, no progress"
+    );
     let wire = p.app_sent_of("progress")[0];
     assert_eq!(wire["payload"]["operationId"], "tok-a");
     p.complete("a", json!(null));
@@ -509,16 +608,31 @@ fn progress_is_coalesced_and_the_final_state_precedes_the_result() {
     let mut p = Pair::connected();
     progress_call(&mut p, "a", None, false, None);
     for i in 1..=1000 {
-        p.app.progress("a", json!({ "progress": i, "total": 1000 }), p.now);
+        p.app
+            .progress("a", json!({ "progress": i, "total": 1000 }), p.now);
     }
     p.drain();
-    assert_eq!(p.app_sent_of("progress").len(), 1, "a tight loop sends one message now");
+    assert_eq!(
+        p.app_sent_of("progress").len(),
+        1,
+        "a tight loop sends one message now"
+    );
     p.advance(16.0);
-    assert_eq!(progress_of(&p, "a"), [1.0, 1000.0], "and the latest one after the interval");
+    assert_eq!(
+        progress_of(&p, "a"),
+        [1.0, 1000.0],
+        "and the latest one after the interval"
+    );
     p.app.progress("a", json!({ "progress": 1001 }), p.now);
     p.app.progress("a", json!({ "progress": 1002 }), p.now);
     p.complete("a", json!(null));
-    let types: Vec<&str> = p.app_sent.iter().rev().take(2).map(|m| m["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> = p
+        .app_sent
+        .iter()
+        .rev()
+        .take(2)
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
     assert_eq!(types, ["capabilities/call-result", "progress"]);
     p.run();
     assert_eq!(progress_of(&p, "a"), [1.0, 1000.0, 1002.0]);
@@ -551,10 +665,20 @@ fn elicitation_is_cancelled_with_its_call() {
     let mut p = Pair::connected();
     p.call("c1", "echo", json!({}));
     p.run();
-    let eid = p.app.elicit(Some("c1"), json!({ "method": "confirm", "params": { "q": "sure?" } })).unwrap();
+    let eid = p
+        .app
+        .elicit(
+            Some("c1"),
+            json!({ "method": "confirm", "params": { "q": "sure?" } }),
+        )
+        .unwrap();
     p.run();
     let asked = p.agent_events.iter().find_map(|e| match e {
-        AgentOutput::Elicitation { id, call_id, payload } => Some((id.clone(), call_id.clone(), payload.clone())),
+        AgentOutput::Elicitation {
+            id,
+            call_id,
+            payload,
+        } => Some((id.clone(), call_id.clone(), payload.clone())),
         _ => None,
     });
     let (id, call_id, payload) = asked.expect("the agent was asked");
@@ -562,11 +686,18 @@ fn elicitation_is_cancelled_with_its_call() {
     assert_eq!(payload["method"], "confirm");
     p.agent.abort_call("c1", AbortKind::Signal(None), p.now);
     p.run();
-    assert!(p.agent_events.iter().any(|e| matches!(e, AgentOutput::ElicitationAborted { id: i } if *i == id)));
-    assert!(p.app_events.iter().any(|e| matches!(e, AppOutput::ElicitDone { id: i, response: None } if *i == eid)));
+    assert!(p
+        .agent_events
+        .iter()
+        .any(|e| matches!(e, AgentOutput::ElicitationAborted { id: i } if *i == id)));
+    assert!(p
+        .app_events
+        .iter()
+        .any(|e| matches!(e, AppOutput::ElicitDone { id: i, response: None } if *i == eid)));
     // A late answer from the agent's handler goes nowhere.
     let sent = p.agent_sent.len();
-    p.agent.answer_elicitation(&id, ElicitAnswer::Answer(json!({ "success": true })));
+    p.agent
+        .answer_elicitation(&id, ElicitAnswer::Answer(json!({ "success": true })));
     p.drain();
     assert_eq!(p.agent_sent.len(), sent);
 }
@@ -576,16 +707,25 @@ fn elicitation_answered() {
     let mut p = Pair::connected();
     p.call("c1", "echo", json!({}));
     p.run();
-    let eid = p.app.elicit(Some("c1"), json!({ "method": "pick" })).unwrap();
+    let eid = p
+        .app
+        .elicit(Some("c1"), json!({ "method": "pick" }))
+        .unwrap();
     p.run();
     let id = p.agent_events.iter().find_map(|e| match e {
         AgentOutput::Elicitation { id, .. } => Some(id.clone()),
         _ => None,
     });
-    p.agent.answer_elicitation(&id.unwrap(), ElicitAnswer::Answer(json!({ "success": true, "data": 4 })));
+    p.agent.answer_elicitation(
+        &id.unwrap(),
+        ElicitAnswer::Answer(json!({ "success": true, "data": 4 })),
+    );
     p.run();
     let got = p.app_events.iter().find_map(|e| match e {
-        AppOutput::ElicitDone { id, response: Some(r) } if *id == eid => Some(r.clone()),
+        AppOutput::ElicitDone {
+            id,
+            response: Some(r),
+        } if *id == eid => Some(r.clone()),
         _ => None,
     });
     assert_eq!(got.unwrap()["data"], 4);
@@ -619,7 +759,10 @@ fn a_cancel_overtaking_its_call_leaves_no_orphan_handler() {
     p.drain();
     p.to_app.swap(0, 1); // the cancel arrives first
     p.run();
-    assert!(p.started().is_empty(), "the call that was cancelled before it arrived never runs");
+    assert!(
+        p.started().is_empty(),
+        "the call that was cancelled before it arrived never runs"
+    );
     assert!(local(p.settled("c1")[0]).1);
 }
 
@@ -634,17 +777,29 @@ fn losing_the_transport_settles_everything_as_disconnected() {
     p.app.transport_lost();
     p.drain();
     for c in ["c1", "c2"] {
-        assert_eq!(local(p.settled(c)[0]), (ErrorCode::Disconnected, false, true));
+        assert_eq!(
+            local(p.settled(c)[0]),
+            (ErrorCode::Disconnected, false, true)
+        );
     }
     assert!(p.agent_events.iter().any(|e| matches!(e,
         AgentOutput::CancelAnswered { handle: h, answer: CancelAnswer::Local { error, .. } } if *h == handle && error.code == ErrorCode::Disconnected)));
     assert_eq!(p.aborted(), ["c1", "c2"]);
     assert_eq!(p.agent.pending_calls(), 0);
     assert_eq!(p.app.active_calls(), 0);
-    assert_eq!(p.agent.start_call(
-        CallRequest { call_id: "c3".into(), capability: "echo".into(), params: json!(null), timeout: None, progress_token: None,
-            reset_timeout_on_progress: false, max_total_timeout: None, transfer: None, cancel_grace: None },
-        p.now).unwrap_err().code, ErrorCode::Disconnected);
+    assert_eq!(
+        p.agent
+            .start_call(
+                CallRequest {
+                    params: json!(null),
+                    ..request("c3", "echo")
+                },
+                p.now
+            )
+            .unwrap_err()
+            .code,
+        ErrorCode::Disconnected
+    );
 }
 
 #[test]
@@ -673,22 +828,38 @@ fn unknown_capabilities_and_bad_params_are_refused() {
     p.call("frac", "export.pdf", json!({ "pages": 1.5 }));
     p.call("ok", "export.pdf", json!({ "pages": 3 }));
     p.run();
-    assert_eq!(remote(p.settled("u")[0])["error"]["code"], "UNKNOWN_CAPABILITY");
+    assert_eq!(
+        remote(p.settled("u")[0])["error"]["code"],
+        "UNKNOWN_CAPABILITY"
+    );
     for c in ["missing", "big", "frac"] {
         let r = remote(p.settled(c)[0]);
         assert_eq!(r["error"]["code"], "INVALID_PARAMS", "{c}");
         assert_eq!(r["error"]["retryable"], false);
     }
-    assert!(remote(p.settled("missing")[0])["error"]["message"].as_str().unwrap().contains("pages"));
+    assert!(remote(p.settled("missing")[0])["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("pages"));
     assert_eq!(p.started(), ["ok"]);
 }
 
 #[test]
 fn garbage_is_ignored_and_malformed_requests_are_answered() {
-    for v in [json!(1), json!("capabilities/call"), json!(null), json!([1, 2]), json!({}), json!({ "type": 7 })] {
+    for v in [
+        json!(1),
+        json!("capabilities/call"),
+        json!(null),
+        json!([1, 2]),
+        json!({}),
+        json!({ "type": 7 }),
+    ] {
         assert_eq!(decode(&v).unwrap_err(), Ignored::NotAMessage, "{v}");
     }
-    assert_eq!(decode(&json!({ "type": "what/ever" })).unwrap_err(), Ignored::UnknownType);
+    assert_eq!(
+        decode(&json!({ "type": "what/ever" })).unwrap_err(),
+        Ignored::UnknownType
+    );
     let mut deep = json!(0);
     for _ in 0..500 {
         deep = json!({ "type": "capabilities/call", "id": "m", "payload": deep });
@@ -696,8 +867,10 @@ fn garbage_is_ignored_and_malformed_requests_are_answered() {
     assert!(matches!(decode(&deep), Ok(Incoming::Malformed { .. })));
 
     let mut p = Pair::connected();
-    let bad_call = json!({ "type": "capabilities/call", "id": "m1", "payload": { "capability": "echo" } });
-    let bad_cancel = json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": 5 } });
+    let bad_call =
+        json!({ "type": "capabilities/call", "id": "m1", "payload": { "capability": "echo" } });
+    let bad_cancel =
+        json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": 5 } });
     p.app.handle(decode(&bad_call).unwrap(), p.now, &p.reg);
     p.app.handle(decode(&bad_cancel).unwrap(), p.now, &p.reg);
     p.drain();
@@ -721,7 +894,10 @@ fn callid_in_options_is_accepted() {
 
 #[test]
 fn finished_ids_are_remembered_in_bounded_memory() {
-    let mut p = Pair::with(AppConfig { remember: 4, ..AppConfig::default() });
+    let mut p = Pair::with(AppConfig {
+        remember: 4,
+        ..AppConfig::default()
+    });
     p.agent.connect(p.now);
     p.run();
     for i in 0..6 {
@@ -731,30 +907,33 @@ fn finished_ids_are_remembered_in_bounded_memory() {
         p.complete(&id, json!(i));
         p.run();
     }
-    assert_eq!(cancel_result_for(&mut p, "c5")["reason"], "Operation already completed");
-    assert_eq!(cancel_result_for(&mut p, "c0")["reason"], "Operation not found");
+    assert_eq!(
+        cancel_result_for(&mut p, "c5")["reason"],
+        "Operation already completed"
+    );
+    assert_eq!(
+        cancel_result_for(&mut p, "c0")["reason"],
+        "Operation not found"
+    );
 }
 
 #[test]
 fn a_timed_out_call_reports_timeout_even_when_the_result_overtakes_the_cancel_result() {
     let mut p = Pair::connected();
     p.call_with(CallRequest {
-        call_id: "c1".into(),
-        capability: "echo".into(),
-        params: json!({}),
         timeout: Some(100.0),
-        progress_token: None,
-        reset_timeout_on_progress: false,
-        max_total_timeout: None,
-        transfer: None,
-        cancel_grace: None,
+        ..request("c1", "echo")
     });
     p.run();
     p.now += 100.0;
     p.agent.handle_timeout(p.now);
     p.drain();
-    p.to_app_one(); // the app answers cancel-result, then call-result { cancelled: true }
+    p.deliver_to_app(); // the app answers cancel-result, then call-result { cancelled: true }
     p.to_agent.swap(0, 1); // the call-result arrives first
-    p.to_agent_one();
-    assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Timeout, true, true), "TIMEOUT, not the app's CANCELLED");
+    p.deliver_to_agent();
+    assert_eq!(
+        local(p.settled("c1")[0]),
+        (ErrorCode::Timeout, true, true),
+        "TIMEOUT, not the app's CANCELLED"
+    );
 }

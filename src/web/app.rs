@@ -18,7 +18,12 @@ use super::value::{id_prefix, is_thenable, make_ctx, opt_number, opt_string, to_
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::IdGen;
 use crate::core::schema::{Kind, Payload};
-use crate::core::{AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Outgoing, Registry};
+use crate::core::{
+    AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Outgoing, Registry,
+};
+
+/// The one closure behind every `ctx` of a connection: `(op, callId or event, argument)`.
+type CtxDispatch = Closure<dyn Fn(u32, JsValue, JsValue) -> JsValue>;
 
 /// State shared by every connection of one app.
 pub(crate) struct AppShared {
@@ -32,14 +37,24 @@ pub(crate) struct AppShared {
 
 impl AppShared {
     pub(crate) fn capabilities(&self) -> JsValue {
-        self.registry.borrow().iter().filter_map(|(_, d)| d.cloned()).collect::<Array>().into()
+        self.registry
+            .borrow()
+            .iter()
+            .filter_map(|(_, d)| d.cloned())
+            .collect::<Array>()
+            .into()
     }
 }
 
 /// Where a connection's messages go: a postMessage link, or `window.abp` callers.
 pub(crate) trait Outlet {
     /// Delivers one encoded message. `Err` when it could not be sent (e.g. not cloneable).
-    fn deliver(&self, conn: &Rc<AppConnInner>, msg: JsValue, transfer: Option<JsValue>) -> Result<(), JsValue>;
+    fn deliver(
+        &self,
+        conn: &Rc<AppConnInner>,
+        msg: JsValue,
+        transfer: Option<JsValue>,
+    ) -> Result<(), JsValue>;
 }
 
 struct Running {
@@ -55,7 +70,7 @@ pub(crate) struct AppConnInner {
     link: RefCell<Option<Link>>,
     outlet: RefCell<Option<Rc<dyn Outlet>>>,
     timer: RefCell<Option<Timer>>,
-    dispatch: RefCell<Option<Closure<dyn Fn(u32, JsValue, JsValue) -> JsValue>>>,
+    dispatch: RefCell<Option<CtxDispatch>>,
     ids: RefCell<IdGen>,
     ignored: Cell<u32>,
 }
@@ -82,9 +97,13 @@ pub struct AbpApp {
 
 fn app_info(info: &JsValue) -> Result<JsValue, JsValue> {
     let ok = info.kind() == Kind::Object
-        && ["id", "name", "version"].iter().all(|k| opt_string(info, k).is_some());
+        && ["id", "name", "version"]
+            .iter()
+            .all(|k| opt_string(info, k).is_some());
     if !ok {
-        return Err(type_error("new AbpApp(info): info must be { id: string, name: string, version: string }"));
+        return Err(type_error(
+            "new AbpApp(info): info must be { id: string, name: string, version: string }",
+        ));
     }
     let mut copy = JsValue::object();
     for key in ["id", "name", "version", "description"] {
@@ -129,16 +148,24 @@ impl AbpApp {
     ) -> Result<(), JsValue> {
         let handler: JsValue = handler.into();
         let Ok(handler) = handler.dyn_into::<Function>() else {
-            return Err(type_error("app.register(name, handler): handler must be a function"));
+            return Err(type_error(
+                "app.register(name, handler): handler must be a function",
+            ));
         };
         let full = Object::new();
-        if let Some(d) = descriptor.map(JsValue::from).and_then(|d| d.dyn_into::<Object>().ok()) {
+        if let Some(d) = descriptor
+            .map(JsValue::from)
+            .and_then(|d| d.dyn_into::<Object>().ok())
+        {
             Object::assign(&full, &d);
         }
         let mut full: JsValue = full.into();
         full.set("name", JsValue::from_str(name));
         self.shared.registry.borrow_mut().register(name, Some(full));
-        self.shared.handlers.borrow_mut().insert(name.to_owned(), handler);
+        self.shared
+            .handlers
+            .borrow_mut()
+            .insert(name.to_owned(), handler);
         self.capabilities_changed();
         Ok(())
     }
@@ -165,7 +192,11 @@ impl AbpApp {
     }
 
     /// Sends a notification to every connected agent. Returns how many sessions were told.
-    pub fn notify(&self, event: &str, #[wasm_bindgen(unchecked_param_type = "unknown")] data: JsValue) -> u32 {
+    pub fn notify(
+        &self,
+        event: &str,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] data: JsValue,
+    ) -> u32 {
         let conns: Vec<_> = self.shared.conns.borrow().clone();
         let mut told = 0;
         for c in conns {
@@ -180,19 +211,34 @@ impl AbpApp {
     /// Handlers running now, over all sessions.
     #[wasm_bindgen(getter, js_name = activeCalls)]
     pub fn active_calls(&self) -> u32 {
-        self.shared.conns.borrow().iter().map(|c| c.core.borrow().active_calls() as u32).sum()
+        self.shared
+            .conns
+            .borrow()
+            .iter()
+            .map(|c| c.core.borrow().active_calls() as u32)
+            .sum()
     }
 
     /// Calls waiting for a free slot (`maxConcurrent`).
     #[wasm_bindgen(getter, js_name = queuedCalls)]
     pub fn queued_calls(&self) -> u32 {
-        self.shared.conns.borrow().iter().map(|c| c.core.borrow().queued_calls() as u32).sum()
+        self.shared
+            .conns
+            .borrow()
+            .iter()
+            .map(|c| c.core.borrow().queued_calls() as u32)
+            .sum()
     }
 
     /// Received values that were not ABP messages (a debug counter).
     #[wasm_bindgen(getter, js_name = ignoredMessages)]
     pub fn ignored_messages(&self) -> u32 {
-        self.shared.conns.borrow().iter().map(|c| c.ignored.get()).sum()
+        self.shared
+            .conns
+            .borrow()
+            .iter()
+            .map(|c| c.ignored.get())
+            .sum()
     }
 
     /// Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
@@ -263,7 +309,10 @@ fn cancelled_elicitation() -> JsValue {
     let mut r = JsValue::object();
     r.set("success", JsValue::FALSE);
     r.set("cancelled", JsValue::TRUE);
-    r.set("error", encode_error(AbpError::<JsValue>::cancelled(Some("The call ended first"))));
+    r.set(
+        "error",
+        encode_error(AbpError::<JsValue>::cancelled(Some("The call ended first"))),
+    );
     r
 }
 
@@ -292,12 +341,12 @@ impl AppConnInner {
             }
         }));
         let weak = Rc::downgrade(&conn);
-        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue) -> JsValue>::new(move |op, a: JsValue, b: JsValue| {
-            match weak.upgrade() {
+        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue) -> JsValue>::new(
+            move |op, a: JsValue, b: JsValue| match weak.upgrade() {
                 Some(c) => c.ctx_op(op, a, b),
                 None => JsValue::UNDEFINED,
-            }
-        });
+            },
+        );
         *conn.dispatch.borrow_mut() = Some(dispatch);
         conn
     }
@@ -339,7 +388,9 @@ impl AppConnInner {
     /// Asks the agent; the Promise resolves to its ElicitationResponse, or `cancelled` if the call ends first.
     pub(crate) fn elicit(self: &Rc<Self>, call_id: Option<&str>, request: JsValue) -> Promise {
         if request.kind() != Kind::Object || opt_string(&request, "method").is_none() {
-            return Promise::reject(&type_error("elicit(request): request must be { method: string, params? }"));
+            return Promise::reject(&type_error(
+                "elicit(request): request must be { method: string, params? }",
+            ));
         }
         let asked = self.core.borrow_mut().elicit(call_id, request);
         match asked {
@@ -382,16 +433,20 @@ impl AppConnInner {
     fn perform(self: &Rc<Self>, out: AppOutput<JsValue>) {
         match out {
             AppOutput::Transmit(m) => self.transmit(m),
-            AppOutput::Start { call_id, capability, params, progress_token } => {
-                self.start(call_id, capability, params, progress_token)
-            }
+            AppOutput::Start {
+                call_id,
+                capability,
+                params,
+                progress_token,
+            } => self.start(call_id, capability, params, progress_token),
             AppOutput::Abort { call_id, reason } => {
                 let running = self.running.borrow_mut().remove(&call_id);
                 if let Some(r) = running {
                     let message = reason.unwrap_or_else(|| "Operation cancelled".to_owned());
-                    let reason: JsValue = DomException::new_with_message_and_name(&message, "AbortError")
-                        .map(Into::into)
-                        .unwrap_or_else(|_| JsValue::from_str(&message));
+                    let reason: JsValue =
+                        DomException::new_with_message_and_name(&message, "AbortError")
+                            .map(Into::into)
+                            .unwrap_or_else(|_| JsValue::from_str(&message));
                     r.controller.abort_with_reason(&reason);
                 }
             }
@@ -412,13 +467,22 @@ impl AppConnInner {
     }
 
     fn transmit(self: &Rc<Self>, m: Outgoing<JsValue>) {
-        let Some(shared) = self.shared.upgrade() else { return };
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
         let result_ids = match &m {
             Outgoing::CallResult { id, call_id, .. } => Some((id.clone(), call_id.clone())),
             _ => None,
         };
         let caps = || shared.capabilities();
-        let (msg, transfer) = encode(m, timestamp(), &Hello { info: &shared.info, capabilities: Some(&caps) });
+        let (msg, transfer) = encode(
+            m,
+            timestamp(),
+            &Hello {
+                info: &shared.info,
+                capabilities: Some(&caps),
+            },
+        );
         let sent = self.deliver(msg, transfer);
         if let (Err(e), Some((id, call_id))) = (sent, result_ids) {
             // The result could not be cloned (a function, a DOM node…): tell the agent instead of going quiet.
@@ -426,8 +490,21 @@ impl AppConnInner {
                 ErrorCode::OperationFailed,
                 format!("The handler's result could not be sent: {}", to_str(&e)),
             );
-            let failure = Outgoing::CallResult { id, call_id, outcome: Outcome::Failure(error), duration: 0.0, transfer: None };
-            let (msg, _) = encode(failure, timestamp(), &Hello { info: &shared.info, capabilities: None });
+            let failure = Outgoing::CallResult {
+                id,
+                call_id,
+                outcome: Outcome::Failure(error),
+                duration: 0.0,
+                transfer: None,
+            };
+            let (msg, _) = encode(
+                failure,
+                timestamp(),
+                &Hello {
+                    info: &shared.info,
+                    capabilities: None,
+                },
+            );
             let _ = self.deliver(msg, None);
         }
     }
@@ -443,22 +520,44 @@ impl AppConnInner {
         }
     }
 
-    fn start(self: &Rc<Self>, call_id: String, capability: String, params: JsValue, token: Option<String>) {
-        let handler = self.shared.upgrade().and_then(|s| s.handlers.borrow().get(&capability).cloned());
+    fn start(
+        self: &Rc<Self>,
+        call_id: String,
+        capability: String,
+        params: JsValue,
+        token: Option<String>,
+    ) {
+        let handler = self
+            .shared
+            .upgrade()
+            .and_then(|s| s.handlers.borrow().get(&capability).cloned());
         let controller = AbortController::new();
         let (Some(handler), Ok(controller)) = (handler, controller) else {
-            let error = AbpError::new(ErrorCode::UnknownCapability, "The capability was unregistered");
-            self.core.borrow_mut().complete(&call_id, Outcome::Failure(error), None, now());
+            let error = AbpError::new(
+                ErrorCode::UnknownCapability,
+                "The capability was unregistered",
+            );
+            self.core
+                .borrow_mut()
+                .complete(&call_id, Outcome::Failure(error), None, now());
             return;
         };
         let signal: JsValue = controller.signal().into();
-        let token_js = token.map(|t| JsValue::from_str(&t)).unwrap_or(JsValue::UNDEFINED);
+        let token_js = token
+            .map(|t| JsValue::from_str(&t))
+            .unwrap_or(JsValue::UNDEFINED);
         let ctx = {
             let dispatch = self.dispatch.borrow();
             let Some(d) = dispatch.as_ref() else { return };
             make_ctx(d.as_ref(), &signal, &call_id, &token_js)
         };
-        self.running.borrow_mut().insert(call_id.clone(), Running { controller: controller.clone(), transfer: None });
+        self.running.borrow_mut().insert(
+            call_id.clone(),
+            Running {
+                controller: controller.clone(),
+                transfer: None,
+            },
+        );
         match handler.call2(&JsValue::NULL, &params, &ctx) {
             Ok(v) if is_thenable(&v) => {
                 let weak = Rc::downgrade(self);
@@ -484,11 +583,15 @@ impl AppConnInner {
             Ok(data) => Outcome::Success { data },
             Err(e) => classify_throw(&e, aborted),
         };
-        self.core.borrow_mut().complete(call_id, outcome, running.transfer, now());
+        self.core
+            .borrow_mut()
+            .complete(call_id, outcome, running.transfer, now());
     }
 
     fn handle_incoming(self: &Rc<Self>, data: JsValue) {
-        let Some(shared) = self.shared.upgrade() else { return };
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
         match decode(&data) {
             Ok(m) => {
                 let registry = shared.registry.borrow();
@@ -509,11 +612,17 @@ impl AppConnInner {
     }
 
     pub(crate) fn info(&self) -> JsValue {
-        self.shared.upgrade().map(|s| s.info.clone()).unwrap_or(JsValue::UNDEFINED)
+        self.shared
+            .upgrade()
+            .map(|s| s.info.clone())
+            .unwrap_or(JsValue::UNDEFINED)
     }
 
     pub(crate) fn capabilities(&self) -> JsValue {
-        self.shared.upgrade().map(|s| s.capabilities()).unwrap_or_else(|| Array::new().into())
+        self.shared
+            .upgrade()
+            .map(|s| s.capabilities())
+            .unwrap_or_else(|| Array::new().into())
     }
 }
 
@@ -544,9 +653,16 @@ impl Sink for AppConnInner {
             let id = self.next_id();
             let info = self.info();
             let (msg, _) = encode(
-                Outgoing::Shutdown { id, reason: Some("pagehide".to_owned()), session_id },
+                Outgoing::Shutdown {
+                    id,
+                    reason: Some("pagehide".to_owned()),
+                    session_id,
+                },
                 timestamp(),
-                &Hello { info: &info, capabilities: None },
+                &Hello {
+                    info: &info,
+                    capabilities: None,
+                },
             );
             let _ = self.deliver(msg, None);
         }
@@ -554,4 +670,3 @@ impl Sink for AppConnInner {
         self.drive();
     }
 }
-

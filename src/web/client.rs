@@ -14,14 +14,14 @@ use super::dom::{now, timestamp, Listener, Timer};
 use super::transport::{Link, PostMessageTransport, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
-    console_error2, id_prefix, is_thenable, js_error, local_response, opt_function, opt_number, opt_string,
-    random_uuid, to_str, type_error,
+    console_error2, id_prefix, is_thenable, js_error, local_response, opt_function, opt_number,
+    opt_string, random_uuid, to_str, type_error,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
-    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, ElicitAnswer, ErrorCode,
-    Incoming, Outgoing, Settlement,
+    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer,
+    ElicitAnswer, ErrorCode, Incoming, Outgoing, Settlement,
 };
 
 struct CallJs {
@@ -82,7 +82,9 @@ fn call_hook(f: &Function, arg: &JsValue) {
 
 fn agent_info(options: &JsValue) -> Result<JsValue, JsValue> {
     let agent = options.get("agent").filter(|a| a.kind() == Kind::Object);
-    let valid = agent.as_ref().is_some_and(|a| opt_string(a, "name").is_some() && opt_string(a, "version").is_some());
+    let valid = agent
+        .as_ref()
+        .is_some_and(|a| opt_string(a, "name").is_some() && opt_string(a, "version").is_some());
     match agent {
         Some(a) if valid => {
             let mut info = JsValue::object();
@@ -90,7 +92,9 @@ fn agent_info(options: &JsValue) -> Result<JsValue, JsValue> {
             info.set("version", a.get("version").unwrap_or(JsValue::UNDEFINED));
             Ok(info)
         }
-        _ => Err(type_error("AbpClient.connect: options.agent must be { name: string, version: string }")),
+        _ => Err(type_error(
+            "AbpClient.connect: options.agent must be { name: string, version: string }",
+        )),
     }
 }
 
@@ -104,15 +108,21 @@ impl AbpClient {
     /// loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
     /// TIMEOUT after `connectTimeout`, or the app's error code.
     #[wasm_bindgen(unchecked_return_type = "Promise<AbpClient>")]
-    pub fn connect(transport: &PostMessageTransport, options: ClientOptions) -> Result<Promise, JsValue> {
+    pub fn connect(
+        transport: &PostMessageTransport,
+        options: ClientOptions,
+    ) -> Result<Promise, JsValue> {
         let options: JsValue = options.into();
         let info = agent_info(&options)?;
         let target = transport.take()?;
         let mut config = AgentConfig::default();
-        if let Some(t) = opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0) {
+        if let Some(t) =
+            opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0)
+        {
             config.connect_timeout = t;
         }
-        if let Some(g) = opt_number(&options, "cancelGrace").filter(|g| g.is_finite() && *g >= 0.0) {
+        if let Some(g) = opt_number(&options, "cancelGrace").filter(|g| g.is_finite() && *g >= 0.0)
+        {
             config.cancel_grace = g;
         }
         let hooks = Hooks {
@@ -173,7 +183,9 @@ impl AbpClient {
             return Promise::reject(&type_error("abp.call: capability must be a string"));
         };
         let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
-        let signal = options.get("signal").and_then(|s| s.dyn_into::<AbortSignal>().ok());
+        let signal = options
+            .get("signal")
+            .and_then(|s| s.dyn_into::<AbortSignal>().ok());
         let call_id = opt_string(&options, "callId").unwrap_or_else(random_uuid);
         if signal.as_ref().is_some_and(|s| s.aborted()) {
             // Nothing is sent for a call whose signal has already aborted.
@@ -182,15 +194,20 @@ impl AbpClient {
             return Promise::resolve(&r);
         }
         let on_progress = opt_function(&options, "onProgress");
-        let wants_progress = on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
-        let progress_token = opt_string(&options, "progressToken").or_else(|| wants_progress.then(|| call_id.clone()));
+        let wants_progress =
+            on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
+        let progress_token = opt_string(&options, "progressToken")
+            .or_else(|| wants_progress.then(|| call_id.clone()));
         let req = CallRequest {
             call_id: call_id.clone(),
             capability,
             params,
             timeout: opt_number(&options, "timeout"),
             progress_token,
-            reset_timeout_on_progress: options.get("resetTimeoutOnProgress").and_then(|v| v.as_bool()).unwrap_or(false),
+            reset_timeout_on_progress: options
+                .get("resetTimeoutOnProgress")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
             max_total_timeout: opt_number(&options, "maxTotalTimeout"),
             transfer: options.get("transfer").filter(Array::is_array),
             cancel_grace: opt_number(&options, "cancelGrace"),
@@ -201,7 +218,9 @@ impl AbpClient {
         // Refused locally (not connected, callId in flight): settle now, send nothing.
         if self.inner.core.borrow().is_pending(&call_id) || !self.inner.core.borrow().is_ready() {
             let err = self.inner.core.borrow_mut().start_call(req, now());
-            let error = err.err().unwrap_or_else(|| AbpError::new(ErrorCode::InvalidParams, "refused"));
+            let error = err
+                .err()
+                .unwrap_or_else(|| AbpError::new(ErrorCode::InvalidParams, "refused"));
             call_hook(&resolve, &local_response(error, false, Some(&call_id)));
             return promise;
         }
@@ -211,12 +230,23 @@ impl AbpClient {
             let s = signal.clone();
             Listener::once(&signal, "abort", move |_| {
                 if let Some(inner) = weak.upgrade() {
-                    inner.core.borrow_mut().abort_call(&id, AbortKind::Signal(Some(abort_reason(&s))), now());
+                    inner.core.borrow_mut().abort_call(
+                        &id,
+                        AbortKind::Signal(Some(abort_reason(&s))),
+                        now(),
+                    );
                     inner.drive();
                 }
             })
         });
-        self.inner.js.borrow_mut().calls.insert(call_id.clone(), CallJs { resolve, on_progress, _abort: abort });
+        self.inner.js.borrow_mut().calls.insert(
+            call_id.clone(),
+            CallJs {
+                resolve,
+                on_progress,
+                _abort: abort,
+            },
+        );
         if let Err(error) = self.inner.core.borrow_mut().start_call(req, now()) {
             if let Some(call) = self.inner.js.borrow_mut().calls.remove(&call_id) {
                 call_hook(&call.resolve, &local_response(error, false, Some(&call_id)));
@@ -230,7 +260,11 @@ impl AbpClient {
     /// `{ callId, cancelled, reason? }`.
     #[wasm_bindgen(unchecked_return_type = "Promise<CancelResponse>")]
     #[allow(non_snake_case)]
-    pub fn cancel(&self, #[wasm_bindgen(unchecked_param_type = "string")] callId: JsValue, reason: Option<String>) -> Promise {
+    pub fn cancel(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] callId: JsValue,
+        reason: Option<String>,
+    ) -> Promise {
         let Some(call_id) = callId.as_string() else {
             return Promise::reject(&type_error("abp.cancel: callId must be a string"));
         };
@@ -282,7 +316,10 @@ impl AbpClient {
         r.set("supported", JsValue::from_bool(supported));
         r.set("available", JsValue::from_bool(supported && connected));
         if !supported {
-            r.set("reason", JsValue::from_str("The app does not offer this capability"));
+            r.set(
+                "reason",
+                JsValue::from_str("The app does not offer this capability"),
+            );
         } else if !connected {
             r.set("reason", JsValue::from_str("Not connected"));
         }
@@ -323,27 +360,38 @@ impl AbpClient {
     }
 
     #[wasm_bindgen(setter = onProgress)]
-    pub fn set_on_progress(&self, #[wasm_bindgen(unchecked_param_type = "((progress: ProgressInfo) => void) | null")] f: JsValue) {
+    pub fn set_on_progress(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "((progress: ProgressInfo) => void) | null")]
+        f: JsValue,
+    ) {
         self.inner.hooks.borrow_mut().on_progress = f.dyn_into().ok();
     }
 
     #[wasm_bindgen(setter = onNotification)]
     pub fn set_on_notification(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "((notification: NotificationInfo) => void) | null")] f: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "((notification: NotificationInfo) => void) | null")]
+        f: JsValue,
     ) {
         self.inner.hooks.borrow_mut().on_notification = f.dyn_into().ok();
     }
 
     #[wasm_bindgen(setter = onElicitation)]
-    pub fn set_on_elicitation(&self, #[wasm_bindgen(unchecked_param_type = "ElicitationHandler | null")] f: JsValue) {
+    pub fn set_on_elicitation(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ElicitationHandler | null")] f: JsValue,
+    ) {
         self.inner.hooks.borrow_mut().on_elicitation = f.dyn_into().ok();
     }
 
     #[wasm_bindgen(setter = onCapabilitiesChanged)]
     pub fn set_on_capabilities_changed(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "((capabilities: CapabilityDescriptor[]) => void) | null")] f: JsValue,
+        #[wasm_bindgen(
+            unchecked_param_type = "((capabilities: CapabilityDescriptor[]) => void) | null"
+        )]
+        f: JsValue,
     ) {
         self.inner.hooks.borrow_mut().on_capabilities_changed = f.dyn_into().ok();
     }
@@ -378,7 +426,10 @@ impl ClientInner {
         match out {
             AgentOutput::Transmit(m) => self.transmit(m),
             AgentOutput::Connected { payload, .. } => {
-                let caps = payload.get("capabilities").filter(Array::is_array).unwrap_or_else(|| Array::new().into());
+                let caps = payload
+                    .get("capabilities")
+                    .filter(Array::is_array)
+                    .unwrap_or_else(|| Array::new().into());
                 let connect = {
                     let mut js = self.js.borrow_mut();
                     js.capabilities = caps;
@@ -386,7 +437,13 @@ impl ClientInner {
                     js.connect.take()
                 };
                 if let Some((resolve, _)) = connect {
-                    call_hook(&resolve, &AbpClient { inner: self.clone() }.into());
+                    call_hook(
+                        &resolve,
+                        &AbpClient {
+                            inner: self.clone(),
+                        }
+                        .into(),
+                    );
                 }
             }
             AgentOutput::ConnectFailed(error) => {
@@ -396,12 +453,17 @@ impl ClientInner {
                 }
                 self.drop_link();
             }
-            AgentOutput::Settled { call_id, settlement } => {
+            AgentOutput::Settled {
+                call_id,
+                settlement,
+            } => {
                 let call = self.js.borrow_mut().calls.remove(&call_id);
                 if let Some(call) = call {
                     let response = match settlement {
                         Settlement::Remote(p) => p,
-                        Settlement::Local { error, cancelled } => local_response(error, cancelled, Some(&call_id)),
+                        Settlement::Local { error, cancelled } => {
+                            local_response(error, cancelled, Some(&call_id))
+                        }
                     };
                     drop(call._abort);
                     call_hook(&call.resolve, &response);
@@ -418,7 +480,12 @@ impl ClientInner {
                 }
             }
             AgentOutput::Progress { call_id, payload } => {
-                let per_call = self.js.borrow().calls.get(&call_id).and_then(|c| c.on_progress.clone());
+                let per_call = self
+                    .js
+                    .borrow()
+                    .calls
+                    .get(&call_id)
+                    .and_then(|c| c.on_progress.clone());
                 let global = self.hooks.borrow().on_progress.clone();
                 for f in per_call.iter().chain(global.iter()) {
                     call_hook(f, &payload);
@@ -431,7 +498,10 @@ impl ClientInner {
                 }
             }
             AgentOutput::CapabilitiesChanged { payload } => {
-                let caps = payload.get("capabilities").filter(Array::is_array).unwrap_or_else(|| Array::new().into());
+                let caps = payload
+                    .get("capabilities")
+                    .filter(Array::is_array)
+                    .unwrap_or_else(|| Array::new().into());
                 self.js.borrow_mut().capabilities = caps.clone();
                 let hook = self.hooks.borrow().on_capabilities_changed.clone();
                 if let Some(f) = hook {
@@ -454,7 +524,14 @@ impl ClientInner {
             Outgoing::Call { call_id, .. } => Some(call_id.clone()),
             _ => None,
         };
-        let (msg, transfer) = encode(m, timestamp(), &Hello { info: &self.agent_info, capabilities: None });
+        let (msg, transfer) = encode(
+            m,
+            timestamp(),
+            &Hello {
+                info: &self.agent_info,
+                capabilities: None,
+            },
+        );
         let sent = match self.link.borrow().as_ref() {
             Some(link) => link.send(&msg, transfer.as_ref()),
             None => Err(type_error("not connected")),
@@ -471,15 +548,23 @@ impl ClientInner {
     fn elicit(self: &Rc<Self>, id: String, request: JsValue) {
         let handler = self.hooks.borrow().on_elicitation.clone();
         let Some(handler) = handler else {
-            let error = AbpError::new(ErrorCode::NotSupported, "The agent does not answer elicitation requests");
-            self.core.borrow_mut().answer_elicitation(&id, ElicitAnswer::Failed(error));
+            let error = AbpError::new(
+                ErrorCode::NotSupported,
+                "The agent does not answer elicitation requests",
+            );
+            self.core
+                .borrow_mut()
+                .answer_elicitation(&id, ElicitAnswer::Failed(error));
             return;
         };
         let controller = match AbortController::new() {
             Ok(c) => c,
             Err(_) => return,
         };
-        self.js.borrow_mut().elicits.insert(id.clone(), controller.clone());
+        self.js
+            .borrow_mut()
+            .elicits
+            .insert(id.clone(), controller.clone());
         let mut options = JsValue::object();
         options.set("signal", controller.signal().into());
         let result = handler.call2(&JsValue::NULL, &request, &options);
@@ -550,9 +635,10 @@ impl Sink for ClientInner {
     fn on_orphan(self: Rc<Self>, data: JsValue) {
         match decode(&data) {
             // Only the app of this session can name it: orphans cannot be traced to a window otherwise.
-            Ok(Incoming::Shutdown { session_id: Some(s), .. }) if self.core.borrow().session_id() == Some(s.as_str()) => {
-                self.on_lost()
-            }
+            Ok(Incoming::Shutdown {
+                session_id: Some(s),
+                ..
+            }) if self.core.borrow().session_id() == Some(s.as_str()) => self.on_lost(),
             _ => self.rejected.set(self.rejected.get().saturating_add(1)),
         }
     }

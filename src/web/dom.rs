@@ -41,14 +41,26 @@ pub(crate) struct Listener {
 }
 
 impl Listener {
-    pub(crate) fn new(target: &EventTarget, kind: &'static str, f: impl FnMut(Event) + 'static) -> Listener {
+    pub(crate) fn new(
+        target: &EventTarget,
+        kind: &'static str,
+        f: impl FnMut(Event) + 'static,
+    ) -> Listener {
         let closure = Closure::<dyn FnMut(Event)>::new(f);
         let _ = target.add_event_listener_with_callback(kind, closure.as_ref().unchecked_ref());
-        Listener { target: target.clone(), kind, closure }
+        Listener {
+            target: target.clone(),
+            kind,
+            closure,
+        }
     }
 
     /// A listener that fires at most once (used for `AbortSignal`s).
-    pub(crate) fn once(target: &EventTarget, kind: &'static str, f: impl FnMut(Event) + 'static) -> Listener {
+    pub(crate) fn once(
+        target: &EventTarget,
+        kind: &'static str,
+        f: impl FnMut(Event) + 'static,
+    ) -> Listener {
         let closure = Closure::<dyn FnMut(Event)>::new(f);
         let options = AddEventListenerOptions::new();
         options.set_once(true);
@@ -57,13 +69,19 @@ impl Listener {
             closure.as_ref().unchecked_ref(),
             &options,
         );
-        Listener { target: target.clone(), kind, closure }
+        Listener {
+            target: target.clone(),
+            kind,
+            closure,
+        }
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        let _ = self.target.remove_event_listener_with_callback(self.kind, self.closure.as_ref().unchecked_ref());
+        let _ = self
+            .target
+            .remove_event_listener_with_callback(self.kind, self.closure.as_ref().unchecked_ref());
     }
 }
 
@@ -78,7 +96,11 @@ pub(crate) struct Timer {
 
 impl Timer {
     pub(crate) fn new(f: impl FnMut() + 'static) -> Timer {
-        Timer { closure: Closure::<dyn FnMut()>::new(f), armed_at: Cell::new(None), handle: RefCell::new(JsValue::UNDEFINED) }
+        Timer {
+            closure: Closure::<dyn FnMut()>::new(f),
+            armed_at: Cell::new(None),
+            handle: RefCell::new(JsValue::UNDEFINED),
+        }
     }
 
     /// Makes sure the callback runs at (or soon after) `at` (monotonic ms), or cancels it for `None`.
@@ -90,7 +112,8 @@ impl Timer {
             (Some(t), _) => {
                 self.clear();
                 let delay = (t - now()).max(0.0).ceil();
-                *self.handle.borrow_mut() = set_timeout(self.closure.as_ref().unchecked_ref(), delay);
+                *self.handle.borrow_mut() =
+                    set_timeout(self.closure.as_ref().unchecked_ref(), delay);
                 self.armed_at.set(Some(t));
             }
         }
@@ -125,7 +148,10 @@ impl Interval {
     pub(crate) fn new(ms: f64, f: impl FnMut() + 'static) -> Interval {
         let closure = Closure::<dyn FnMut()>::new(f);
         let handle = set_interval(closure.as_ref().unchecked_ref(), ms);
-        Interval { _closure: closure, handle }
+        Interval {
+            _closure: closure,
+            handle,
+        }
     }
 }
 

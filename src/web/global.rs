@@ -14,15 +14,20 @@ use crate::core::codec::Wire;
 use crate::core::message::{types, PROTOCOL_VERSION};
 use crate::core::schema::{Kind, Payload};
 
+/// The one closure behind every `window.abp` method: `(op, a, b, c)`.
+type GlobalDispatch = Closure<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>;
+
 pub(crate) struct GlobalSession {
     conn: Weak<AppConnInner>,
     pending: RefCell<HashMap<String, Function>>,
     api: RefCell<JsValue>,
-    _dispatch: RefCell<Option<Closure<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>>>,
+    _dispatch: RefCell<Option<GlobalDispatch>>,
 }
 
 fn window_hook(name: &str) -> Option<Function> {
-    Reflect::get(&js_sys::global(), &JsValue::from_str(name)).ok().and_then(|f| f.dyn_into::<Function>().ok())
+    Reflect::get(&js_sys::global(), &JsValue::from_str(name))
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
 }
 
 fn message(ty: &str, id: &str, payload: JsValue) -> JsValue {
@@ -44,12 +49,12 @@ impl GlobalSession {
             _dispatch: RefCell::new(None),
         });
         let weak = Rc::downgrade(&session);
-        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>::new(move |op, a, b, c| {
-            match weak.upgrade() {
+        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>::new(
+            move |op, a, b, c| match weak.upgrade() {
                 Some(s) => s.op(op, a, b, c),
                 None => Promise::reject(&type_error("window.abp is no longer served")).into(),
-            }
-        });
+            },
+        );
         let api = make_global(dispatch.as_ref(), PROTOCOL_VERSION, &conn.info());
         Reflect::set(&js_sys::global(), &JsValue::from_str("abp"), &api)?;
         *session.api.borrow_mut() = api;
@@ -79,9 +84,15 @@ impl GlobalSession {
         let session = conn.core.borrow().session_id().map(str::to_owned);
         match op {
             0 => JsValue::from_bool(session.is_some()),
-            1 => session.map(|s| JsValue::from_str(&s)).unwrap_or(JsValue::NULL),
+            1 => session
+                .map(|s| JsValue::from_str(&s))
+                .unwrap_or(JsValue::NULL),
             2 => {
-                let params = if a.kind() == Kind::Object { a } else { JsValue::object() };
+                let params = if a.kind() == Kind::Object {
+                    a
+                } else {
+                    JsValue::object()
+                };
                 self.request(&conn, types::INITIALIZE, params)
             }
             3 => {
@@ -94,7 +105,8 @@ impl GlobalSession {
             }
             4 => {
                 let Some(capability) = a.as_string() else {
-                    return Promise::reject(&type_error("abp.call: capability must be a string")).into();
+                    return Promise::reject(&type_error("abp.call: capability must be a string"))
+                        .into();
                 };
                 let call_id = opt_string(&c, "callId").unwrap_or_else(random_uuid);
                 let mut options = JsValue::object();
@@ -112,7 +124,8 @@ impl GlobalSession {
             }
             5 => {
                 let Some(call_id) = a.as_string() else {
-                    return Promise::reject(&type_error("abp.cancel: callId must be a string")).into();
+                    return Promise::reject(&type_error("abp.cancel: callId must be a string"))
+                        .into();
                 };
                 let mut p = JsValue::object();
                 p.set("callId", JsValue::from_str(&call_id));
@@ -131,13 +144,17 @@ impl GlobalSession {
             }
             8 => {
                 let name = a.as_string().unwrap_or_default();
-                let supported =
-                    Array::from(&conn.capabilities()).iter().any(|d| opt_string(&d, "name").as_deref() == Some(name.as_str()));
+                let supported = Array::from(&conn.capabilities())
+                    .iter()
+                    .any(|d| opt_string(&d, "name").as_deref() == Some(name.as_str()));
                 let mut r = JsValue::object();
                 r.set("supported", JsValue::from_bool(supported));
                 r.set("available", JsValue::from_bool(supported));
                 if !supported {
-                    r.set("reason", JsValue::from_str("The app does not offer this capability"));
+                    r.set(
+                        "reason",
+                        JsValue::from_str("The app does not offer this capability"),
+                    );
                 }
                 r
             }
@@ -150,7 +167,9 @@ impl GlobalSession {
             10 => {
                 let call_id = opt_string(&a, "callId").unwrap_or_default();
                 if a.kind() == Kind::Object {
-                    conn.core.borrow_mut().progress(&call_id, a, super::dom::now());
+                    conn.core
+                        .borrow_mut()
+                        .progress(&call_id, a, super::dom::now());
                     conn.drive();
                 }
                 JsValue::UNDEFINED
@@ -165,7 +184,12 @@ impl GlobalSession {
 }
 
 impl Outlet for GlobalSession {
-    fn deliver(&self, conn: &Rc<AppConnInner>, msg: JsValue, _transfer: Option<JsValue>) -> Result<(), JsValue> {
+    fn deliver(
+        &self,
+        conn: &Rc<AppConnInner>,
+        msg: JsValue,
+        _transfer: Option<JsValue>,
+    ) -> Result<(), JsValue> {
         let ty = opt_string(&msg, "type").unwrap_or_default();
         let payload = msg.get("payload").unwrap_or(JsValue::UNDEFINED);
         let id = opt_string(&msg, "id");
@@ -204,7 +228,9 @@ impl Outlet for GlobalSession {
                         let r = f.call1(&JsValue::NULL, &payload);
                         wasm_bindgen_futures::spawn_local(async move {
                             let r = match r {
-                                Ok(v) if is_thenable(&v) => wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await,
+                                Ok(v) if is_thenable(&v) => {
+                                    wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await
+                                }
                                 other => other,
                             };
                             answer(elicitation_answer(r));
@@ -215,7 +241,10 @@ impl Outlet for GlobalSession {
                         r.set("success", JsValue::FALSE);
                         let mut e = JsValue::object();
                         e.set("code", JsValue::from_str("NOT_SUPPORTED"));
-                        e.set("message", JsValue::from_str("No __abp_elicitation handler is exposed"));
+                        e.set(
+                            "message",
+                            JsValue::from_str("No __abp_elicitation handler is exposed"),
+                        );
                         e.set("retryable", JsValue::FALSE);
                         r.set("error", e);
                         wasm_bindgen_futures::spawn_local(async move { answer(r) });
@@ -242,7 +271,10 @@ fn elicitation_answer(r: Result<JsValue, JsValue>) -> JsValue {
             o.set("success", JsValue::FALSE);
             let mut err = JsValue::object();
             err.set("code", JsValue::from_str("OPERATION_FAILED"));
-            err.set("message", JsValue::from_str(&opt_string(&e, "message").unwrap_or_default()));
+            err.set(
+                "message",
+                JsValue::from_str(&opt_string(&e, "message").unwrap_or_default()),
+            );
             err.set("retryable", JsValue::FALSE);
             o.set("error", err);
             o

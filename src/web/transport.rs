@@ -19,9 +19,17 @@ use crate::core::schema::Payload;
 
 #[derive(Clone)]
 pub(crate) enum Target {
-    Iframe { iframe: HtmlIFrameElement, origin: String },
-    Window { win: Window, origin: String },
-    Parent { allowed: Vec<String> },
+    Iframe {
+        iframe: HtmlIFrameElement,
+        origin: String,
+    },
+    Window {
+        win: Window,
+        origin: String,
+    },
+    Parent {
+        allowed: Vec<String>,
+    },
     Port(MessagePort),
 }
 
@@ -49,20 +57,34 @@ impl PostMessageTransport {
     /// Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
     /// whose `event.source` is this iframe's window and whose origin matches are accepted.
     #[wasm_bindgen(js_name = toIframe)]
-    pub fn to_iframe(iframe: &HtmlIFrameElement, options: IframeOptions) -> Result<PostMessageTransport, JsValue> {
+    pub fn to_iframe(
+        iframe: &HtmlIFrameElement,
+        options: IframeOptions,
+    ) -> Result<PostMessageTransport, JsValue> {
         let origin = target_origin(&options, "toIframe")?;
         if !iframe.is_instance_of::<HtmlIFrameElement>() {
-            return Err(type_error("PostMessageTransport.toIframe: expected an <iframe> element"));
+            return Err(type_error(
+                "PostMessageTransport.toIframe: expected an <iframe> element",
+            ));
         }
-        Ok(Self::with(Target::Iframe { iframe: iframe.clone(), origin }))
+        Ok(Self::with(Target::Iframe {
+            iframe: iframe.clone(),
+            origin,
+        }))
     }
 
     /// Talk to another window: the agent to an app it opened (`window.open`), or an app in a popup to its
     /// `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
     #[wasm_bindgen(js_name = toWindow)]
-    pub fn to_window(win: &Window, options: WindowOptions) -> Result<PostMessageTransport, JsValue> {
+    pub fn to_window(
+        win: &Window,
+        options: WindowOptions,
+    ) -> Result<PostMessageTransport, JsValue> {
         let origin = target_origin(&options, "toWindow")?;
-        Ok(Self::with(Target::Window { win: win.clone(), origin }))
+        Ok(Self::with(Target::Window {
+            win: win.clone(),
+            origin,
+        }))
     }
 
     /// App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
@@ -72,10 +94,15 @@ impl PostMessageTransport {
     pub fn to_parent(options: Option<ParentOptions>) -> Result<PostMessageTransport, JsValue> {
         let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let mut allowed: Vec<String> = match options.get("allowedOrigins") {
-            Some(list) if Array::is_array(&list) => {
-                Array::from(&list).iter().filter_map(|o| o.as_string()).collect()
+            Some(list) if Array::is_array(&list) => Array::from(&list)
+                .iter()
+                .filter_map(|o| o.as_string())
+                .collect(),
+            Some(_) => {
+                return Err(type_error(
+                    "PostMessageTransport.toParent: allowedOrigins must be an array of origins",
+                ))
             }
-            Some(_) => return Err(type_error("PostMessageTransport.toParent: allowedOrigins must be an array of origins")),
             None => Vec::new(),
         };
         if allowed.is_empty() {
@@ -83,7 +110,9 @@ impl PostMessageTransport {
             allowed.extend(own);
         }
         if allowed.iter().any(|o| o == "*") {
-            console_warn("abp-wasm: allowedOrigins ['*'] lets any page that frames this app call it");
+            console_warn(
+                "abp-wasm: allowedOrigins ['*'] lets any page that frames this app call it",
+            );
         }
         Ok(Self::with(Target::Parent { allowed }))
     }
@@ -97,15 +126,16 @@ impl PostMessageTransport {
 
 impl PostMessageTransport {
     fn with(target: Target) -> Self {
-        PostMessageTransport { target: RefCell::new(Some(target)) }
+        PostMessageTransport {
+            target: RefCell::new(Some(target)),
+        }
     }
 
     /// Takes the description out; a transport serves one connection.
     pub(crate) fn take(&self) -> Result<Target, JsValue> {
-        self.target
-            .borrow_mut()
-            .take()
-            .ok_or_else(|| type_error("This PostMessageTransport is already in use; make a new one per connection"))
+        self.target.borrow_mut().take().ok_or_else(|| {
+            type_error("This PostMessageTransport is already in use; make a new one per connection")
+        })
     }
 }
 
@@ -213,11 +243,15 @@ impl Link {
         };
         let events: EventTarget = match &target {
             Target::Port(port) => port.clone().into(),
-            _ => global_target().ok_or_else(|| type_error("postMessage transports need a window"))?,
+            _ => {
+                global_target().ok_or_else(|| type_error("postMessage transports need a window"))?
+            }
         };
         let w = sink.clone();
         listeners.push(Listener::new(&events, "message", move |event| {
-            let Some(e) = event.dyn_ref::<MessageEvent>() else { return };
+            let Some(e) = event.dyn_ref::<MessageEvent>() else {
+                return;
+            };
             let Some(s) = w.upgrade() else { return };
             match accept(e) {
                 Verdict::Accept => s.on_message(e.data(), e.origin()),
@@ -243,7 +277,12 @@ impl Link {
                 }
             }));
         }
-        Ok(Link { target, reply_origin: RefCell::new(None), _listeners: listeners, _watchdog: watchdog })
+        Ok(Link {
+            target,
+            reply_origin: RefCell::new(None),
+            _listeners: listeners,
+            _watchdog: watchdog,
+        })
     }
 
     pub(crate) fn set_reply_origin(&self, origin: Option<String>) {
@@ -270,7 +309,9 @@ impl Link {
         };
         match &self.target {
             Target::Iframe { iframe, origin } => {
-                let win = iframe.content_window().ok_or_else(|| type_error("the iframe is gone"))?;
+                let win = iframe
+                    .content_window()
+                    .ok_or_else(|| type_error("the iframe is gone"))?;
                 win.post_message_with_transfer(msg, origin, transfer)
             }
             Target::Window { win, origin } => win.post_message_with_transfer(msg, origin, transfer),
@@ -280,7 +321,11 @@ impl Link {
                     .ok_or_else(|| type_error("no parent window"))?;
                 let origin = self.reply_origin.borrow().clone().unwrap_or_default();
                 // An opaque ("null") origin cannot be named; the message still goes only to window.parent.
-                let origin = if origin.is_empty() || origin == "null" { "*".to_owned() } else { origin };
+                let origin = if origin.is_empty() || origin == "null" {
+                    "*".to_owned()
+                } else {
+                    origin
+                };
                 parent.post_message_with_transfer(msg, &origin, transfer)
             }
             Target::Port(port) => port.post_message_with_transferable(msg, transfer),

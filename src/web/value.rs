@@ -11,7 +11,12 @@ use crate::core::AbpError;
 #[wasm_bindgen(module = "/src/web/glue.js")]
 extern "C" {
     #[wasm_bindgen(js_name = makeCtx)]
-    pub(crate) fn make_ctx(dispatch: &JsValue, signal: &JsValue, call_id: &str, progress_token: &JsValue) -> JsValue;
+    pub(crate) fn make_ctx(
+        dispatch: &JsValue,
+        signal: &JsValue,
+        call_id: &str,
+        progress_token: &JsValue,
+    ) -> JsValue;
     #[wasm_bindgen(js_name = isThenable)]
     pub(crate) fn is_thenable(v: &JsValue) -> bool;
     #[wasm_bindgen(js_name = toStr)]
@@ -19,7 +24,8 @@ extern "C" {
     #[wasm_bindgen(js_name = errorWithCode)]
     pub(crate) fn error_with_code(code: &str, message: &str) -> JsValue;
     #[wasm_bindgen(js_name = makeGlobal)]
-    pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue) -> JsValue;
+    pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
+        -> JsValue;
 }
 
 #[wasm_bindgen]
@@ -54,7 +60,9 @@ impl Payload for JsValue {
         if !self.is_object() {
             return None;
         }
-        Reflect::get(self, &JsValue::from_str(key)).ok().filter(|v| !v.is_undefined())
+        Reflect::get(self, &JsValue::from_str(key))
+            .ok()
+            .filter(|v| !v.is_undefined())
     }
     fn as_f64(&self) -> Option<f64> {
         JsValue::as_f64(self)
@@ -66,7 +74,8 @@ impl Payload for JsValue {
         JsValue::as_string(self)
     }
     fn string_len(&self) -> Option<usize> {
-        self.dyn_ref::<js_sys::JsString>().map(|s| s.length() as usize)
+        self.dyn_ref::<js_sys::JsString>()
+            .map(|s| s.length() as usize)
     }
     fn array_len(&self) -> Option<usize> {
         self.dyn_ref::<Array>().map(|a| a.length() as usize)
@@ -76,7 +85,10 @@ impl Payload for JsValue {
     }
     fn keys(&self) -> Vec<String> {
         match self.dyn_ref::<Object>() {
-            Some(o) => Object::keys(o).iter().filter_map(|k| k.as_string()).collect(),
+            Some(o) => Object::keys(o)
+                .iter()
+                .filter_map(|k| k.as_string())
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -117,7 +129,11 @@ impl Wire for JsValue {
 }
 
 /// `{ success:false, error, cancelled? }`: a response settled on this side.
-pub(crate) fn local_response(error: AbpError<JsValue>, cancelled: bool, call_id: Option<&str>) -> JsValue {
+pub(crate) fn local_response(
+    error: AbpError<JsValue>,
+    cancelled: bool,
+    call_id: Option<&str>,
+) -> JsValue {
     let mut r = JsValue::object();
     r.set("success", JsValue::FALSE);
     if cancelled {
@@ -148,7 +164,8 @@ pub(crate) fn opt_number(v: &JsValue, key: &str) -> Option<f64> {
 }
 
 pub(crate) fn opt_function(v: &JsValue, key: &str) -> Option<js_sys::Function> {
-    v.get(key).and_then(|x| x.dyn_into::<js_sys::Function>().ok())
+    v.get(key)
+        .and_then(|x| x.dyn_into::<js_sys::Function>().ok())
 }
 
 /// A random UUID v4: `crypto.randomUUID()` where it exists, else `crypto.getRandomValues`.
