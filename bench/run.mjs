@@ -1,0 +1,74 @@
+// `npm run bench`: measures abp-wasm against a hand-written postMessage protocol (the floor), penpal 7 and
+// comlink 4, host page ↔ same-origin iframe, all in one headless Chromium run. Prints a table with ratios
+// to the floor, writes bench/results.json and BENCHMARKS.md. Needs `npm run build` first (the script
+// `npm run bench` does both). Set BENCH_CALLS to change the number of sequential calls (default 10000).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import os from 'node:os';
+import { execSync } from 'node:child_process';
+import { chromium } from 'playwright-core';
+import { serve } from '../www/serve.mjs';
+
+const calls = Number(process.env.BENCH_CALLS ?? 10000);
+const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
+const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gz('pkg/abp_wasm.js'), wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
+size.totalGzip = size.wasmGzip + size.glueGzip;
+
+const server = await serve(0);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--js-flags=--expose-gc', '--enable-precise-memory-info'],
+});
+let r;
+try {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e));
+  await page.goto(`http://127.0.0.1:${server.address().port}/bench/`);
+  await page.waitForFunction(() => window.benchReady, null, { timeout: 30000 });
+  r = await page.evaluate((calls) => window.runBench({ calls }), calls);
+} finally {
+  await browser.close();
+  server.close();
+}
+
+const f = (x, d = 3) => (x === undefined ? 'n/a' : x.toFixed(d));
+const ratio = (x, base) => `${(x / base).toFixed(2)}×`;
+const floor = r.libs.raw;
+const rows = Object.entries(r.libs).map(([lib, m]) =>
+  `| ${lib === 'raw' ? 'raw postMessage (floor)' : lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
+const mb = (b) => (b / 1048576).toFixed(2);
+const mem = r.memory;
+const chromiumVersion = (() => { try { return execSync('/usr/bin/chromium --version 2>/dev/null').toString().trim(); } catch { return 'chromium'; } })();
+const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${chromiumVersion}, Node ${process.version}`;
+const table = `Machine: ${machine}. Date: ${new Date().toISOString().slice(0, 10)}.
+
+Round trip of a small call, host page ↔ same-origin iframe, ${r.calls} sequential calls after 500 warm-up calls;
+throughput with 256 calls in flight. Times in ms.
+
+| library | p50 | p50 vs floor | p99 | p99 vs floor | calls/s (256 in flight) | vs floor |
+|---|---|---|---|---|---|---|
+${rows.join('\n')}
+
+Cancellation (median of 300): \`controller.abort()\` → the app handler's \`signal\` fires: ${f(r.cancel.abortToHandlerSignal)} ms
+(${ratio(r.cancel.abortToHandlerSignal, r.rawHop)} one raw postMessage hop of ${f(r.rawHop)} ms); → the caller's promise settles:
+${f(r.cancel.abortToSettled)} ms.
+
+A ${r.bigResult.megabytes} MB ArrayBuffer result (median of 5): copied ${f(r.bigResult.copy, 1)} ms, transferred ${f(r.bigResult.transfer, 1)} ms.
+
+Memory around ${mem.calls} calls (half aborted), after GC: JS heap ${mb(mem.before.heap)} → ${mb(mem.after.heap)} MB
+(${ratio(mem.after.heap, mem.before.heap)}); agent wasm memory ${mb(mem.before.wasm)} → ${mb(mem.after.wasm)} MB; app wasm memory
+${mb(mem.before.appWasm)} → ${mb(mem.after.appWasm)} MB; pending calls afterwards ${mem.pendingCalls}, active calls ${mem.activeCalls}.
+
+Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS glue ${size.glueGzip} B gzipped;
+total ${size.totalGzip} B gzipped (gzip -9).`;
+console.log(table);
+writeFileSync('bench/results.json', JSON.stringify({ machine, date: new Date().toISOString(), size, ...r }, null, 2) + '\n');
+const doc = readFileSync('BENCHMARKS.md', 'utf8');
+const start = '<!-- latest run: written by npm run bench -->', end = '<!-- end of latest run -->';
+const next = doc.includes(start)
+  ? doc.slice(0, doc.indexOf(start) + start.length) + '\n' + table + '\n' + doc.slice(doc.indexOf(end))
+  : doc + `\n${start}\n${table}\n${end}\n`;
+writeFileSync('BENCHMARKS.md', next);
+console.log('\nwrote bench/results.json and BENCHMARKS.md');
