@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::error::{AbpError, ErrorCode};
-use super::message::{ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
+use super::message::{text, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
 
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -244,10 +244,11 @@ impl<P: Clone> AgentCore<P> {
         if self.calls.contains_key(&req.call_id) {
             return Err(AbpError::new(
                 ErrorCode::InvalidParams,
-                format!(
-                    "callId '{}' is already in flight on this connection",
-                    req.call_id
-                ),
+                text(&[
+                    "callId '",
+                    &req.call_id,
+                    "' is already in flight on this connection",
+                ]),
             ));
         }
         let msg_id = self.ids.next_id();

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    IdGen, Incoming, MalformedKind, Outcome, Outgoing, REASON_COMPLETED, REASON_NOT_FOUND,
+    text, IdGen, Incoming, MalformedKind, Outcome, Outgoing, REASON_COMPLETED, REASON_NOT_FOUND,
 };
 use super::schema::{validate, Payload};
 
@@ -286,7 +286,7 @@ impl<P: Payload> AppConn<P> {
                     self.finished.insert(call_id.clone(), Finished::Completed);
                     let error = AbpError::new(
                         ErrorCode::UnknownCapability,
-                        format!("Unknown capability '{capability}'"),
+                        text(&["Unknown capability '", &capability, "'"]),
                     );
                     return self.refuse_call(id, call_id, error);
                 }

@@ -242,6 +242,55 @@ pub fn push_u64(s: &mut String, mut n: u64) {
     }
 }
 
+/// Joins pieces of text. Used instead of `format!` so the wasm build carries no formatting machinery.
+pub fn text(parts: &[&str]) -> String {
+    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        s.push_str(p);
+    }
+    s
+}
+
+/// Writes a number the way JavaScript would for the values schemas use: integers exactly, other values
+/// with up to six decimals. (No float formatting machinery in the wasm build.)
+pub fn number(n: f64) -> String {
+    let mut s = String::new();
+    if !n.is_finite() {
+        s.push_str(if n.is_nan() {
+            "NaN"
+        } else if n > 0.0 {
+            "Infinity"
+        } else {
+            "-Infinity"
+        });
+        return s;
+    }
+    if n < 0.0 {
+        s.push('-');
+    }
+    let a = n.abs();
+    if a >= 1e18 {
+        s.push_str("a very large number");
+        return s;
+    }
+    let scaled = (a * 1e6).round() as u64;
+    push_u64(&mut s, scaled / 1_000_000);
+    let mut frac = scaled % 1_000_000;
+    if frac != 0 {
+        s.push('.');
+        let mut digits = [b'0'; 6];
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        let end = digits.iter().rposition(|&d| d != b'0').map_or(0, |i| i + 1);
+        for &d in &digits[..end] {
+            s.push(d as char);
+        }
+    }
+    s
+}
+
 /// Formats 16 random bytes as a UUID v4 (used when `crypto.randomUUID` is missing).
 pub fn uuid_v4(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;

@@ -2,6 +2,8 @@
 //! minimum/maximum, minLength/maxLength, items. Works on any payload type through [`Payload`], so the
 //! browser validates `JsValue`s in place and tests validate `serde_json::Value`s.
 
+use super::message::{number, text};
+
 /// The JSON kinds a payload can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -54,7 +56,7 @@ fn type_matches<P: Payload>(ty: &str, value: &P) -> bool {
 
 fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> Result<(), String> {
     if depth > MAX_DEPTH {
-        return Err(format!("{path}: nested deeper than {MAX_DEPTH} levels"));
+        return Err(text(&[path, ": nested deeper than 64 levels"]));
     }
     if schema.kind() != Kind::Object {
         return Ok(()); // `true`, `{}` or a schema we cannot read: accept
@@ -68,11 +70,13 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
             _ => true,
         };
         if !ok {
-            return Err(format!(
-                "{path}: expected {}, got {}",
-                describe_type(&ty),
-                kind_name(value.kind())
-            ));
+            return Err(text(&[
+                path,
+                ": expected ",
+                &describe_type(&ty),
+                ", got ",
+                kind_name(value.kind()),
+            ]));
         }
     }
     if let Some(options) = schema.get("enum") {
@@ -81,31 +85,36 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
             .filter_map(|i| options.index(i))
             .any(|o| o.same_value(value))
         {
-            return Err(format!("{path}: not one of the allowed values"));
+            return Err(text(&[path, ": not one of the allowed values"]));
         }
     }
     if value.kind() == Kind::Number {
         let n = value.as_f64().unwrap_or(f64::NAN);
         if let Some(min) = schema.get("minimum").and_then(|m| m.as_f64()) {
             if n.is_nan() || n < min {
-                return Err(format!("{path}: must be >= {min}"));
+                return Err(text(&[path, ": must be >= ", &number(min)]));
             }
         }
         if let Some(max) = schema.get("maximum").and_then(|m| m.as_f64()) {
             if n.is_nan() || n > max {
-                return Err(format!("{path}: must be <= {max}"));
+                return Err(text(&[path, ": must be <= ", &number(max)]));
             }
         }
     }
     if let Some(len) = value.string_len() {
         if let Some(min) = schema.get("minLength").and_then(|m| m.as_f64()) {
             if (len as f64) < min {
-                return Err(format!("{path}: shorter than {min} characters"));
+                return Err(text(&[
+                    path,
+                    ": shorter than ",
+                    &number(min),
+                    " characters",
+                ]));
             }
         }
         if let Some(max) = schema.get("maxLength").and_then(|m| m.as_f64()) {
             if (len as f64) > max {
-                return Err(format!("{path}: longer than {max} characters"));
+                return Err(text(&[path, ": longer than ", &number(max), " characters"]));
             }
         }
     }
@@ -114,7 +123,7 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
             for i in 0..required.array_len().unwrap_or(0) {
                 if let Some(key) = required.index(i).and_then(|k| k.as_string()) {
                     if value.get(&key).is_none() {
-                        return Err(format!("{path}: missing required property '{key}'"));
+                        return Err(text(&[path, ": missing required property '", &key, "'"]));
                     }
                 }
             }

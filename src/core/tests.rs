@@ -937,3 +937,20 @@ fn a_timed_out_call_reports_timeout_even_when_the_result_overtakes_the_cancel_re
         "TIMEOUT, not the app's CANCELLED"
     );
 }
+
+#[test]
+fn numbers_in_messages_are_written_like_javascript_writes_them() {
+    use super::message::number;
+    let cases = [
+        (0.0, "0"),
+        (500.0, "500"),
+        (-3.0, "-3"),
+        (1.5, "1.5"),
+        (0.125, "0.125"),
+        (2.0 / 3.0, "0.666667"),
+    ];
+    for (n, s) in cases {
+        assert_eq!(number(n), s);
+    }
+    assert_eq!(number(f64::NAN), "NaN");
+}

@@ -16,6 +16,7 @@ use super::transport::{Link, PostMessageTransport, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
 use super::value::{id_prefix, is_thenable, make_ctx, opt_number, opt_string, to_str, type_error};
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
+use crate::core::message::text;
 use crate::core::message::IdGen;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
@@ -488,7 +489,7 @@ impl AppConnInner {
             // The result could not be cloned (a function, a DOM node…): tell the agent instead of going quiet.
             let error = AbpError::new(
                 ErrorCode::OperationFailed,
-                format!("The handler's result could not be sent: {}", to_str(&e)),
+                text(&["The handler's result could not be sent: ", &to_str(&e)]),
             );
             let failure = Outgoing::CallResult {
                 id,

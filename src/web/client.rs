@@ -18,6 +18,7 @@ use super::value::{
     opt_string, random_uuid, to_str, type_error,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
+use crate::core::message::text;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
     AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer,
@@ -539,7 +540,7 @@ impl ClientInner {
         if let (Err(e), Some(call_id)) = (sent, call_id) {
             let error = AbpError::new(
                 ErrorCode::InvalidParams,
-                format!("The call could not be sent: {}", to_str(&e)),
+                text(&["The call could not be sent: ", &to_str(&e)]),
             );
             self.core.borrow_mut().fail_call(&call_id, error);
         }

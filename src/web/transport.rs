@@ -42,9 +42,11 @@ pub struct PostMessageTransport {
 
 fn target_origin(options: &JsValue, what: &str) -> Result<String, JsValue> {
     let origin = opt_string(options, "targetOrigin").ok_or_else(|| {
-        type_error(&format!(
-            "PostMessageTransport.{what}: options.targetOrigin is required (the app's origin, e.g. 'https://app.example'; '*' only if you mean it)"
-        ))
+        type_error(&crate::core::message::text(&[
+            "PostMessageTransport.",
+            what,
+            ": options.targetOrigin is required (the app's origin, e.g. 'https://app.example'; '*' only if you mean it)",
+        ]))
     })?;
     if origin == "*" {
         console_warn("abp-wasm: targetOrigin '*' sends every message to whatever page the frame holds; name the app's origin instead");
