@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI runs: setup (incl. browsers), the native core tests, the browser tests in headless Chrome
-# and Firefox, the release build with its typings check, and the demo driven in headless Chromium.
+# and Firefox, the release build with its typings check, the demo driven in headless Chromium, and the
+# packed package consumed by a Vite app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -24,3 +25,6 @@ bash scripts/build.sh
 
 echo "== demo in headless Chromium"
 node scripts/demo-check.mjs
+
+echo "== consumer: npm pack → a Vite app outside the crate → a call and a cancellation in headless Chromium"
+node scripts/consumer.mjs

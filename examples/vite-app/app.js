@@ -1,0 +1,10 @@
+// The app side, importing the package exactly as the README says.
+import init, { AbpApp, PostMessageTransport } from 'abp-wasm';
+
+await init();
+const app = new AbpApp({ id: 'vite.app', name: 'Vite app', version: '1.0.0' });
+app.register('add', ({ a, b }) => a + b);
+app.register('forever', (params, ctx) => new Promise((_, reject) => {
+  ctx.signal.addEventListener('abort', () => { window.abortedWith = ctx.signal.reason.message; reject(ctx.signal.reason); });
+}));
+app.listen(PostMessageTransport.toParent({ allowedOrigins: [location.origin] }));
