@@ -296,14 +296,17 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             p.set("callId", P::string(&call_id));
             p.set("capability", P::string(&capability));
             p.set("params", params);
-            let mut o = P::object();
-            if let Some(t) = timeout {
-                o.set("timeout", P::number(t));
+            // `options` only when there is something in it: every property costs in the structured clone.
+            if timeout.is_some() || progress_token.is_some() {
+                let mut o = P::object();
+                if let Some(t) = timeout {
+                    o.set("timeout", P::number(t));
+                }
+                if let Some(t) = progress_token {
+                    o.set("progressToken", P::string(&t));
+                }
+                p.set("options", o);
             }
-            if let Some(t) = progress_token {
-                o.set("progressToken", P::string(&t));
-            }
-            p.set("options", o);
             envelope(types::CALL, Some(&id), timestamp, p)
         }
         Outgoing::CallResult {

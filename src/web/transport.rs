@@ -301,22 +301,16 @@ impl Link {
 
     /// Posts one message. Fails when the other side is gone or the message cannot be cloned.
     pub(crate) fn send(&self, msg: &JsValue, transfer: Option<&JsValue>) -> Result<(), JsValue> {
-        let empty;
-        let transfer = match transfer {
-            Some(t) if Array::is_array(t) => t,
-            _ => {
-                empty = JsValue::from(Array::new());
-                &empty
-            }
-        };
+        // The two-argument postMessage when there is nothing to transfer: an empty transfer list still costs.
+        let transfer = transfer.filter(|t| Array::is_array(t) && Array::from(t).length() > 0);
         match &self.target {
             Target::Iframe { iframe, origin } => {
                 let win = iframe
                     .content_window()
                     .ok_or_else(|| type_error("the iframe is gone"))?;
-                win.post_message_with_transfer(msg, origin, transfer)
+                post_to(&win, msg, origin, transfer)
             }
-            Target::Window { win, origin } => win.post_message_with_transfer(msg, origin, transfer),
+            Target::Window { win, origin } => post_to(win, msg, origin, transfer),
             Target::Parent { .. } => {
                 let parent = web_sys::window()
                     .and_then(|w| w.parent().ok().flatten())
@@ -328,9 +322,24 @@ impl Link {
                 } else {
                     origin
                 };
-                parent.post_message_with_transfer(msg, &origin, transfer)
+                post_to(&parent, msg, &origin, transfer)
             }
-            Target::Port(port) => port.post_message_with_transferable(msg, transfer),
+            Target::Port(port) => match transfer {
+                Some(t) => port.post_message_with_transferable(msg, t),
+                None => port.post_message(msg),
+            },
         }
+    }
+}
+
+fn post_to(
+    win: &Window,
+    msg: &JsValue,
+    origin: &str,
+    transfer: Option<&JsValue>,
+) -> Result<(), JsValue> {
+    match transfer {
+        Some(t) => win.post_message_with_transfer(msg, origin, t),
+        None => win.post_message(msg, origin),
     }
 }

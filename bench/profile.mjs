@@ -1,0 +1,30 @@
+import { chromium } from 'playwright-core';
+import { serve } from '../www/serve.mjs';
+import { writeFileSync } from 'node:fs';
+const server = await serve(0);
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless=new','--no-sandbox','--disable-gpu','--disable-background-networking','--disable-component-update','--no-first-run'] });
+const page = await browser.newPage();
+await page.goto(`http://127.0.0.1:${server.address().port}/bench/`);
+await page.waitForFunction(() => window.benchReady);
+const cdp = await page.context().newCDPSession(page);
+await cdp.send('Profiler.enable');
+await page.evaluate(async () => {
+  const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=abp'; document.body.appendChild(iframe);
+  while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
+  const { AbpClient, PostMessageTransport } = await import('../pkg/abp_wasm.js');
+  window.abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin }), { agent: { name: 'p', version: '1' } });
+  for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
+});
+await cdp.send('Profiler.setSamplingInterval', { interval: 50 });
+await cdp.send('Profiler.start');
+const t = await page.evaluate(async () => { const t0 = performance.now(); for (let i = 0; i < 5000; i++) await abp.call('echo', { a: 1 }); return (performance.now() - t0) / 5000; });
+const { profile } = await cdp.send('Profiler.stop');
+console.log('mean ms/call', t);
+// self time by function
+const self = new Map(); const byId = new Map(profile.nodes.map(n => [n.id, n]));
+const dt = profile.timeDeltas; const counts = new Map();
+profile.samples.forEach((id, i) => counts.set(id, (counts.get(id) || 0) + (dt[i] || 0)));
+for (const [id, us] of counts) { const n = byId.get(id); const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}`; self.set(k, (self.get(k) || 0) + us); }
+const total = [...self.values()].reduce((a, b) => a + b, 0);
+[...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
+await browser.close(); server.close();
