@@ -215,6 +215,11 @@ impl<P: Payload> AppConn<P> {
         self.session.as_ref().map(|s| s.id.as_str())
     }
 
+    /// The id of the `initialize` that opened the current session.
+    pub fn session_init_id(&self) -> Option<&str> {
+        self.session.as_ref().map(|s| s.init_id.as_str())
+    }
+
     /// Running handlers.
     pub fn active_calls(&self) -> usize {
         self.active.len()

@@ -8,7 +8,7 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, DomException};
+use web_sys::{AbortController, DomException, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
@@ -462,6 +462,7 @@ impl AppConnInner {
             AppOutput::SessionClosed => {
                 if let Some(link) = self.link.borrow().as_ref() {
                     link.set_reply_origin(None);
+                    link.drop_port();
                 }
             }
         }
@@ -628,7 +629,10 @@ impl AppConnInner {
 }
 
 impl Sink for AppConnInner {
-    fn on_message(self: Rc<Self>, data: JsValue, origin: String) {
+    fn on_message(self: Rc<Self>, data: JsValue, origin: String, port: Option<MessagePort>) {
+        // An `initialize` that offers a private channel: once it has opened the session, answer over it.
+        let offer = port.and_then(|p| opt_string(&data, "id").map(|id| (p, id)));
+        let answered_origin = origin.clone();
         if let Some(link) = self.link.borrow().as_ref() {
             if link.is_parent() {
                 let has_session = self.core.borrow().session_id().is_some();
@@ -636,6 +640,20 @@ impl Sink for AppConnInner {
                     // Only the origin that initialized the session is served.
                     Some(o) if has_session && o != origin => return,
                     _ => link.set_reply_origin(Some(origin)),
+                }
+            }
+        }
+        let is_initialize =
+            opt_string(&data, "type").as_deref() == Some(crate::core::message::types::INITIALIZE);
+        if let (true, Some((port, id))) = (is_initialize, offer) {
+            // Adopt before answering, so the initialize-result already travels over the channel.
+            let opens = {
+                let core = self.core.borrow();
+                core.session_init_id().is_none() || core.session_init_id() == Some(id.as_str())
+            };
+            if opens {
+                if let Some(link) = self.link.borrow().as_ref() {
+                    link.adopt_port(port, answered_origin);
                 }
             }
         }
@@ -665,7 +683,15 @@ impl Sink for AppConnInner {
                     capabilities: None,
                 },
             );
-            let _ = self.deliver(msg, None);
+            // On the window, not the channel: a page that is unloading may not get a channel message out.
+            match self.link.borrow().as_ref() {
+                Some(link) => {
+                    let _ = link.send_window(&msg, None);
+                }
+                None => {
+                    let _ = self.deliver(msg, None);
+                }
+            }
         }
         self.core.borrow_mut().transport_lost();
         self.drive();

@@ -8,7 +8,7 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, AbortSignal};
+use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{now, timestamp, Listener, Timer};
 use super::transport::{Link, PostMessageTransport, Sink};
@@ -354,6 +354,19 @@ impl AbpClient {
         self.inner.ignored.get()
     }
 
+    /// How messages travel now: `'channel'` (a private `MessagePort`: a `fromPort` transport, or a frame or
+    /// window whose app accepted the channel offered at `initialize`), `'window'` (window messages, e.g. a
+    /// hand-written app), or `'closed'`.
+    #[wasm_bindgen(getter, unchecked_return_type = "'channel' | 'window' | 'closed'")]
+    pub fn channel(&self) -> JsValue {
+        let s = match self.inner.link.borrow().as_ref() {
+            Some(link) if link.on_port() || link.is_port() => "channel",
+            Some(_) => "window",
+            None => "closed",
+        };
+        JsValue::from_str(s)
+    }
+
     /// How many messages were dropped because they came from the wrong window or origin (a debug counter).
     #[wasm_bindgen(getter, js_name = rejectedMessages)]
     pub fn rejected_messages(&self) -> u32 {
@@ -525,6 +538,11 @@ impl ClientInner {
             Outgoing::Call { call_id, .. } => Some(call_id.clone()),
             _ => None,
         };
+        let kind = match &m {
+            Outgoing::Initialize { .. } => 1,
+            Outgoing::Shutdown { .. } => 2,
+            _ => 0,
+        };
         let (msg, transfer) = encode(
             m,
             timestamp(),
@@ -533,10 +551,18 @@ impl ClientInner {
                 capabilities: None,
             },
         );
-        let sent = match self.link.borrow().as_ref() {
+        let link = self.link.borrow();
+        let sent = match link.as_ref() {
+            Some(link) if kind == 1 => link.send_initialize(&msg),
+            Some(link) if kind == 2 && link.on_port() => {
+                // Also on the window: a page that is unloading may not get a channel message out.
+                let _ = link.send_window(&msg, None);
+                link.send(&msg, None)
+            }
             Some(link) => link.send(&msg, transfer.as_ref()),
             None => Err(type_error("not connected")),
         };
+        drop(link);
         if let (Err(e), Some(call_id)) = (sent, call_id) {
             let error = AbpError::new(
                 ErrorCode::InvalidParams,
@@ -613,7 +639,7 @@ impl ClientInner {
 }
 
 impl Sink for ClientInner {
-    fn on_message(self: Rc<Self>, data: JsValue, _origin: String) {
+    fn on_message(self: Rc<Self>, data: JsValue, _origin: String, _port: Option<MessagePort>) {
         match decode(&data) {
             Ok(m) => {
                 self.core.borrow_mut().handle(m, now());
@@ -631,6 +657,13 @@ impl Sink for ClientInner {
     fn on_page_hide(self: Rc<Self>) {
         self.core.borrow_mut().shutdown(Some("pagehide".to_owned()));
         self.drive();
+    }
+
+    fn on_offered_reply(self: Rc<Self>, port: MessagePort, data: JsValue) {
+        if let Some(link) = self.link.borrow().as_ref() {
+            link.accept_offered(&port);
+        }
+        self.on_message(data, String::new(), None);
     }
 
     fn on_orphan(self: Rc<Self>, data: JsValue) {

@@ -143,8 +143,11 @@ impl PostMessageTransport {
 
 /// What a link reports to its owner. Implemented by the client and app connections.
 pub(crate) trait Sink: 'static {
-    /// An accepted message (source and origin already checked).
-    fn on_message(self: Rc<Self>, data: JsValue, origin: String);
+    /// An accepted message (source and origin already checked). `port`: a `MessagePort` the message carried
+    /// (an agent offers one with `initialize`).
+    fn on_message(self: Rc<Self>, data: JsValue, origin: String, port: Option<MessagePort>);
+    /// Agent side: the app answered on one of the ports offered with `initialize`.
+    fn on_offered_reply(self: Rc<Self>, _port: MessagePort, _data: JsValue) {}
     /// The other side is gone.
     fn on_lost(self: Rc<Self>);
     /// This page is going away.
@@ -165,12 +168,38 @@ enum Verdict {
 }
 
 /// An open transport: sends, and owns every listener it installed.
+///
+/// Frames and windows start on window messages, whose source and origin are checked. With each `initialize`
+/// the agent offers a fresh `MessageChannel` port; an app of this SDK answers on it and both sides then talk
+/// over the private channel (cheaper than window messages, and nobody else can write to it). An app that
+/// ignores the port (a hand-written one) keeps answering on the window and everything stays there.
 pub(crate) struct Link {
     target: Target,
+    sink: Weak<dyn Sink>,
     /// App side: the origin replies go to (the one that initialized the session).
     reply_origin: RefCell<Option<String>>,
+    /// The private channel, once both sides moved to it.
+    port: RefCell<Option<(MessagePort, Listener)>>,
+    /// Agent side: ports offered with `initialize`, until the app answers on one of them.
+    offered: RefCell<Vec<(MessagePort, Listener)>>,
     _listeners: Vec<Listener>,
     _watchdog: Option<Interval>,
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if let Some((port, _)) = self.port.borrow_mut().take() {
+            port.close();
+        }
+        for (port, _) in self.offered.borrow_mut().drain(..) {
+            port.close();
+        }
+    }
+}
+
+fn first_port(e: &MessageEvent) -> Option<MessagePort> {
+    let ports = e.ports();
+    (ports.length() > 0).then(|| ports.get(0).unchecked_into::<MessagePort>())
 }
 
 fn global_target() -> Option<EventTarget> {
@@ -183,6 +212,7 @@ fn same(a: &JsValue, b: &JsValue) -> bool {
 
 impl Link {
     pub(crate) fn open<S: Sink>(target: Target, sink: Weak<S>) -> Result<Link, JsValue> {
+        let dyn_sink: Weak<dyn Sink> = sink.clone();
         let mut listeners = Vec::new();
         let mut watchdog = None;
         let accept: Box<dyn Fn(&MessageEvent) -> Verdict> = match &target {
@@ -256,7 +286,7 @@ impl Link {
             };
             let Some(s) = w.upgrade() else { return };
             match accept(e) {
-                Verdict::Accept => s.on_message(e.data(), e.origin()),
+                Verdict::Accept => s.on_message(e.data(), e.origin(), first_port(e)),
                 Verdict::Orphan => s.on_orphan(e.data()),
                 Verdict::Reject => s.on_rejected(),
             }
@@ -281,10 +311,78 @@ impl Link {
         }
         Ok(Link {
             target,
+            sink: dyn_sink,
             reply_origin: RefCell::new(None),
+            port: RefCell::new(None),
+            offered: RefCell::new(Vec::new()),
             _listeners: listeners,
             _watchdog: watchdog,
         })
+    }
+
+    /// Agent side: sends `initialize`, offering a new private channel with it (frames and windows only).
+    pub(crate) fn send_initialize(&self, msg: &JsValue) -> Result<(), JsValue> {
+        if self.port.borrow().is_some()
+            || !matches!(self.target, Target::Iframe { .. } | Target::Window { .. })
+        {
+            return self.send(msg, None);
+        }
+        let channel = web_sys::MessageChannel::new()?;
+        let (mine, theirs) = (channel.port1(), channel.port2());
+        let w = self.sink.clone();
+        let port = mine.clone();
+        let listener = Listener::new(&mine, "message", move |event| {
+            let (Some(e), Some(s)) = (event.dyn_ref::<MessageEvent>(), w.upgrade()) else {
+                return;
+            };
+            s.on_offered_reply(port.clone(), e.data());
+        });
+        mine.start();
+        self.offered.borrow_mut().push((mine, listener));
+        let transfer: JsValue = Array::of1(&theirs).into();
+        self.send_window(msg, Some(&transfer))
+    }
+
+    /// Agent side: the app answered on `port`; talk over it from now on and drop the other offers.
+    pub(crate) fn accept_offered(&self, port: &MessagePort) {
+        if self.port.borrow().is_some() {
+            return;
+        }
+        let mut offered = self.offered.borrow_mut();
+        if let Some(i) = offered.iter().position(|(p, _)| same(p, port)) {
+            let chosen = offered.swap_remove(i);
+            *self.port.borrow_mut() = Some(chosen);
+        }
+        offered.clear();
+    }
+
+    /// Whether this side talks over the private channel (as opposed to window messages).
+    pub(crate) fn on_port(&self) -> bool {
+        self.port.borrow().is_some()
+    }
+
+    /// App side: answer this session over the port its `initialize` carried.
+    pub(crate) fn adopt_port(&self, port: MessagePort, origin: String) {
+        if self.port.borrow().is_some() {
+            return;
+        }
+        let w = self.sink.clone();
+        let listener = Listener::new(&port, "message", move |event| {
+            let (Some(e), Some(s)) = (event.dyn_ref::<MessageEvent>(), w.upgrade()) else {
+                return;
+            };
+            s.on_message(e.data(), origin.clone(), None);
+        });
+        port.start();
+        *self.port.borrow_mut() = Some((port, listener));
+    }
+
+    /// App side: the session ended; back to window messages until the next `initialize`.
+    pub(crate) fn drop_port(&self) {
+        if let Some((port, listener)) = self.port.borrow_mut().take() {
+            drop(listener);
+            port.close();
+        }
     }
 
     pub(crate) fn set_reply_origin(&self, origin: Option<String>) {
@@ -295,14 +393,35 @@ impl Link {
         self.reply_origin.borrow().clone()
     }
 
+    pub(crate) fn is_port(&self) -> bool {
+        matches!(self.target, Target::Port(_))
+    }
+
     pub(crate) fn is_parent(&self) -> bool {
         matches!(self.target, Target::Parent { .. })
     }
 
-    /// Posts one message. Fails when the other side is gone or the message cannot be cloned.
+    /// Posts one message: over the private channel once there is one, else as a window message.
+    /// Fails when the other side is gone or the message cannot be cloned.
     pub(crate) fn send(&self, msg: &JsValue, transfer: Option<&JsValue>) -> Result<(), JsValue> {
         // The two-argument postMessage when there is nothing to transfer: an empty transfer list still costs.
         let transfer = transfer.filter(|t| Array::is_array(t) && Array::from(t).length() > 0);
+        if let Some((port, _)) = self.port.borrow().as_ref() {
+            return match transfer {
+                Some(t) => port.post_message_with_transferable(msg, t),
+                None => port.post_message(msg),
+            };
+        }
+        self.send_window(msg, transfer)
+    }
+
+    /// Posts on the window (or the transport's own port), never on the private channel: for messages sent
+    /// while a page unloads, which a channel may not deliver.
+    pub(crate) fn send_window(
+        &self,
+        msg: &JsValue,
+        transfer: Option<&JsValue>,
+    ) -> Result<(), JsValue> {
         match &self.target {
             Target::Iframe { iframe, origin } => {
                 let win = iframe

@@ -263,6 +263,12 @@ export interface AbpGlobal {
          * The app's `{ id, name, version }` from the handshake.
          */
         readonly app: AppInfo | undefined;
+        /**
+         * How messages travel now: `'channel'` (a private `MessagePort`: a `fromPort` transport, or a frame or
+         * window whose app accepted the channel offered at `initialize`), `'window'` (window messages, e.g. a
+         * hand-written app), or `'closed'`.
+         */
+        readonly channel: 'channel' | 'window' | 'closed';
         readonly connected: boolean;
         /**
          * How many received messages were ignored because they were not ABP messages (a debug counter).

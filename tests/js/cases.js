@@ -66,7 +66,9 @@ export async function connectAndDescribe() {
   eq(r.data, { a: 1, nested: { b: [1, 2] } }, 'data');
   assert(typeof r.metadata.duration === 'number', 'duration');
   eq(t.abp.pendingCalls, 0, 'nothing pending');
+  eq(t.abp.channel, 'channel', 'an app of this SDK took the private channel offered at initialize');
   await t.done();
+  eq(t.abp.channel, 'closed', 'closed after shutdown');
 }
 
 export async function alreadyAbortedSignalSendsNothing() {
@@ -386,6 +388,7 @@ export async function messagesFromTheWrongOriginAreIgnored() {
   // whose page forges a result for the pending call.
   const iframe = frame('', ORIGIN, 'manual-app.html');
   const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, cancelGrace: 200 });
+  eq(abp.channel, 'window', 'a hand-written app stays on window messages');
   const controller = new AbortController();
   const p = abp.call('hang', {}, { callId: 'O', signal: controller.signal });
   iframe.src = `${OTHER}/tests/fixtures/forger.html?callId=O`;
@@ -413,6 +416,7 @@ export async function crossOriginIframe() {
   const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }), AGENT);
   const controller = new AbortController();
   eq((await abp.call('echo', { hello: 'other origin' })).data, { hello: 'other origin' }, 'cross-origin call');
+  eq(abp.channel, 'channel', 'cross-origin frames take the channel too');
   const p = abp.call('slow', { ms: 5000 }, { signal: controller.signal });
   await sleep(50);
   controller.abort();
