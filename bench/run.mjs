@@ -1,4 +1,5 @@
-// `npm run bench`: measures abp-wasm against a hand-written postMessage protocol (the floor), penpal 7 and
+// `npm run bench`: measures abp-wasm against a hand-written postMessage protocol (the floor; also over a
+// MessagePort, which abp-wasm and penpal move to after their handshakes), penpal 7 and
 // comlink 4, host page ↔ same-origin iframe, all in one headless Chromium run. Prints a table with ratios
 // to the floor, writes bench/results.json and BENCHMARKS.md. Needs `npm run build` first (the script
 // `npm run bench` does both). Set BENCH_CALLS to change the number of sequential calls (default 10000).
@@ -37,7 +38,7 @@ const f = (x, d = 3) => (x === undefined ? 'n/a' : x.toFixed(d));
 const ratio = (x, base) => `${(x / base).toFixed(2)}×`;
 const floor = r.libs.raw;
 const rows = Object.entries(r.libs).map(([lib, m]) =>
-  `| ${lib === 'raw' ? 'raw postMessage (floor)' : lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
+  `| ${({ raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort' })[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
 const mb = (b) => (b / 1048576).toFixed(2);
 const mem = r.memory;
 const chromiumVersion = (() => { try { return execSync('/usr/bin/chromium --version 2>/dev/null').toString().trim(); } catch { return 'chromium'; } })();
