@@ -175,6 +175,16 @@ async fn popup_window_and_its_closing() {
 }
 
 #[wasm_bindgen_test]
+async fn a_flood_of_messages_neither_stalls_nor_breaks_either_side() {
+    check("aFloodOfMessagesNeitherStallsNorBreaksEitherSide").await;
+}
+
+#[wasm_bindgen_test]
+async fn ctx_notify_reaches_the_agent() {
+    check("ctxNotifyReachesTheAgent").await;
+}
+
+#[wasm_bindgen_test]
 async fn options_are_checked() {
     check("optionsAreChecked").await;
 }

@@ -445,6 +445,30 @@ export async function garbageNeitherThrowsNorPanics() {
   await t.done();
 }
 
+export async function aFloodOfMessagesNeitherStallsNorBreaksEitherSide() {
+  const t = await setup();
+  // 10,000 junk messages at the app and 10,000 forged ones at the client, all at once, mid-call.
+  const p = t.abp.call('slow', { ms: 200, steps: 4 });
+  for (let i = 0; i < 10000; i++) {
+    t.win.postMessage(i % 3 ? { type: 'capabilities/cancel', id: `f${i}`, payload: {} } : `junk ${i}`, ORIGIN);
+    postMessage({ type: 'capabilities/call-result', id: `f${i}`, payload: { callId: 'x', success: true } }, ORIGIN);
+  }
+  const t0 = performance.now();
+  eq((await t.abp.call('echo', 'after the flood')).data, 'after the flood', 'a call after the flood');
+  eq((await p).success, true, 'the call in flight survived');
+  assert(performance.now() - t0 < 5000, 'the flood was dealt with in under 5 s');
+  await t.done();
+}
+
+export async function ctxNotifyReachesTheAgent() {
+  const t = await setup();
+  const notes = [];
+  t.abp.onNotification = (n) => notes.push(n);
+  eq((await t.abp.call('tellAndReturn', {}, { callId: 'tn' })).data, 'told', 'result');
+  eq(notes, [{ event: 'job.note', data: { from: 'tn' } }], 'ctx.notify arrived before the result');
+  await t.done();
+}
+
 export async function arrayBuffersSurviveAndTransferMoves() {
   const t = await setup();
   const size = 1 << 20;
@@ -577,7 +601,8 @@ const cases = {
   elicitationAnswered, handlerThatIgnoresItsSignal, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
   messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe,
-  garbageNeitherThrowsNorPanics, arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
+  garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
+  arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, popupWindowAndItsClosing, optionsAreChecked,
 };
 
