@@ -2,7 +2,7 @@
 //!
 //! - [`core`]: the protocol state machines, plain Rust, natively testable.
 //! - `web` (only on `wasm32`): the browser glue exported to JavaScript: `AbpClient`, `AbpApp`,
-//!   `PostMessageTransport`.
+//!   `PostMessageTransport`, `WebSocketTransport`.
 
 pub mod core;
 
@@ -10,4 +10,4 @@ pub mod core;
 mod web;
 
 #[cfg(target_arch = "wasm32")]
-pub use web::{AbpApp, AbpClient, PostMessageTransport};
+pub use web::{AbpApp, AbpClient, PostMessageTransport, WebSocketTransport};

@@ -205,6 +205,22 @@ impl<P: Clone> AgentCore<P> {
         };
     }
 
+    /// The transport came back (a socket that reconnected): starts a new handshake, as a new session.
+    /// Only after a loss; a client closed by `shutdown()` stays closed. Returns whether it started.
+    pub fn reconnect(&mut self, now: f64) -> bool {
+        if self.state != (State::Closed { by_user: false }) {
+            return false;
+        }
+        self.state = State::Idle;
+        self.connect(now);
+        true
+    }
+
+    /// Closed because the transport was lost (not by `shutdown()`).
+    pub fn is_lost(&self) -> bool {
+        self.state == (State::Closed { by_user: false })
+    }
+
     pub fn session_id(&self) -> Option<&str> {
         match &self.state {
             State::Ready { session_id } => Some(session_id),

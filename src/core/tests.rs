@@ -803,6 +803,32 @@ fn losing_the_transport_settles_everything_as_disconnected() {
 }
 
 #[test]
+fn after_a_lost_transport_reconnect_opens_a_new_session_but_not_after_shutdown() {
+    let mut p = Pair::connected();
+    let first = p.agent.session_id().map(str::to_owned);
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.agent.transport_lost();
+    p.app.transport_lost();
+    p.drain();
+    assert!(p.agent.is_lost());
+    assert_eq!(local(p.settled("c1")[0]).0, ErrorCode::Disconnected);
+    assert!(p.agent.reconnect(p.now));
+    assert!(!p.agent.reconnect(p.now), "only one handshake at a time");
+    p.run();
+    assert!(p.agent.is_ready());
+    assert_ne!(p.agent.session_id().map(str::to_owned), first);
+    p.call("c2", "echo", json!({}));
+    p.run();
+    p.complete("c2", json!("ok"));
+    p.run();
+    assert_eq!(remote(p.settled("c2")[0])["data"], json!("ok"));
+    p.agent.shutdown(None);
+    p.drain();
+    assert!(!p.agent.reconnect(p.now), "shutdown() is final");
+}
+
+#[test]
 fn shutdown_aborts_handlers_and_allows_a_new_session() {
     let mut p = Pair::connected();
     p.call("c1", "echo", json!({}));

@@ -12,7 +12,7 @@ use web_sys::{AbortController, DomException, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
-use super::transport::{Link, PostMessageTransport, Sink};
+use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
 use super::value::{id_prefix, is_thenable, make_ctx, opt_number, opt_string, to_str, type_error};
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
@@ -182,8 +182,12 @@ impl AbpApp {
     }
 
     /// Serves agents over `transport`. An app may listen on several transports; each is its own session.
-    pub fn listen(&self, transport: &PostMessageTransport) -> Result<(), JsValue> {
-        let target = transport.take()?;
+    pub fn listen(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "PostMessageTransport | WebSocketTransport")]
+        transport: JsValue,
+    ) -> Result<(), JsValue> {
+        let target = take_target(transport, "AbpApp.listen")?;
         let conn = AppConnInner::new(&self.shared);
         let link = Link::open(target, Rc::downgrade(&conn))?;
         *conn.link.borrow_mut() = Some(link);
@@ -663,6 +667,19 @@ impl Sink for AppConnInner {
     fn on_lost(self: Rc<Self>) {
         self.core.borrow_mut().transport_lost();
         self.drive();
+        // A WebSocket that will not come back: this connection is over.
+        let over = self
+            .link
+            .borrow()
+            .as_ref()
+            .is_some_and(|l| l.is_socket() && !l.reconnects());
+        if over {
+            if let Some(shared) = self.shared.upgrade() {
+                shared.conns.borrow_mut().retain(|c| !Rc::ptr_eq(c, &self));
+            }
+            let link = self.link.borrow_mut().take();
+            wasm_bindgen_futures::spawn_local(async move { drop(link) });
+        }
     }
 
     fn on_page_hide(self: Rc<Self>) {

@@ -11,7 +11,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{now, timestamp, Listener, Timer};
-use super::transport::{Link, PostMessageTransport, Sink};
+use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, id_prefix, is_thenable, js_error, local_response, opt_function, opt_number,
@@ -110,12 +110,13 @@ impl AbpClient {
     /// TIMEOUT after `connectTimeout`, or the app's error code.
     #[wasm_bindgen(unchecked_return_type = "Promise<AbpClient>")]
     pub fn connect(
-        transport: &PostMessageTransport,
+        #[wasm_bindgen(unchecked_param_type = "PostMessageTransport | WebSocketTransport")]
+        transport: JsValue,
         options: ClientOptions,
     ) -> Result<Promise, JsValue> {
         let options: JsValue = options.into();
         let info = agent_info(&options)?;
-        let target = transport.take()?;
+        let target = take_target(transport, "AbpClient.connect")?;
         let mut config = AgentConfig::default();
         if let Some(t) =
             opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0)
@@ -462,10 +463,19 @@ impl ClientInner {
             }
             AgentOutput::ConnectFailed(error) => {
                 let connect = self.js.borrow_mut().connect.take();
-                if let Some((_, reject)) = connect {
-                    call_hook(&reject, &js_error(&error));
+                match connect {
+                    Some((_, reject)) => {
+                        call_hook(&reject, &js_error(&error));
+                        self.drop_link();
+                    }
+                    // A new handshake after a reconnect failed: let the socket go round again.
+                    None if self.reconnects() => {
+                        if let Some(link) = self.link.borrow().as_ref() {
+                            link.bounce();
+                        }
+                    }
+                    None => self.drop_link(),
                 }
-                self.drop_link();
             }
             AgentOutput::Settled {
                 call_id,
@@ -529,7 +539,12 @@ impl ClientInner {
                     c.abort_with_reason(&JsValue::from_str("The call that asked was cancelled"));
                 }
             }
-            AgentOutput::Disconnected => self.drop_link(),
+            AgentOutput::Disconnected => {
+                // A reconnecting WebSocket keeps the client: it starts a new session once the socket is back.
+                if !(self.core.borrow().is_lost() && self.reconnects()) {
+                    self.drop_link();
+                }
+            }
         }
     }
 
@@ -564,10 +579,12 @@ impl ClientInner {
         };
         drop(link);
         if let (Err(e), Some(call_id)) = (sent, call_id) {
-            let error = AbpError::new(
-                ErrorCode::InvalidParams,
-                text(&["The call could not be sent: ", &to_str(&e)]),
-            );
+            // The transport says why when it can (a WebSocket over its size limit: TRANSPORT_ERROR).
+            let code = opt_string(&e, "code")
+                .map(|c| ErrorCode::parse(&c))
+                .unwrap_or(ErrorCode::InvalidParams);
+            let message = opt_string(&e, "message").unwrap_or_else(|| to_str(&e));
+            let error = AbpError::new(code, text(&["The call could not be sent: ", &message]));
             self.core.borrow_mut().fail_call(&call_id, error);
         }
     }
@@ -628,6 +645,10 @@ impl ClientInner {
         self.core.borrow_mut().answer_elicitation(id, answer);
     }
 
+    fn reconnects(&self) -> bool {
+        self.link.borrow().as_ref().is_some_and(Link::reconnects)
+    }
+
     /// Removes the listeners. Deferred to a microtask: this may run inside one of the link's own listeners.
     fn drop_link(self: &Rc<Self>) {
         LIVE.with(|l| l.borrow_mut().retain(|c| !Rc::ptr_eq(c, self)));
@@ -679,5 +700,11 @@ impl Sink for ClientInner {
 
     fn on_rejected(self: Rc<Self>) {
         self.rejected.set(self.rejected.get().saturating_add(1));
+    }
+
+    fn on_reconnected(self: Rc<Self>) {
+        if self.core.borrow_mut().reconnect(now()) {
+            self.drive();
+        }
     }
 }

@@ -49,3 +49,83 @@ export function makeGlobal(dispatch, protocolVersion, app) {
   };
   return api;
 }
+
+// ---- WebSocket frames: JSON text, with binary values as ABP BinaryData (base64) ----
+
+function toBase64(bytes) {
+  if (typeof bytes.toBase64 === 'function') return bytes.toBase64();
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(s);
+}
+
+function fromBase64(text) {
+  if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(text);
+  const s = atob(text);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+function binaryData(bytes) {
+  return { content: toBase64(bytes), encoding: 'base64', mimeType: 'application/octet-stream', size: bytes.length };
+}
+
+function encodeBinary(_key, value) {
+  if (value instanceof ArrayBuffer) return binaryData(new Uint8Array(value));
+  if (ArrayBuffer.isView(value)) return binaryData(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+  if (typeof Blob !== 'undefined' && value instanceof Blob) {
+    throw errorWithCode('INVALID_PARAMS', 'A Blob cannot travel over WebSocket; send await blob.arrayBuffer() instead');
+  }
+  return value;
+}
+
+function decodeBinary(_key, v) {
+  if (v !== null && typeof v === 'object' && v.encoding === 'base64' && typeof v.content === 'string'
+      && typeof v.size === 'number' && !Array.isArray(v)) {
+    try {
+      const bytes = fromBase64(v.content);
+      if (bytes.length === v.size) return bytes.buffer;
+    } catch (_) { /* not base64 after all: leave the object as it is */ }
+  }
+  return v;
+}
+
+let utf8;
+function utf8Length(text) {
+  utf8 = utf8 || new TextEncoder();
+  return utf8.encode(text).length;
+}
+
+/** Over `max` UTF-8 bytes? Exact only when it could matter (one UTF-16 unit is 1 to 3 bytes). */
+function tooLarge(text, max) {
+  return text.length > max || (text.length * 3 > max && utf8Length(text) > max);
+}
+
+/** A message as one text frame. Throws (an Error with `code`) if it cannot be written or is over `max` bytes. */
+export function wsEncode(msg, max) {
+  let text;
+  try {
+    text = JSON.stringify(msg, encodeBinary);
+  } catch (e) {
+    if (e && e.code) throw e;
+    throw errorWithCode('INVALID_PARAMS', 'The message cannot be written as JSON: ' + toStr(e));
+  }
+  if (tooLarge(text, max)) {
+    throw errorWithCode('TRANSPORT_ERROR', 'The message is ' + utf8Length(text) + ' bytes, over maxMessageBytes ('
+      + max + '); send less per call or raise maxMessageBytes on both sides');
+  }
+  return text;
+}
+
+/** A received frame as a message, or undefined for anything that is not JSON text within `max` bytes. */
+export function wsDecode(data, max) {
+  if (typeof data !== 'string' || tooLarge(data, max)) return undefined;
+  try {
+    return data.indexOf('"base64"') >= 0 ? JSON.parse(data, decodeBinary) : JSON.parse(data);
+  } catch (_) {
+    return undefined;
+  }
+}

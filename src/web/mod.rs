@@ -7,10 +7,12 @@ mod app;
 mod client;
 mod dom;
 mod global;
+mod socket;
 mod transport;
 mod types;
 mod value;
 
 pub use app::AbpApp;
 pub use client::AbpClient;
+pub use socket::WebSocketTransport;
 pub use transport::PostMessageTransport;

@@ -8,11 +8,13 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use js_sys::Array;
+use wasm_bindgen::convert::TryFromJsValue;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window};
 
 use super::dom::{Interval, Listener};
+use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
 use super::value::{console_warn, opt_string, type_error};
 use crate::core::schema::Payload;
@@ -31,6 +33,7 @@ pub(crate) enum Target {
         allowed: Vec<String>,
     },
     Port(MessagePort),
+    Socket(Rc<Socket>),
 }
 
 /// Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
@@ -141,6 +144,22 @@ impl PostMessageTransport {
     }
 }
 
+/// The transport a client or app was handed: a `PostMessageTransport` or a `WebSocketTransport`. JavaScript
+/// gives the object up (a transport serves one connection).
+pub(crate) fn take_target(transport: JsValue, who: &str) -> Result<Target, JsValue> {
+    let transport = match PostMessageTransport::try_from_js_value(transport) {
+        Ok(t) => return t.take(),
+        Err(v) => v,
+    };
+    match WebSocketTransport::try_from_js_value(transport) {
+        Ok(t) => t.take().map(Target::Socket),
+        Err(_) => Err(type_error(&crate::core::message::text(&[
+            who,
+            ": expected a PostMessageTransport or a WebSocketTransport (one per connection; this one may be in use already)",
+        ]))),
+    }
+}
+
 /// What a link reports to its owner. Implemented by the client and app connections.
 pub(crate) trait Sink: 'static {
     /// An accepted message (source and origin already checked). `port`: a `MessagePort` the message carried
@@ -157,6 +176,8 @@ pub(crate) trait Sink: 'static {
     /// A message from the right origin whose window is already gone (`event.source` is null): what a frame
     /// posts while it unloads. Only a `shutdown` may be taken from it.
     fn on_orphan(self: Rc<Self>, _data: JsValue) {}
+    /// A reconnecting WebSocket is open again (after an `on_lost`).
+    fn on_reconnected(self: Rc<Self>) {}
 }
 
 /// How a received message relates to the expected sender.
@@ -188,6 +209,9 @@ pub(crate) struct Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
+        if let Target::Socket(socket) = &self.target {
+            socket.close();
+        }
         if let Some((port, _)) = self.port.borrow_mut().take() {
             port.close();
         }
@@ -272,6 +296,18 @@ impl Link {
                 })
             }
             Target::Port(_) => Box::new(|_| Verdict::Accept),
+            Target::Socket(socket) => {
+                socket.attach(dyn_sink.clone());
+                return Ok(Link {
+                    target,
+                    sink: dyn_sink,
+                    reply_origin: RefCell::new(None),
+                    port: RefCell::new(None),
+                    offered: RefCell::new(Vec::new()),
+                    _listeners: Self::page_hide(sink).into_iter().collect(),
+                    _watchdog: None,
+                });
+            }
         };
         let events: EventTarget = match &target {
             Target::Port(port) => port.clone().into(),
@@ -301,14 +337,7 @@ impl Link {
                 }
             }));
         }
-        if let Some(win) = global_target() {
-            let w = sink;
-            listeners.push(Listener::new(&win, "pagehide", move |_| {
-                if let Some(s) = w.upgrade() {
-                    s.on_page_hide();
-                }
-            }));
-        }
+        listeners.extend(Self::page_hide(sink));
         Ok(Link {
             target,
             sink: dyn_sink,
@@ -318,6 +347,27 @@ impl Link {
             _listeners: listeners,
             _watchdog: watchdog,
         })
+    }
+
+    fn page_hide<S: Sink>(sink: Weak<S>) -> Option<Listener> {
+        let win = global_target()?;
+        Some(Listener::new(&win, "pagehide", move |_| {
+            if let Some(s) = sink.upgrade() {
+                s.on_page_hide();
+            }
+        }))
+    }
+
+    /// A WebSocket link that opens a new socket when one is lost.
+    pub(crate) fn reconnects(&self) -> bool {
+        matches!(&self.target, Target::Socket(s) if s.reconnects())
+    }
+
+    /// Drops the current socket of a reconnecting WebSocket link, so that a new one is opened.
+    pub(crate) fn bounce(&self) {
+        if let Target::Socket(s) = &self.target {
+            s.bounce();
+        }
     }
 
     /// Agent side: sends `initialize`, offering a new private channel with it (frames and windows only).
@@ -397,6 +447,10 @@ impl Link {
         matches!(self.target, Target::Port(_))
     }
 
+    pub(crate) fn is_socket(&self) -> bool {
+        matches!(self.target, Target::Socket(_))
+    }
+
     pub(crate) fn is_parent(&self) -> bool {
         matches!(self.target, Target::Parent { .. })
     }
@@ -447,6 +501,7 @@ impl Link {
                 Some(t) => port.post_message_with_transferable(msg, t),
                 None => port.post_message(msg),
             },
+            Target::Socket(socket) => socket.send(msg),
         }
     }
 }

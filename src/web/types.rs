@@ -176,6 +176,18 @@ export interface AbpGlobal {
 export interface IframeOptions { targetOrigin: string }
 export interface WindowOptions { targetOrigin: string }
 export interface ParentOptions { allowedOrigins?: string[] }
+
+export interface WebSocketOptions {
+  /** Subprotocols offered in the handshake. */
+  protocols?: string | string[];
+  /** Largest frame, in UTF-8 bytes, either way (default 16 MiB). A bigger outgoing message is not sent: the
+   *  call resolves TRANSPORT_ERROR (or the handler's result becomes OPERATION_FAILED) and the socket stays
+   *  open. A bigger incoming frame is dropped unread and counted in `ignoredMessages`. */
+  maxMessageBytes?: number;
+  /** Open a new socket after a drop, with exponential backoff (default off). Pending calls still resolve
+   *  DISCONNECTED at the drop; a client then starts a new session by itself. */
+  reconnect?: boolean | { initialDelay?: number; maxDelay?: number; maxAttempts?: number };
+}
 "#;
 
 #[wasm_bindgen]
@@ -198,4 +210,6 @@ extern "C" {
     pub type WindowOptions;
     #[wasm_bindgen(typescript_type = "ParentOptions")]
     pub type ParentOptions;
+    #[wasm_bindgen(typescript_type = "WebSocketOptions")]
+    pub type WebSocketOptions;
 }

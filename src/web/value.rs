@@ -23,6 +23,10 @@ extern "C" {
     pub(crate) fn to_str(v: &JsValue) -> String;
     #[wasm_bindgen(js_name = errorWithCode)]
     pub(crate) fn error_with_code(code: &str, message: &str) -> JsValue;
+    #[wasm_bindgen(js_name = wsEncode, catch)]
+    pub(crate) fn ws_encode(msg: &JsValue, max: f64) -> Result<String, JsValue>;
+    #[wasm_bindgen(js_name = wsDecode)]
+    pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
