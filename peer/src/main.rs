@@ -133,6 +133,8 @@ fn main() {
 fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_exit: bool) {
     let _ = stream.set_nodelay(true);
     let mut path = String::new();
+    // The signature is tungstenite's `Callback`; its error type is not ours to shrink.
+    #[allow(clippy::result_large_err)]
     let callback = |req: &Request, res: Response| {
         path = req.uri().path().to_owned();
         Ok(res)
