@@ -357,10 +357,15 @@ impl AbpClient {
 
     /// How messages travel now: `'channel'` (a private `MessagePort`: a `fromPort` transport, or a frame or
     /// window whose app accepted the channel offered at `initialize`), `'window'` (window messages, e.g. a
-    /// hand-written app), or `'closed'`.
-    #[wasm_bindgen(getter, unchecked_return_type = "'channel' | 'window' | 'closed'")]
+    /// hand-written app), `'socket'` (a `WebSocketTransport`; see `connected` for whether it is up), or
+    /// `'closed'`.
+    #[wasm_bindgen(
+        getter,
+        unchecked_return_type = "'channel' | 'window' | 'socket' | 'closed'"
+    )]
     pub fn channel(&self) -> JsValue {
         let s = match self.inner.link.borrow().as_ref() {
+            Some(link) if link.is_socket() => "socket",
             Some(link) if link.on_port() || link.is_port() => "channel",
             Some(_) => "window",
             None => "closed",

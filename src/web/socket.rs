@@ -151,6 +151,14 @@ impl WebSocketTransport {
         Ok(promise)
     }
 
+    /// Closes the socket of a transport that was never handed to a client or app (once handed over, the
+    /// client's `shutdown()` or the app's `close()` closes it).
+    pub fn close(&self) {
+        if let Some(socket) = self.socket.borrow_mut().take() {
+            socket.close();
+        }
+    }
+
     /// The URL this transport connects to.
     #[wasm_bindgen(getter)]
     pub fn url(&self) -> String {
@@ -171,6 +179,14 @@ impl WebSocketTransport {
 /// Runs `f` after the current task: for work that must not happen inside the listener that triggered it.
 fn later(f: impl FnOnce() + 'static) {
     wasm_bindgen_futures::spawn_local(async move { f() });
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        if let Some(ws) = self.ws.get_mut().take() {
+            let _ = ws.close_with_code(1000);
+        }
+    }
 }
 
 impl Socket {
