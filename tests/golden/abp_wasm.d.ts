@@ -173,6 +173,18 @@ export interface AbpGlobal {
     export interface WindowOptions { targetOrigin: string }
     export interface ParentOptions { allowedOrigins?: string[] }
 
+    export interface WebSocketOptions {
+        /** Subprotocols offered in the handshake. */
+        protocols?: string | string[];
+        /** Largest frame, in UTF-8 bytes, either way (default 16 MiB). A bigger outgoing message is not sent: the
+         *  call resolves TRANSPORT_ERROR (or the handler's result becomes OPERATION_FAILED) and the socket stays
+         *  open. A bigger incoming frame is dropped unread and counted in `ignoredMessages`. */
+        maxMessageBytes?: number;
+        /** Open a new socket after a drop, with exponential backoff (default off). Pending calls still resolve
+         *  DISCONNECTED at the drop; a client then starts a new session by itself. */
+        reconnect?: boolean | { initialDelay?: number; maxDelay?: number; maxAttempts?: number };
+    }
+
 
 
     /**
@@ -194,7 +206,7 @@ export interface AbpGlobal {
         /**
          * Serves agents over `transport`. An app may listen on several transports; each is its own session.
          */
-        listen(transport: PostMessageTransport): void;
+        listen(transport: PostMessageTransport | WebSocketTransport): void;
         constructor(info: AppInfo, options?: AppOptions | null);
         /**
          * Sends a notification to every connected agent. Returns how many sessions were told.
@@ -245,7 +257,7 @@ export interface AbpGlobal {
          * loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
          * TIMEOUT after `connectTimeout`, or the app's error code.
          */
-        static connect(transport: PostMessageTransport, options: ClientOptions): Promise<AbpClient>;
+        static connect(transport: PostMessageTransport | WebSocketTransport, options: ClientOptions): Promise<AbpClient>;
         describeCapability(name: string): CapabilityDescriptor | null;
         /**
          * The capabilities the app announced (kept current when it announces changes).
@@ -266,9 +278,10 @@ export interface AbpGlobal {
         /**
          * How messages travel now: `'channel'` (a private `MessagePort`: a `fromPort` transport, or a frame or
          * window whose app accepted the channel offered at `initialize`), `'window'` (window messages, e.g. a
-         * hand-written app), or `'closed'`.
+         * hand-written app), `'socket'` (a `WebSocketTransport`; see `connected` for whether it is up), or
+         * `'closed'`.
          */
-        readonly channel: 'channel' | 'window' | 'closed';
+        readonly channel: 'channel' | 'window' | 'socket' | 'closed';
         readonly connected: boolean;
         /**
          * How many received messages were ignored because they were not ABP messages (a debug counter).
@@ -314,4 +327,28 @@ export interface AbpGlobal {
          * `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
          */
         static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
+    }
+
+    /**
+     * ABP over a WebSocket: `await WebSocketTransport.connect('wss://…')`, then hand it to `AbpClient.connect` or
+     * `app.listen`. One transport serves one connection.
+     */
+    export class WebSocketTransport {
+        private constructor();
+        free(): void;
+        [Symbol.dispose](): void;
+        /**
+         * Closes the socket of a transport that was never handed to a client or app (once handed over, the
+         * client's `shutdown()` or the app's `close()` closes it).
+         */
+        close(): void;
+        /**
+         * Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
+         * DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options.
+         */
+        static connect(url: string, options?: WebSocketOptions | null): Promise<WebSocketTransport>;
+        /**
+         * The URL this transport connects to.
+         */
+        readonly url: string;
     }

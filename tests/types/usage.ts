@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit --strict` against the generated pkg/abp_wasm.d.ts: the README's usage must
 // type-check, typed handlers must be accepted, and results must carry real types (not `any`).
 import init, {
-  AbpApp, AbpClient, PostMessageTransport,
+  AbpApp, AbpClient, PostMessageTransport, WebSocketTransport, type WebSocketOptions,
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
   type SupportInfo, type CapabilityDescriptor,
 } from '../../pkg/abp_wasm.js';
@@ -41,4 +41,15 @@ export function app(): void {
   void g.call('export.pdf', { pages: 1 }).then((r: ABPResponse) => r.success);
   const n: number = app.activeCalls + app.notify('saved', { id: 1 });
   void n;
+}
+
+export async function overWebSocket(): Promise<boolean> {
+  const options: WebSocketOptions = { maxMessageBytes: 1 << 20, reconnect: { initialDelay: 250, maxDelay: 5000 } };
+  const app = new AbpApp({ id: 'com.example.ws', name: 'WS app', version: '1.0.0' });
+  app.listen(await WebSocketTransport.connect('ws://127.0.0.1:8787/agent', options));
+  const transport: WebSocketTransport = await WebSocketTransport.connect('wss://relay.example/relay/room/agent', { reconnect: true });
+  const abp = await AbpClient.connect(transport, { agent: { name: 'my-agent', version: '1.0.0' } });
+  const r: ABPResponse<ArrayBuffer> = await abp.call('bytes', { data: new Uint8Array([1, 2]) }) as ABPResponse<ArrayBuffer>;
+  const channel: 'channel' | 'window' | 'socket' | 'closed' = abp.channel;
+  return r.success && channel === 'socket' && transport.url.length > 0;
 }
