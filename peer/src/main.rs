@@ -135,8 +135,23 @@ fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_
     let mut path = String::new();
     // The signature is tungstenite's `Callback`; its error type is not ours to shrink.
     #[allow(clippy::result_large_err)]
-    let callback = |req: &Request, res: Response| {
+    let callback = |req: &Request, mut res: Response| {
         path = req.uri().path().to_owned();
+        // Speak the subprotocol "abp" when the client offers it (a browser fails a handshake that offered
+        // protocols and got none back, so any other offer is answered with none and refused by the browser).
+        let offers_abp = req
+            .headers()
+            .get_all("sec-websocket-protocol")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|p| p.trim() == "abp");
+        if offers_abp {
+            res.headers_mut().insert(
+                "sec-websocket-protocol",
+                tungstenite::http::HeaderValue::from_static("abp"),
+            );
+        }
         Ok(res)
     };
     let ws = match tungstenite::accept_hdr_with_config(stream, callback, Some(config)) {

@@ -159,6 +159,14 @@ impl WebSocketTransport {
         }
     }
 
+    /// The subprotocol the server chose (`''` if none).
+    #[wasm_bindgen(getter)]
+    pub fn protocol(&self) -> String {
+        let socket = self.socket.borrow();
+        let ws = socket.as_ref().and_then(|s| s.ws.borrow().clone());
+        ws.map(|ws| ws.protocol()).unwrap_or_default()
+    }
+
     /// The URL this transport connects to.
     #[wasm_bindgen(getter)]
     pub fn url(&self) -> String {

@@ -348,6 +348,10 @@ export interface AbpGlobal {
          */
         static connect(url: string, options?: WebSocketOptions | null): Promise<WebSocketTransport>;
         /**
+         * The subprotocol the server chose (`''` if none).
+         */
+        readonly protocol: string;
+        /**
          * The URL this transport connects to.
          */
         readonly url: string;

@@ -356,6 +356,13 @@ export async function wsOptionsAreChecked() {
   e = null;
   try { await WebSocketTransport.connect('ws://127.0.0.1:9/'); } catch (err) { e = err; }
   eq(e && e.code, 'DISCONNECTED', `an unreachable server: ${e}`);
+  // Subprotocols: the peer speaks "abp" when offered.
+  const sub = await WebSocketTransport.connect(`${BASE}/relay/${room()}/app`, { protocols: ['abp'] });
+  eq(sub.protocol, 'abp', 'the negotiated subprotocol');
+  sub.close();
+  e = null;
+  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { protocols: 7 }); } catch (err) { e = err; }
+  assert(e instanceof TypeError && /protocols/.test(e.message), `bad protocols: ${e}`);
   // A transport serves one connection.
   const tr = await WebSocketTransport.connect(`${BASE}/relay/${room()}/app`);
   const app = new AbpApp({ id: 'a', name: 'a', version: '1' });
