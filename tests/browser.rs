@@ -12,6 +12,8 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
 
+mod common;
+
 wasm_bindgen_test_configure!(run_in_browser);
 
 // Link the library so its exports are part of the test build the fixtures import.
@@ -26,17 +28,7 @@ extern "C" {
 
 /// Runs one case and fails the test with the JS error's message and stack.
 async fn check(name: &str) {
-    if let Err(e) = run_case(name).await {
-        let stack = js_sys::Reflect::get(&e, &"stack".into())
-            .ok()
-            .and_then(|s| s.as_string())
-            .unwrap_or_default();
-        panic!(
-            "{}\n{}",
-            e.as_string().unwrap_or_else(|| format!("{e:?}")),
-            stack
-        );
-    }
+    common::report(run_case(name).await);
 }
 
 #[wasm_bindgen_test]

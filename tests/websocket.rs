@@ -10,6 +10,8 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
 
+mod common;
+
 wasm_bindgen_test_configure!(run_in_browser);
 
 #[allow(unused_imports)]
@@ -27,17 +29,7 @@ async fn check(name: &str) {
     let Some(base) = PEER else {
         panic!("ABP_PEER_URL is not set: run scripts/test.sh, which starts abp-peer and sets it");
     };
-    if let Err(e) = run_ws_case(name, base).await {
-        let stack = js_sys::Reflect::get(&e, &"stack".into())
-            .ok()
-            .and_then(|s| s.as_string())
-            .unwrap_or_default();
-        panic!(
-            "{}\n{}",
-            e.as_string().unwrap_or_else(|| format!("{e:?}")),
-            stack
-        );
-    }
+    common::report(run_ws_case(name, base).await);
 }
 
 #[wasm_bindgen_test]

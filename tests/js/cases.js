@@ -2,30 +2,12 @@
 // run by tests/browser.rs in headless Chrome and Firefox. Real iframes load tests/fixtures/app.html, which
 // imports this same test build and serves the capabilities the cases assert on.
 import { AbpApp, AbpClient, PostMessageTransport } from '/wasm-bindgen-test';
+import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
 
 const ORIGIN = location.origin;
 // The same server under another host name is another origin: real cross-origin iframes.
 const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
 const AGENT = { agent: { name: 'test-agent', version: '1.0.0' } };
-
-const pageErrors = [];
-addEventListener('error', (e) => pageErrors.push(String(e.message)));
-addEventListener('unhandledrejection', (e) => pageErrors.push(String(e.reason)));
-
-function fail(msg) { throw new Error(msg); }
-function assert(cond, msg) { if (!cond) fail(`assertion failed: ${msg}`); }
-function eq(actual, expected, msg) {
-  const a = JSON.stringify(actual), b = JSON.stringify(expected);
-  if (a !== b) fail(`${msg}: expected ${b}, got ${a}`);
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(f, what, ms = 3000) {
-  const t0 = performance.now();
-  while (!f()) {
-    if (performance.now() - t0 > ms) fail(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 function frame(query = '', origin = ORIGIN, page = 'app.html') {
   const iframe = document.createElement('iframe');
@@ -608,14 +590,7 @@ const cases = {
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
 export async function runCase(name) {
-  const f = cases[name];
-  if (!f) fail(`no case named ${name}`);
-  let timer;
-  const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${name} hung for 20 s`)), 20000); });
-  try {
-    await Promise.race([f(), hang]);
-  } finally {
-    clearTimeout(timer);
+  await runNamed(cases, name, 20000, () => {
     for (const f of document.querySelectorAll('iframe')) f.remove();
-  }
+  });
 }

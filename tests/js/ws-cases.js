@@ -5,28 +5,10 @@
 // - Native agent ↔ browser app: an AbpApp on /agent/<room>, driven by the peer's AgentCore; the test sends it
 //   commands over /control/<room> and reads its events there.
 import { AbpApp, AbpClient, WebSocketTransport } from '/wasm-bindgen-test';
+import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
 
 const AGENT = { agent: { name: 'ws-test-agent', version: '1.0.0' } };
 let BASE = '';
-
-const pageErrors = [];
-addEventListener('error', (e) => pageErrors.push(String(e.message)));
-addEventListener('unhandledrejection', (e) => pageErrors.push(String(e.reason)));
-
-function fail(msg) { throw new Error(msg); }
-function assert(cond, msg) { if (!cond) fail(`assertion failed: ${msg}`); }
-function eq(actual, expected, msg) {
-  const a = JSON.stringify(actual), b = JSON.stringify(expected);
-  if (a !== b) fail(`${msg}: expected ${b}, got ${a}`);
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(f, what, ms = 3000) {
-  const t0 = performance.now();
-  while (!f()) {
-    if (performance.now() - t0 > ms) fail(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 let rooms = 0;
 const room = () => `r${Date.now().toString(36)}-${++rooms}`;
@@ -438,15 +420,8 @@ const cases = {
 
 export async function runWsCase(name, base) {
   BASE = base;
-  const f = cases[name];
-  if (!f) fail(`no case named ${name}`);
-  let timer;
-  const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${name} hung for 30 s`)), 30000); });
-  try {
-    await Promise.race([f(), hang]);
-    eq(pageErrors, [], 'no uncaught errors on the page');
-  } finally {
-    clearTimeout(timer);
+  await runNamed(cases, name, 30000, () => {
     for (const c of cleanups.splice(0)) { try { c(); } catch (_) { /* already closed */ } }
-  }
+  });
+  eq(pageErrors, [], 'no uncaught errors on the page');
 }
