@@ -2,7 +2,9 @@
 //! elicitation bookkeeping. No clock and no I/O: messages go in through [`AgentCore::handle`], time through
 //! `now` arguments and [`AgentCore::handle_timeout`], and everything to do comes out of [`AgentCore::poll`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use super::map::StrMap;
 
 use super::error::{AbpError, ErrorCode};
 use super::message::{text, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
@@ -156,12 +158,12 @@ pub struct AgentCore<P> {
     config: AgentConfig,
     state: State,
     ids: IdGen,
-    calls: HashMap<String, Pending>,
-    by_msg: HashMap<String, String>,
-    by_token: HashMap<String, String>,
-    cancels: HashMap<String, CancelReq>,
+    calls: StrMap<Pending>,
+    by_msg: StrMap<String>,
+    by_token: StrMap<String>,
+    cancels: StrMap<CancelReq>,
     /// elicitation request id → the call that asked
-    elicits: HashMap<String, Option<String>>,
+    elicits: StrMap<Option<String>>,
     out: VecDeque<AgentOutput<P>>,
     next_seq: u64,
 }
@@ -172,11 +174,11 @@ impl<P: Clone> AgentCore<P> {
             config,
             state: State::Idle,
             ids: IdGen::new(id_prefix),
-            calls: HashMap::new(),
-            by_msg: HashMap::new(),
-            by_token: HashMap::new(),
-            cancels: HashMap::new(),
-            elicits: HashMap::new(),
+            calls: StrMap::new(),
+            by_msg: StrMap::new(),
+            by_token: StrMap::new(),
+            cancels: StrMap::new(),
+            elicits: StrMap::new(),
             out: VecDeque::new(),
             next_seq: 0,
         }
@@ -429,9 +431,9 @@ impl<P: Clone> AgentCore<P> {
                 .push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
         }
         self.state = State::Closed { by_user };
-        let mut calls: Vec<_> = self.calls.drain().collect();
-        calls.sort_unstable_by_key(|c| c.1.seq);
-        for (call_id, _) in calls {
+        let mut calls: Vec<(u64, String)> = self.calls.drain().map(|(id, c)| (c.seq, id)).collect();
+        calls.sort_unstable();
+        for (_, call_id) in calls {
             self.out.push_back(AgentOutput::Settled {
                 call_id,
                 settlement: Settlement::Local {

@@ -2,7 +2,9 @@
 //! coalescing and elicitation bookkeeping. Handlers themselves live outside (in JavaScript); this state
 //! machine tells the glue when to start or abort one and what to send.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use super::map::{StrMap, StrSet};
 
 use super::error::{AbpError, ErrorCode};
 use super::message::{
@@ -13,14 +15,14 @@ use super::schema::{validate, Payload};
 /// Registered capabilities: name → descriptor (the descriptor may hold an `inputSchema`).
 pub struct Registry<P> {
     order: Vec<String>,
-    caps: HashMap<String, Option<P>>,
+    caps: StrMap<Option<P>>,
 }
 
 impl<P: Payload> Default for Registry<P> {
     fn default() -> Self {
         Registry {
             order: Vec::new(),
-            caps: HashMap::new(),
+            caps: StrMap::new(),
         }
     }
 }
@@ -159,7 +161,7 @@ struct Session {
 /// Bounded memory of finished calls.
 struct Recent {
     order: VecDeque<String>,
-    map: HashMap<String, Finished>,
+    map: StrMap<Finished>,
     cap: usize,
 }
 
@@ -180,12 +182,12 @@ pub struct AppConn<P> {
     config: AppConfig,
     session: Option<Session>,
     ids: IdGen,
-    active: HashMap<String, Active<P>>,
+    active: StrMap<Active<P>>,
     queued: VecDeque<Queued<P>>,
-    queued_ids: HashSet<String>,
+    queued_ids: StrSet,
     finished: Recent,
     /// elicitation id → the call that asked
-    elicits: HashMap<String, Option<String>>,
+    elicits: StrMap<Option<String>>,
     out: VecDeque<AppOutput<P>>,
     next_seq: u64,
 }
@@ -197,15 +199,15 @@ impl<P: Payload> AppConn<P> {
             config,
             session: None,
             ids: IdGen::new(id_prefix),
-            active: HashMap::new(),
+            active: StrMap::new(),
             queued: VecDeque::new(),
-            queued_ids: HashSet::new(),
+            queued_ids: StrSet::new(),
             finished: Recent {
                 order: VecDeque::new(),
-                map: HashMap::new(),
+                map: StrMap::new(),
                 cap,
             },
-            elicits: HashMap::new(),
+            elicits: StrMap::new(),
             out: VecDeque::new(),
             next_seq: 0,
         }

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod app;
 pub mod codec;
 pub mod error;
+pub mod map;
 pub mod message;
 pub mod schema;
 

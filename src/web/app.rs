@@ -1,8 +1,8 @@
 //! `AbpApp`: the app side. A registry of capability handlers; each call gets a `ctx` with its own
 //! `AbortSignal` from an `AbortController` this SDK owns.
 
+use crate::core::map::StrMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Object, Promise};
@@ -31,7 +31,7 @@ pub(crate) struct AppShared {
     pub(crate) info: JsValue,
     pub(crate) config: AppConfig,
     pub(crate) registry: RefCell<Registry<JsValue>>,
-    handlers: RefCell<HashMap<String, Function>>,
+    handlers: RefCell<StrMap<Function>>,
     conns: RefCell<Vec<Rc<AppConnInner>>>,
     global: RefCell<Option<Rc<GlobalSession>>>,
 }
@@ -66,8 +66,8 @@ struct Running {
 pub(crate) struct AppConnInner {
     shared: Weak<AppShared>,
     pub(crate) core: RefCell<AppConn<JsValue>>,
-    running: RefCell<HashMap<String, Running>>,
-    elicits: RefCell<HashMap<String, Function>>,
+    running: RefCell<StrMap<Running>>,
+    elicits: RefCell<StrMap<Function>>,
     link: RefCell<Option<Link>>,
     outlet: RefCell<Option<Rc<dyn Outlet>>>,
     timer: RefCell<Option<Timer>>,
@@ -133,7 +133,7 @@ impl AbpApp {
                 info,
                 config,
                 registry: RefCell::new(Registry::default()),
-                handlers: RefCell::new(HashMap::new()),
+                handlers: RefCell::new(StrMap::new()),
                 conns: RefCell::new(Vec::new()),
                 global: RefCell::new(None),
             }),
@@ -326,8 +326,8 @@ impl AppConnInner {
         let conn = Rc::new(AppConnInner {
             shared: Rc::downgrade(shared),
             core: RefCell::new(AppConn::new(shared.config.clone(), id_prefix())),
-            running: RefCell::new(HashMap::new()),
-            elicits: RefCell::new(HashMap::new()),
+            running: RefCell::new(StrMap::new()),
+            elicits: RefCell::new(StrMap::new()),
             link: RefCell::new(None),
             outlet: RefCell::new(None),
             timer: RefCell::new(None),

@@ -1,8 +1,8 @@
 //! `AbpClient`: the agent side. Calls return Promises that always resolve to an `ABPResponse`;
 //! an `AbortSignal` or a timeout cancels them on the app too.
 
+use crate::core::map::StrMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Promise};
@@ -40,9 +40,9 @@ struct Hooks {
 }
 
 struct ClientJs {
-    calls: HashMap<String, CallJs>,
-    cancels: HashMap<String, Function>,
-    elicits: HashMap<String, AbortController>,
+    calls: StrMap<CallJs>,
+    cancels: StrMap<Function>,
+    elicits: StrMap<AbortController>,
     connect: Option<(Function, Function)>,
     capabilities: JsValue,
     app: JsValue,
@@ -136,9 +136,9 @@ impl AbpClient {
         let inner = Rc::new(ClientInner {
             core: RefCell::new(AgentCore::new(config, id_prefix())),
             js: RefCell::new(ClientJs {
-                calls: HashMap::new(),
-                cancels: HashMap::new(),
-                elicits: HashMap::new(),
+                calls: StrMap::new(),
+                cancels: StrMap::new(),
+                elicits: StrMap::new(),
                 connect: None,
                 capabilities: Array::new().into(),
                 app: JsValue::UNDEFINED,

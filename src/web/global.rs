@@ -1,8 +1,8 @@
 //! `window.abp`: the in-page ABP API for Puppeteer/Playwright agents, a session of its own over the same
 //! app core. Calls become messages fed to the core; its answers resolve the Promises the page returned.
 
+use crate::core::map::StrMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Array, Function, Promise, Reflect};
@@ -19,7 +19,7 @@ type GlobalDispatch = Closure<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>
 
 pub(crate) struct GlobalSession {
     conn: Weak<AppConnInner>,
-    pending: RefCell<HashMap<String, Function>>,
+    pending: RefCell<StrMap<Function>>,
     api: RefCell<JsValue>,
     _dispatch: RefCell<Option<GlobalDispatch>>,
 }
@@ -44,7 +44,7 @@ impl GlobalSession {
     pub(crate) fn install(conn: &Rc<AppConnInner>) -> Result<Rc<GlobalSession>, JsValue> {
         let session = Rc::new(GlobalSession {
             conn: Rc::downgrade(conn),
-            pending: RefCell::new(HashMap::new()),
+            pending: RefCell::new(StrMap::new()),
             api: RefCell::new(JsValue::UNDEFINED),
             _dispatch: RefCell::new(None),
         });
