@@ -27,5 +27,15 @@ const dt = profile.timeDeltas; const counts = new Map();
 profile.samples.forEach((id, i) => counts.set(id, (counts.get(id) || 0) + (dt[i] || 0)));
 for (const [id, us] of counts) { const n = byId.get(id); const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}`; self.set(k, (self.get(k) || 0) + us); }
 const total = [...self.values()].reduce((a, b) => a + b, 0);
-[...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
-await browser.close(); server.close();
+[...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
+// self time by kind: wasm code, the generated JS glue, our glue.js snippet, browser internals
+const kinds = new Map();
+for (const [k, v] of self) {
+  const kind = k.includes('.wasm') ? 'wasm' : k.includes('abp_wasm.js') ? 'wasm-bindgen glue' : k.includes('glue.js') ? 'glue.js'
+    : k.includes('frame.html') || k.includes('bench/') ? 'bench page' : k.startsWith('(') ? k.split(' ')[0] : `native: ${k.split(' ')[0]}`;
+  kinds.set(kind, (kinds.get(kind) || 0) + v);
+}
+console.log('--- by kind');
+[...kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
+await browser.close();
+server.close();

@@ -1,10 +1,13 @@
 //! `JsValue` as a core payload, plus the few JS conversions the glue needs.
 
+use std::cell::RefCell;
+
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::core::codec::{encode_error, Wire};
+use crate::core::map::StrMap;
 use crate::core::schema::{Kind, Payload};
 use crate::core::AbpError;
 
@@ -61,10 +64,11 @@ impl Payload for JsValue {
         }
     }
     fn get(&self, key: &str) -> Option<Self> {
+        // Checked first: Reflect.get would throw for a primitive, and a thrown exception costs far more.
         if !self.is_object() {
             return None;
         }
-        Reflect::get(self, &JsValue::from_str(key))
+        Reflect::get(self, &js_key(key))
             .ok()
             .filter(|v| !v.is_undefined())
     }
@@ -121,7 +125,7 @@ impl Wire for JsValue {
         items.into_iter().collect::<Array>().into()
     }
     fn set(&mut self, key: &str, value: Self) {
-        let _ = Reflect::set(self, &JsValue::from_str(key), &value);
+        let _ = Reflect::set(self, &js_key(key), &value);
     }
     fn shallow_copy(&self) -> Self {
         let target = Object::new();
@@ -130,6 +134,33 @@ impl Wire for JsValue {
         }
         target.into()
     }
+}
+
+thread_local! {
+    /// Property names already made into JS strings. Envelope keys are a few dozen literals; making each one
+    /// again (UTF-8 → UTF-16 through the glue) on every get and set was a good part of a call's cost.
+    static KEYS: RefCell<StrMap<JsValue>> = const { RefCell::new(StrMap::new()) };
+    /// Random bytes for call ids, fetched from `crypto.getRandomValues` a batch at a time.
+    static RANDOM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many property names [`js_key`] keeps (names from users' schemas count too; beyond this they are
+/// simply not cached).
+const KEY_CACHE: usize = 256;
+
+/// `key` as a JS string, cached.
+fn js_key(key: &str) -> JsValue {
+    KEYS.with(|k| {
+        let mut keys = k.borrow_mut();
+        if let Some(v) = keys.get(key) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(key);
+        if keys.len() < KEY_CACHE {
+            keys.insert(key.to_owned(), v.clone());
+        }
+        v
+    })
 }
 
 /// `{ success:false, error, cancelled? }`: a response settled on this side.
@@ -172,30 +203,38 @@ pub(crate) fn opt_function(v: &JsValue, key: &str) -> Option<js_sys::Function> {
         .and_then(|x| x.dyn_into::<js_sys::Function>().ok())
 }
 
-/// A random UUID v4: `crypto.randomUUID()` where it exists, else `crypto.getRandomValues`.
+/// A random UUID v4 from `crypto.getRandomValues` (fetched 512 bytes at a time: one call into JS per 32 ids).
 pub(crate) fn random_uuid() -> String {
-    let crypto = Reflect::get(&js_sys::global(), &JsValue::from_str("crypto")).ok();
-    if let Some(crypto) = crypto.as_ref().filter(|c| c.is_object()) {
-        if let Some(f) = opt_function(crypto, "randomUUID") {
-            if let Some(s) = f.call0(crypto).ok().and_then(|v| v.as_string()) {
-                return s;
-            }
-        }
-        if let Some(f) = opt_function(crypto, "getRandomValues") {
-            let bytes = js_sys::Uint8Array::new_with_length(16);
-            if f.call1(crypto, &bytes).is_ok() {
-                let mut b = [0u8; 16];
-                bytes.copy_to(&mut b);
-                return crate::core::message::uuid_v4(b);
-            }
-        }
-    }
-    // No crypto at all: still unique enough per page for message correlation.
     let mut b = [0u8; 16];
-    for (i, x) in b.iter_mut().enumerate() {
-        *x = (js_sys::Math::random() * 256.0) as u8 ^ (i as u8);
-    }
+    RANDOM.with(|r| {
+        let mut pool = r.borrow_mut();
+        if pool.len() < 16 {
+            *pool = random_bytes(512);
+        }
+        let at = pool.len() - 16;
+        b.copy_from_slice(&pool[at..]);
+        pool.truncate(at);
+    });
     crate::core::message::uuid_v4(b)
+}
+
+fn random_bytes(n: u32) -> Vec<u8> {
+    let bytes = js_sys::Uint8Array::new_with_length(n);
+    let crypto = Reflect::get(&js_sys::global(), &js_key("crypto")).ok();
+    let filled = crypto
+        .as_ref()
+        .and_then(|c| opt_function(c, "getRandomValues").map(|f| f.call1(c, &bytes).is_ok()))
+        .unwrap_or(false);
+    let mut out = vec![0u8; n as usize];
+    if filled {
+        bytes.copy_to(&mut out);
+    } else {
+        // No crypto at all: still unique enough per page for message correlation.
+        for (i, x) in out.iter_mut().enumerate() {
+            *x = (js_sys::Math::random() * 256.0) as u8 ^ (i as u8);
+        }
+    }
+    out
 }
 
 /// A short random prefix for message ids, so two connections never share ids.
