@@ -35,6 +35,13 @@ for (const [k, v] of self) {
     : k.includes('frame.html') || k.includes('bench/') ? 'bench page' : k.startsWith('(') ? k.split(' ')[0] : `native: ${k.split(' ')[0]}`;
   kinds.set(kind, (kinds.get(kind) || 0) + v);
 }
+// inclusive time under entry points into the SDK (closures it registered, and AbpClient methods)
+const parent = new Map(); for (const n of profile.nodes) for (const c of n.children || []) parent.set(c, n.id);
+const entryOf = (id) => { let e = null; for (let x = id; x !== undefined; x = parent.get(x)) { const n = byId.get(x); const f = n.callFrame; if (f.url.endsWith('abp_wasm.js')) e = `${f.functionName || '(anon)'}:${f.lineNumber}`; } return e; };
+const incl = new Map();
+for (const [id, us] of counts) { const e = entryOf(id) ?? 'outside the SDK'; incl.set(e, (incl.get(e) || 0) + us); }
+console.log('--- inclusive, by outermost SDK entry');
+[...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 12).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
 console.log('--- by kind');
 [...kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
 await browser.close();

@@ -34,7 +34,7 @@ pub enum Ignored {
 }
 
 fn opt_string<P: Payload>(v: &P, key: &str) -> Option<String> {
-    v.get(key).and_then(|x| x.as_string())
+    v.get_string(key)
 }
 
 fn flag<P: Payload>(v: &P, key: &str) -> bool {
@@ -42,9 +42,7 @@ fn flag<P: Payload>(v: &P, key: &str) -> bool {
 }
 
 fn opt_number<P: Payload>(v: &P, key: &str) -> Option<f64> {
-    v.get(key)
-        .and_then(|x| x.as_f64())
-        .filter(|n| n.is_finite())
+    v.get_f64(key).filter(|n| n.is_finite())
 }
 
 /// Reads an ABP error object.

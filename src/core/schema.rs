@@ -23,6 +23,14 @@ pub trait Payload: Clone {
     fn kind(&self) -> Kind;
     /// An own property of an object; `None` when missing or `undefined`.
     fn get(&self, key: &str) -> Option<Self>;
+    /// `get(key)` if it is a string (one step where the payload type can do it in one).
+    fn get_string(&self, key: &str) -> Option<String> {
+        self.get(key).and_then(|v| v.as_string())
+    }
+    /// `get(key)` if it is a number.
+    fn get_f64(&self, key: &str) -> Option<f64> {
+        self.get(key).and_then(|v| v.as_f64())
+    }
     fn as_f64(&self) -> Option<f64>;
     fn as_bool(&self) -> Option<bool>;
     fn as_string(&self) -> Option<String>;

@@ -129,3 +129,36 @@ export function wsDecode(data, max) {
     return undefined;
   }
 }
+
+// ---- Reading values in one call each (every crossing between wasm and JS costs) ----
+
+/** The core's `Kind`: 0 undefined, 1 null, 2 boolean, 3 number, 4 string, 5 array, 6 object, 7 other. */
+export function kindOf(v) {
+  if (v === undefined) return 0;
+  if (v === null) return 1;
+  switch (typeof v) {
+    case 'boolean': return 2;
+    case 'number': return 3;
+    case 'string': return 4;
+    case 'object': return Array.isArray(v) ? 5 : 6;
+    default: return 7;
+  }
+}
+
+/** `o[k]` for an object `o`, else undefined; a throwing getter reads as undefined. */
+export function field(o, k) {
+  if (o === null || typeof o !== 'object') return undefined;
+  try { return o[k]; } catch (_) { return undefined; }
+}
+
+/** `o[k]` if it is a string, else undefined. */
+export function fieldString(o, k) {
+  const v = field(o, k);
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** `o[k]` if it is a number, else undefined. */
+export function fieldNumber(o, k) {
+  const v = field(o, k);
+  return typeof v === 'number' ? v : undefined;
+}

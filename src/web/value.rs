@@ -30,6 +30,13 @@ extern "C" {
     pub(crate) fn ws_encode(msg: &JsValue, max: f64) -> Result<String, JsValue>;
     #[wasm_bindgen(js_name = wsDecode)]
     pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
+    #[wasm_bindgen(js_name = kindOf)]
+    fn kind_of(v: &JsValue) -> u32;
+    fn field(o: &JsValue, k: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = fieldString)]
+    fn field_string(o: &JsValue, k: &JsValue) -> Option<String>;
+    #[wasm_bindgen(js_name = fieldNumber)]
+    fn field_number(o: &JsValue, k: &JsValue) -> Option<f64>;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
@@ -45,32 +52,26 @@ extern "C" {
 
 impl Payload for JsValue {
     fn kind(&self) -> Kind {
-        if self.is_undefined() {
-            Kind::Undefined
-        } else if self.is_null() {
-            Kind::Null
-        } else if self.as_bool().is_some() {
-            Kind::Bool
-        } else if self.as_f64().is_some() {
-            Kind::Number
-        } else if self.is_string() {
-            Kind::String
-        } else if Array::is_array(self) {
-            Kind::Array
-        } else if self.is_object() && !self.is_function() {
-            Kind::Object
-        } else {
-            Kind::Other
+        match kind_of(self) {
+            0 => Kind::Undefined,
+            1 => Kind::Null,
+            2 => Kind::Bool,
+            3 => Kind::Number,
+            4 => Kind::String,
+            5 => Kind::Array,
+            6 => Kind::Object,
+            _ => Kind::Other,
         }
     }
     fn get(&self, key: &str) -> Option<Self> {
-        // Checked first: Reflect.get would throw for a primitive, and a thrown exception costs far more.
-        if !self.is_object() {
-            return None;
-        }
-        Reflect::get(self, &js_key(key))
-            .ok()
-            .filter(|v| !v.is_undefined())
+        let v = field(self, &js_key(key));
+        (!v.is_undefined()).then_some(v)
+    }
+    fn get_string(&self, key: &str) -> Option<String> {
+        field_string(self, &js_key(key))
+    }
+    fn get_f64(&self, key: &str) -> Option<f64> {
+        field_number(self, &js_key(key))
     }
     fn as_f64(&self) -> Option<f64> {
         JsValue::as_f64(self)
@@ -191,11 +192,11 @@ pub(crate) fn type_error(message: &str) -> JsValue {
 }
 
 pub(crate) fn opt_string(v: &JsValue, key: &str) -> Option<String> {
-    v.get(key).and_then(|x| x.as_string())
+    v.get_string(key)
 }
 
 pub(crate) fn opt_number(v: &JsValue, key: &str) -> Option<f64> {
-    v.get(key).and_then(|x| x.as_f64())
+    v.get_f64(key)
 }
 
 pub(crate) fn opt_function(v: &JsValue, key: &str) -> Option<js_sys::Function> {
