@@ -3,7 +3,7 @@
 // comlink 4, host page ↔ same-origin iframe, all in one headless Chromium run. Prints a table with ratios
 // to the floor, writes bench/results.json and BENCHMARKS.md. Needs `npm run build` first (the script
 // `npm run bench` does both). Set BENCH_CALLS to change the number of sequential calls (default 10000).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import os from 'node:os';
 import { execSync } from 'node:child_process';
@@ -12,7 +12,10 @@ import { serve } from '../www/serve.mjs';
 
 const calls = Number(process.env.BENCH_CALLS ?? 10000);
 const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
-const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gz('pkg/abp_wasm.js'), wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
+// The JS a page loads: wasm-bindgen's generated module plus our snippet (src/web/glue.js), gzipped together.
+const snippets = readdirSync('pkg/snippets', { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => readFileSync(`pkg/snippets/${f}`));
+const glue = Buffer.concat([readFileSync('pkg/abp_wasm.js'), ...snippets]);
+const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gzipSync(glue, { level: 9 }).length, wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
 size.totalGzip = size.wasmGzip + size.glueGzip;
 
 const server = await serve(0);
@@ -62,7 +65,7 @@ Memory around ${mem.calls} calls (half aborted), after GC: JS heap ${mb(mem.befo
 (${ratio(mem.after.heap, mem.before.heap)}); agent wasm memory ${mb(mem.before.wasm)} → ${mb(mem.after.wasm)} MB; app wasm memory
 ${mb(mem.before.appWasm)} → ${mb(mem.after.appWasm)} MB; pending calls afterwards ${mem.pendingCalls}, active calls ${mem.activeCalls}.
 
-Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS glue ${size.glueGzip} B gzipped;
+Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS glue (generated module and snippets) ${size.glueGzip} B gzipped;
 total ${size.totalGzip} B gzipped (gzip -9).`;
 console.log(table);
 writeFileSync('bench/results.json', JSON.stringify({ machine, date: new Date().toISOString(), size, ...r }, null, 2) + '\n');
