@@ -162,3 +162,8 @@ export function fieldNumber(o, k) {
   const v = field(o, k);
   return typeof v === 'number' ? v : undefined;
 }
+
+/** `o[k] = v` on an object the codec made (a plain object: cannot throw, so no try/catch around it). */
+export function setField(o, k, v) {
+  o[k] = v;
+}

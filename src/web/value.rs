@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -33,6 +33,8 @@ extern "C" {
     #[wasm_bindgen(js_name = kindOf)]
     fn kind_of(v: &JsValue) -> u32;
     fn field(o: &JsValue, k: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = setField)]
+    fn set_field(o: &JsValue, k: &JsValue, v: &JsValue);
     #[wasm_bindgen(js_name = fieldString)]
     fn field_string(o: &JsValue, k: &JsValue) -> Option<String>;
     #[wasm_bindgen(js_name = fieldNumber)]
@@ -64,14 +66,14 @@ impl Payload for JsValue {
         }
     }
     fn get(&self, key: &str) -> Option<Self> {
-        let v = field(self, &js_key(key));
+        let v = with_key(key, |k| field(self, k));
         (!v.is_undefined()).then_some(v)
     }
     fn get_string(&self, key: &str) -> Option<String> {
-        field_string(self, &js_key(key))
+        with_key(key, |k| field_string(self, k))
     }
     fn get_f64(&self, key: &str) -> Option<f64> {
-        field_number(self, &js_key(key))
+        with_key(key, |k| field_number(self, k))
     }
     fn as_f64(&self) -> Option<f64> {
         JsValue::as_f64(self)
@@ -126,7 +128,7 @@ impl Wire for JsValue {
         items.into_iter().collect::<Array>().into()
     }
     fn set(&mut self, key: &str, value: Self) {
-        let _ = Reflect::set(self, &js_key(key), &value);
+        with_key(key, |k| set_field(self, k, &value));
     }
     fn shallow_copy(&self) -> Self {
         let target = Object::new();
@@ -145,22 +147,27 @@ thread_local! {
     static RANDOM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// How many property names [`js_key`] keeps (names from users' schemas count too; beyond this they are
+/// How many property names [`with_key`] keeps (names from users' schemas count too; beyond this they are
 /// simply not cached).
 const KEY_CACHE: usize = 256;
 
-/// `key` as a JS string, cached.
-fn js_key(key: &str) -> JsValue {
+/// Runs `f` with `key` as a JS string, cached. The cached value is lent, not cloned (a clone is a trip to the
+/// JS value table); `f` may call back into the SDK (a getter on a user's object), so the cache is only
+/// borrowed shared around it and a name met during such a call is simply not cached.
+fn with_key<R>(key: &str, f: impl FnOnce(&JsValue) -> R) -> R {
     KEYS.with(|k| {
-        let mut keys = k.borrow_mut();
-        if let Some(v) = keys.get(key) {
-            return v.clone();
+        if let Ok(keys) = k.try_borrow() {
+            if let Some(v) = keys.get(key) {
+                return f(v);
+            }
         }
         let v = JsValue::from_str(key);
-        if keys.len() < KEY_CACHE {
-            keys.insert(key.to_owned(), v.clone());
+        if let Ok(mut keys) = k.try_borrow_mut() {
+            if keys.len() < KEY_CACHE {
+                keys.insert(key.to_owned(), v.clone());
+            }
         }
-        v
+        f(&v)
     })
 }
 
@@ -221,7 +228,7 @@ pub(crate) fn random_uuid() -> String {
 
 fn random_bytes(n: u32) -> Vec<u8> {
     let bytes = js_sys::Uint8Array::new_with_length(n);
-    let crypto = Reflect::get(&js_sys::global(), &js_key("crypto")).ok();
+    let crypto = js_sys::global().get("crypto");
     let filled = crypto
         .as_ref()
         .and_then(|c| opt_function(c, "getRandomValues").map(|f| f.call1(c, &bytes).is_ok()))
