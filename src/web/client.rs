@@ -10,12 +10,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
-use super::dom::{now, timestamp, Listener, Timer};
+use super::dom::{now, timestamp, Timer};
 use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, id_prefix, is_thenable, js_error, local_response, opt_function, opt_number,
-    opt_string, random_uuid, to_str, type_error,
+    opt_string, random_uuid, to_str, type_error, watch_abort,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::message::text;
@@ -28,7 +28,16 @@ use crate::core::{
 struct CallJs {
     resolve: Function,
     on_progress: Option<Function>,
-    _abort: Option<Listener>,
+    /// Stops watching the call's signal (from `watchAbort`); called when the call goes.
+    unwatch: Option<Function>,
+}
+
+impl Drop for CallJs {
+    fn drop(&mut self) {
+        if let Some(f) = self.unwatch.take() {
+            let _ = f.call0(&JsValue::NULL);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -48,6 +57,8 @@ struct ClientJs {
     app: JsValue,
 }
 
+type AbortHook = Closure<dyn FnMut(String, JsValue)>;
+
 pub(crate) struct ClientInner {
     core: RefCell<AgentCore<JsValue>>,
     js: RefCell<ClientJs>,
@@ -57,6 +68,8 @@ pub(crate) struct ClientInner {
     agent_info: JsValue,
     ignored: Cell<u32>,
     rejected: Cell<u32>,
+    /// `(callId, reason)` from any call's signal (one closure for all calls; see `watchAbort`).
+    on_abort: RefCell<Option<AbortHook>>,
 }
 
 thread_local! {
@@ -149,7 +162,20 @@ impl AbpClient {
             agent_info: info,
             ignored: Cell::new(0),
             rejected: Cell::new(0),
+            on_abort: RefCell::new(None),
         });
+        let weak = Rc::downgrade(&inner);
+        *inner.on_abort.borrow_mut() =
+            Some(Closure::new(move |call_id: String, reason: JsValue| {
+                if let Some(inner) = weak.upgrade() {
+                    let reason = Some(to_str(&reason));
+                    inner
+                        .core
+                        .borrow_mut()
+                        .abort_call(&call_id, AbortKind::Signal(reason), now());
+                    inner.drive();
+                }
+            }));
         let weak = Rc::downgrade(&inner);
         *inner.timer.borrow_mut() = Some(Timer::new(move || {
             if let Some(inner) = weak.upgrade() {
@@ -184,35 +210,39 @@ impl AbpClient {
         let Some(capability) = capability.as_string() else {
             return Promise::reject(&type_error("abp.call: capability must be a string"));
         };
-        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
-        let signal = options
-            .get("signal")
-            .and_then(|s| s.dyn_into::<AbortSignal>().ok());
-        let call_id = opt_string(&options, "callId").unwrap_or_else(random_uuid);
+        // Without an options object there is nothing to read (nine reads of `undefined` were a visible cost).
+        let options: Option<JsValue> = options.map(Into::<JsValue>::into).filter(|o| o.is_object());
+        let options = options.as_ref();
+        let get = |key: &str| options.and_then(|o| o.get(key));
+        let number = |key: &str| options.and_then(|o| opt_number(o, key));
+        let signal = get("signal").and_then(|s| s.dyn_into::<AbortSignal>().ok());
+        let call_id = options
+            .and_then(|o| opt_string(o, "callId"))
+            .unwrap_or_else(random_uuid);
         if signal.as_ref().is_some_and(|s| s.aborted()) {
             // Nothing is sent for a call whose signal has already aborted.
             let reason = signal.as_ref().map(abort_reason);
             let r = local_response(AbpError::cancelled(reason.as_deref()), true, Some(&call_id));
             return Promise::resolve(&r);
         }
-        let on_progress = opt_function(&options, "onProgress");
+        let on_progress = options.and_then(|o| opt_function(o, "onProgress"));
         let wants_progress =
             on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
-        let progress_token = opt_string(&options, "progressToken")
+        let progress_token = options
+            .and_then(|o| opt_string(o, "progressToken"))
             .or_else(|| wants_progress.then(|| call_id.clone()));
         let req = CallRequest {
             call_id: call_id.clone(),
             capability,
             params,
-            timeout: opt_number(&options, "timeout"),
+            timeout: number("timeout"),
             progress_token,
-            reset_timeout_on_progress: options
-                .get("resetTimeoutOnProgress")
+            reset_timeout_on_progress: get("resetTimeoutOnProgress")
                 .and_then(|v| v.as_bool())
                 .unwrap_or(false),
-            max_total_timeout: opt_number(&options, "maxTotalTimeout"),
-            transfer: options.get("transfer").filter(Array::is_array),
-            cancel_grace: opt_number(&options, "cancelGrace"),
+            max_total_timeout: number("maxTotalTimeout"),
+            transfer: get("transfer").filter(Array::is_array),
+            cancel_grace: number("cancelGrace"),
         };
         let mut slot = None;
         let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
@@ -226,27 +256,18 @@ impl AbpClient {
             call_hook(&resolve, &local_response(error, false, Some(&call_id)));
             return promise;
         }
-        let abort = signal.map(|signal| {
-            let weak = Rc::downgrade(&self.inner);
-            let id = call_id.clone();
-            let s = signal.clone();
-            Listener::once(&signal, "abort", move |_| {
-                if let Some(inner) = weak.upgrade() {
-                    inner.core.borrow_mut().abort_call(
-                        &id,
-                        AbortKind::Signal(Some(abort_reason(&s))),
-                        now(),
-                    );
-                    inner.drive();
-                }
-            })
+        let unwatch = signal.and_then(|signal| {
+            let on_abort = self.inner.on_abort.borrow();
+            on_abort
+                .as_ref()
+                .map(|f| watch_abort(&signal, f.as_ref(), &call_id))
         });
         self.inner.js.borrow_mut().calls.insert(
             call_id.clone(),
             CallJs {
                 resolve,
                 on_progress,
-                _abort: abort,
+                unwatch,
             },
         );
         if let Err(error) = self.inner.core.borrow_mut().start_call(req, now()) {
@@ -494,8 +515,9 @@ impl ClientInner {
                             local_response(error, cancelled, Some(&call_id))
                         }
                     };
-                    drop(call._abort);
-                    call_hook(&call.resolve, &response);
+                    let resolve = call.resolve.clone();
+                    drop(call); // stops watching the signal before the caller runs
+                    call_hook(&resolve, &response);
                 }
             }
             AgentOutput::CancelAnswered { handle, answer } => {

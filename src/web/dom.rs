@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use js_sys::Function;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AddEventListenerOptions, Event, EventTarget};
+use web_sys::{Event, EventTarget};
 
 #[wasm_bindgen]
 extern "C" {
@@ -54,27 +54,6 @@ impl Listener {
             closure,
         }
     }
-
-    /// A listener that fires at most once (used for `AbortSignal`s).
-    pub(crate) fn once(
-        target: &EventTarget,
-        kind: &'static str,
-        f: impl FnMut(Event) + 'static,
-    ) -> Listener {
-        let closure = Closure::<dyn FnMut(Event)>::new(f);
-        let options = AddEventListenerOptions::new();
-        options.set_once(true);
-        let _ = target.add_event_listener_with_callback_and_add_event_listener_options(
-            kind,
-            closure.as_ref().unchecked_ref(),
-            &options,
-        );
-        Listener {
-            target: target.clone(),
-            kind,
-            closure,
-        }
-    }
 }
 
 impl Drop for Listener {
@@ -103,11 +82,13 @@ impl Timer {
         }
     }
 
-    /// Makes sure the callback runs at (or soon after) `at` (monotonic ms), or cancels it for `None`.
+    /// Makes sure the callback runs at (or soon after) `at` (monotonic ms). `None`: nothing is due; a pending
+    /// timeout may still fire (the callback then finds nothing to do).
     pub(crate) fn arm(&self, at: Option<f64>) {
         match (at, self.armed_at.get()) {
-            (None, None) => {}
-            (None, Some(_)) => self.clear(),
+            // Nothing due: an armed timeout is left to fire and find nothing to do (cheaper than clearing it
+            // now and setting a new one for the next call with a timeout).
+            (None, _) => {}
             (Some(t), Some(a)) if a <= t => {} // an earlier wake-up is pending; it re-arms when it fires
             (Some(t), _) => {
                 self.clear();

@@ -167,3 +167,11 @@ export function fieldNumber(o, k) {
 export function setField(o, k, v) {
   o[k] = v;
 }
+
+/** Calls `onAbort(callId, reason)` once when `signal` aborts; returns the function that stops watching. One
+ *  closure per client serves every call (a wasm closure per call cost more than the call itself). */
+export function watchAbort(signal, onAbort, callId) {
+  const f = () => onAbort(callId, signal.reason);
+  signal.addEventListener('abort', f, { once: true });
+  return () => signal.removeEventListener('abort', f);
+}

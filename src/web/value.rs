@@ -39,6 +39,12 @@ extern "C" {
     fn field_string(o: &JsValue, k: &JsValue) -> Option<String>;
     #[wasm_bindgen(js_name = fieldNumber)]
     fn field_number(o: &JsValue, k: &JsValue) -> Option<f64>;
+    #[wasm_bindgen(js_name = watchAbort)]
+    pub(crate) fn watch_abort(
+        signal: &JsValue,
+        on_abort: &JsValue,
+        call_id: &str,
+    ) -> js_sys::Function;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
