@@ -434,21 +434,21 @@ impl<P: Payload> AppConn<P> {
             error: None,
         };
         if let Some(active) = self.active.remove(&call_id) {
+            // The handler's signal first: stopping the work is what the agent is waiting for; the answers
+            // follow in the same turn.
+            self.out.push_back(AppOutput::Abort {
+                call_id: call_id.clone(),
+                reason: reason.clone(),
+            });
             self.transmit(result(true, None));
             self.transmit(Outgoing::CallResult {
                 id: active.msg_id,
                 call_id: call_id.clone(),
-                outcome: Outcome::Cancelled {
-                    reason: reason.clone(),
-                },
+                outcome: Outcome::Cancelled { reason },
                 duration: now - active.started,
                 transfer: None,
             });
             self.finished.insert(call_id.clone(), Finished::Cancelled);
-            self.out.push_back(AppOutput::Abort {
-                call_id: call_id.clone(),
-                reason,
-            });
             self.end_elicitations_of(&call_id);
             self.start_queued();
         } else if self.queued_ids.remove(&call_id) {
