@@ -22,6 +22,21 @@ pub trait Wire: Payload {
     /// A shallow copy of an object (or a fresh object if `self` is not one), for adding fields to a
     /// user's object without changing it.
     fn shallow_copy(&self) -> Self;
+    /// A string that is one of the protocol's names (a payload type may keep these made).
+    fn constant(s: &'static str) -> Self {
+        Self::string(s)
+    }
+    /// A new object with the given properties in order; `None` values are left out. (One step where the
+    /// payload type can do it in one; the values are taken out of `entries`.)
+    fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
+        let mut o = Self::object();
+        for (key, value) in entries.iter_mut() {
+            if let Some(v) = value.take() {
+                o.set(key, v);
+            }
+        }
+        o
+    }
 }
 
 /// Why a received value was not a message.
@@ -63,14 +78,12 @@ pub fn decode_error<P: Wire>(e: &P) -> AbpError<P> {
 }
 
 pub fn encode_error<P: Wire>(e: AbpError<P>) -> P {
-    let mut o = P::object();
-    o.set("code", P::string(e.code.as_str()));
-    o.set("message", P::string(&e.message));
-    o.set("retryable", P::boolean(e.retryable));
-    if let Some(d) = e.details {
-        o.set("details", d);
-    }
-    o
+    P::object_of(&mut [
+        ("code", Some(P::string(e.code.as_str()))),
+        ("message", Some(P::string(&e.message))),
+        ("retryable", Some(P::boolean(e.retryable))),
+        ("details", e.details),
+    ])
 }
 
 /// Reads one received value. Never fails on bad input: unusable values come back as `Err(Ignored)`, and
@@ -83,7 +96,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         return Err(Ignored::NotAMessage);
     };
     let id = opt_string(msg, "id");
-    let payload = msg.get("payload").filter(|p| p.kind() == Kind::Object);
+    let payload = msg.get_object("payload");
     let malformed = |kind, call_id: Option<String>, reason| Incoming::Malformed {
         kind,
         id: id.clone(),
@@ -100,10 +113,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             let Some(id) = id.clone() else {
                 return Ok(malformed(MalformedKind::Other, None, "no id"));
             };
-            let error = p
-                .get("error")
-                .filter(|e| e.kind() == Kind::Object)
-                .map(|e| decode_error(&e));
+            let error = p.get_object("error").map(|e| decode_error(&e));
             Incoming::InitializeResult {
                 id,
                 session_id: opt_string(&p, "sessionId"),
@@ -113,7 +123,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         }
         types::CALL => {
             // callId is in the payload; older senders put it in options.
-            let options = p.get("options").filter(|o| o.kind() == Kind::Object);
+            let options = p.get_object("options");
             let call_id = opt_string(&p, "callId")
                 .or_else(|| options.as_ref().and_then(|o| opt_string(o, "callId")));
             let (Some(mid), Some(call_id), Some(capability)) =
@@ -210,15 +220,13 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     })
 }
 
-fn envelope<P: Wire>(ty: &str, id: Option<&str>, timestamp: f64, payload: P) -> P {
-    let mut m = P::object();
-    m.set("type", P::string(ty));
-    if let Some(id) = id {
-        m.set("id", P::string(id));
-    }
-    m.set("timestamp", P::number(timestamp));
-    m.set("payload", payload);
-    m
+fn envelope<P: Wire>(ty: &'static str, id: Option<&str>, timestamp: f64, payload: P) -> P {
+    P::object_of(&mut [
+        ("type", Some(P::constant(ty))),
+        ("id", id.map(P::string)),
+        ("timestamp", Some(P::number(timestamp))),
+        ("payload", Some(payload)),
+    ])
 }
 
 /// What the encoder needs besides the message: who we are.
@@ -248,11 +256,14 @@ fn capabilities<P: Wire>(hello: &Hello<'_, P>) -> P {
 }
 
 fn cancelled_response<P: Wire>(reason: Option<&str>) -> P {
-    let mut r = P::object();
-    r.set("success", P::boolean(false));
-    r.set("cancelled", P::boolean(true));
-    r.set("error", encode_error(AbpError::<P>::cancelled(reason)));
-    r
+    P::object_of(&mut [
+        ("success", Some(P::boolean(false))),
+        ("cancelled", Some(P::boolean(true))),
+        (
+            "error",
+            Some(encode_error(AbpError::<P>::cancelled(reason))),
+        ),
+    ])
 }
 
 /// Builds the wire message. Returns it with the transfer list the message carries, if any.
@@ -290,21 +301,19 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             transfer,
         } => {
             transfer_list = transfer;
-            let mut p = P::object();
-            p.set("callId", P::string(&call_id));
-            p.set("capability", P::string(&capability));
-            p.set("params", params);
             // `options` only when there is something in it: every property costs in the structured clone.
-            if timeout.is_some() || progress_token.is_some() {
-                let mut o = P::object();
-                if let Some(t) = timeout {
-                    o.set("timeout", P::number(t));
-                }
-                if let Some(t) = progress_token {
-                    o.set("progressToken", P::string(&t));
-                }
-                p.set("options", o);
-            }
+            let options = (timeout.is_some() || progress_token.is_some()).then(|| {
+                P::object_of(&mut [
+                    ("timeout", timeout.map(P::number)),
+                    ("progressToken", progress_token.as_deref().map(P::string)),
+                ])
+            });
+            let p = P::object_of(&mut [
+                ("callId", Some(P::string(&call_id))),
+                ("capability", Some(P::string(&capability))),
+                ("params", Some(params)),
+                ("options", options),
+            ]);
             envelope(types::CALL, Some(&id), timestamp, p)
         }
         Outgoing::CallResult {
@@ -315,25 +324,27 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             transfer,
         } => {
             transfer_list = transfer;
-            let mut p = match outcome {
-                Outcome::Success { data } => {
-                    let mut p = P::object();
-                    p.set("success", P::boolean(true));
-                    p.set("data", data);
+            let meta = P::object_of(&mut [("duration", Some(P::number(duration)))]);
+            let p = match outcome {
+                Outcome::Success { data } => P::object_of(&mut [
+                    ("success", Some(P::boolean(true))),
+                    ("data", Some(data)),
+                    ("metadata", Some(meta)),
+                    ("callId", Some(P::string(&call_id))),
+                ]),
+                Outcome::Failure(e) => P::object_of(&mut [
+                    ("success", Some(P::boolean(false))),
+                    ("error", Some(encode_error(e))),
+                    ("metadata", Some(meta)),
+                    ("callId", Some(P::string(&call_id))),
+                ]),
+                Outcome::Cancelled { reason } => {
+                    let mut p: P = cancelled_response(reason.as_deref());
+                    p.set("metadata", meta);
+                    p.set("callId", P::string(&call_id));
                     p
                 }
-                Outcome::Failure(e) => {
-                    let mut p = P::object();
-                    p.set("success", P::boolean(false));
-                    p.set("error", encode_error(e));
-                    p
-                }
-                Outcome::Cancelled { reason } => cancelled_response(reason.as_deref()),
             };
-            let mut meta = P::object();
-            meta.set("duration", P::number(duration));
-            p.set("metadata", meta);
-            p.set("callId", P::string(&call_id));
             envelope(types::CALL_RESULT, Some(&id), timestamp, p)
         }
         Outgoing::Cancel {
@@ -341,11 +352,10 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             call_id,
             reason,
         } => {
-            let mut p = P::object();
-            p.set("callId", P::string(&call_id));
-            if let Some(r) = reason {
-                p.set("reason", P::string(&r));
-            }
+            let p = P::object_of(&mut [
+                ("callId", Some(P::string(&call_id))),
+                ("reason", reason.as_deref().map(P::string)),
+            ]);
             envelope(types::CANCEL, Some(&id), timestamp, p)
         }
         Outgoing::CancelResult {
@@ -355,15 +365,12 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             reason,
             error,
         } => {
-            let mut p = P::object();
-            p.set("callId", P::string(&call_id));
-            p.set("cancelled", P::boolean(cancelled));
-            if let Some(r) = reason {
-                p.set("reason", P::string(&r));
-            }
-            if let Some(e) = error {
-                p.set("error", encode_error(e));
-            }
+            let p = P::object_of(&mut [
+                ("callId", Some(P::string(&call_id))),
+                ("cancelled", Some(P::boolean(cancelled))),
+                ("reason", reason.as_deref().map(P::string)),
+                ("error", error.map(encode_error)),
+            ]);
             envelope(types::CANCEL_RESULT, id.as_deref(), timestamp, p)
         }
         Outgoing::Progress {

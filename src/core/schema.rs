@@ -27,6 +27,10 @@ pub trait Payload: Clone {
     fn get_string(&self, key: &str) -> Option<String> {
         self.get(key).and_then(|v| v.as_string())
     }
+    /// `get(key)` if it is an object (not null, not an array).
+    fn get_object(&self, key: &str) -> Option<Self> {
+        self.get(key).filter(|v| v.kind() == Kind::Object)
+    }
     /// `get(key)` if it is a number.
     fn get_f64(&self, key: &str) -> Option<f64> {
         self.get(key).and_then(|v| v.as_f64())

@@ -145,27 +145,62 @@ export function kindOf(v) {
   }
 }
 
-/** `o[k]` for an object `o`, else undefined; a throwing getter reads as undefined. */
-export function field(o, k) {
-  if (o === null || typeof o !== 'object') return undefined;
-  try { return o[k]; } catch (_) { return undefined; }
+// Property names the wasm side uses, by number: it passes a small integer instead of a string (a string
+// crossing from wasm is decoded from UTF-8 every time). Slot 0 is scratch for names that are not kept.
+const KEYS = [''];
+
+/** Keeps `name` and returns its number. */
+export function internKey(name) {
+  KEYS.push(name);
+  return KEYS.length - 1;
 }
 
-/** `o[k]` if it is a string, else undefined. */
+/** Puts `name` in the scratch slot and returns 0 (for names beyond what the wasm side keeps). */
+export function scratchKey(name) {
+  KEYS[0] = name;
+  return 0;
+}
+
+/** The name with number `k`, as a JS string. */
+export function keyName(k) {
+  return KEYS[k];
+}
+
+/** `o[name k]` for an object `o`, else undefined; a throwing getter reads as undefined. */
+export function field(o, k) {
+  if (o === null || typeof o !== 'object') return undefined;
+  try { return o[KEYS[k]]; } catch (_) { return undefined; }
+}
+
+/** `o[name k]` if it is a string, else undefined. */
 export function fieldString(o, k) {
   const v = field(o, k);
   return typeof v === 'string' ? v : undefined;
 }
 
-/** `o[k]` if it is a number, else undefined. */
+/** `o[name k]` if it is a number, else undefined. */
 export function fieldNumber(o, k) {
   const v = field(o, k);
   return typeof v === 'number' ? v : undefined;
 }
 
-/** `o[k] = v` on an object the codec made (a plain object: cannot throw, so no try/catch around it). */
-export function setField(o, k, v) {
-  o[k] = v;
+/** `o[name k]` if it is a plain object (not null, not an array), else undefined. */
+export function fieldObject(o, k) {
+  const v = field(o, k);
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : undefined;
+}
+
+/** Sets up to four properties of `o` (a plain object the codec made, or a new one when `o` is undefined)
+ *  and returns it; a key number of -1 ends the list. */
+export function setFields(o, k1, v1, k2, v2, k3, v3, k4, v4) {
+  if (o === undefined) o = {};
+  o[KEYS[k1]] = v1;
+  if (k2 < 0) return o;
+  o[KEYS[k2]] = v2;
+  if (k3 < 0) return o;
+  o[KEYS[k3]] = v3;
+  if (k4 >= 0) o[KEYS[k4]] = v4;
+  return o;
 }
 
 /** Calls `onAbort(callId, reason)` once when `signal` aborts; returns the function that stops watching. One

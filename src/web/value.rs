@@ -32,13 +32,32 @@ extern "C" {
     pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
     #[wasm_bindgen(js_name = kindOf)]
     fn kind_of(v: &JsValue) -> u32;
-    fn field(o: &JsValue, k: &JsValue) -> JsValue;
-    #[wasm_bindgen(js_name = setField)]
-    fn set_field(o: &JsValue, k: &JsValue, v: &JsValue);
+    #[wasm_bindgen(js_name = internKey)]
+    fn intern_key(name: &str) -> u32;
+    #[wasm_bindgen(js_name = scratchKey)]
+    fn scratch_key(name: &str) -> u32;
+    #[wasm_bindgen(js_name = keyName)]
+    fn key_name(k: u32) -> JsValue;
+    fn field(o: &JsValue, k: u32) -> JsValue;
     #[wasm_bindgen(js_name = fieldString)]
-    fn field_string(o: &JsValue, k: &JsValue) -> Option<String>;
+    fn field_string(o: &JsValue, k: u32) -> Option<String>;
+    #[wasm_bindgen(js_name = fieldObject)]
+    fn field_object(o: &JsValue, k: u32) -> Option<JsValue>;
     #[wasm_bindgen(js_name = fieldNumber)]
-    fn field_number(o: &JsValue, k: &JsValue) -> Option<f64>;
+    fn field_number(o: &JsValue, k: u32) -> Option<f64>;
+    #[allow(clippy::too_many_arguments)]
+    #[wasm_bindgen(js_name = setFields)]
+    fn set_fields(
+        o: &JsValue,
+        k1: i32,
+        v1: &JsValue,
+        k2: i32,
+        v2: &JsValue,
+        k3: i32,
+        v3: &JsValue,
+        k4: i32,
+        v4: &JsValue,
+    ) -> JsValue;
     #[wasm_bindgen(js_name = watchAbort)]
     pub(crate) fn watch_abort(
         signal: &JsValue,
@@ -72,14 +91,17 @@ impl Payload for JsValue {
         }
     }
     fn get(&self, key: &str) -> Option<Self> {
-        let v = with_key(key, |k| field(self, k));
+        let v = field(self, key_id(key));
         (!v.is_undefined()).then_some(v)
     }
     fn get_string(&self, key: &str) -> Option<String> {
-        with_key(key, |k| field_string(self, k))
+        field_string(self, key_id(key))
     }
     fn get_f64(&self, key: &str) -> Option<f64> {
-        with_key(key, |k| field_number(self, k))
+        field_number(self, key_id(key))
+    }
+    fn get_object(&self, key: &str) -> Option<Self> {
+        field_object(self, key_id(key))
     }
     fn as_f64(&self) -> Option<f64> {
         JsValue::as_f64(self)
@@ -134,7 +156,35 @@ impl Wire for JsValue {
         items.into_iter().collect::<Array>().into()
     }
     fn set(&mut self, key: &str, value: Self) {
-        with_key(key, |k| set_field(self, k, &value));
+        let u = &JsValue::UNDEFINED;
+        set_fields(self, key_id(key) as i32, &value, -1, u, -1, u, -1, u);
+    }
+    fn constant(s: &'static str) -> Self {
+        key_name(key_id(s))
+    }
+    fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
+        // The first batch makes the object (`setFields` with no object); later ones add to it.
+        let mut o = JsValue::UNDEFINED;
+        let u = JsValue::UNDEFINED;
+        let mut batch: [(i32, JsValue); 4] =
+            [(-1, u.clone()), (-1, u.clone()), (-1, u.clone()), (-1, u)];
+        let mut n = 0;
+        for (key, value) in entries.iter_mut() {
+            let Some(v) = value.take() else { continue };
+            batch[n] = (key_id(key) as i32, v);
+            n += 1;
+            if n == 4 {
+                o = flush(&o, &mut batch);
+                n = 0;
+            }
+        }
+        if n > 0 {
+            o = flush(&o, &mut batch);
+        }
+        if o.is_undefined() {
+            o = Object::new().into();
+        }
+        o
     }
     fn shallow_copy(&self) -> Self {
         let target = Object::new();
@@ -146,35 +196,43 @@ impl Wire for JsValue {
 }
 
 thread_local! {
-    /// Property names already made into JS strings. Envelope keys are a few dozen literals; making each one
-    /// again (UTF-8 → UTF-16 through the glue) on every get and set was a good part of a call's cost.
-    static KEYS: RefCell<StrMap<JsValue>> = const { RefCell::new(StrMap::new()) };
+    /// Property names already kept on the JS side (`internKey`), with their numbers. Envelope keys are a few
+    /// dozen literals; passing a number instead of a string saves a UTF-8 decode on every get and set.
+    static KEYS: RefCell<StrMap<u32>> = const { RefCell::new(StrMap::new()) };
     /// Random bytes for call ids, fetched from `crypto.getRandomValues` a batch at a time.
     static RANDOM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// How many property names [`with_key`] keeps (names from users' schemas count too; beyond this they are
-/// simply not cached).
-const KEY_CACHE: usize = 256;
+/// How many property names are kept (names from users' schemas count too; beyond this they go through the
+/// scratch slot, one extra step each).
+const KEY_CACHE: usize = 4096;
 
-/// Runs `f` with `key` as a JS string, cached. The cached value is lent, not cloned (a clone is a trip to the
-/// JS value table); `f` may call back into the SDK (a getter on a user's object), so the cache is only
-/// borrowed shared around it and a name met during such a call is simply not cached.
-fn with_key<R>(key: &str, f: impl FnOnce(&JsValue) -> R) -> R {
+/// The number of property name `key` on the JS side.
+fn key_id(key: &str) -> u32 {
     KEYS.with(|k| {
-        if let Ok(keys) = k.try_borrow() {
-            if let Some(v) = keys.get(key) {
-                return f(v);
-            }
+        if let Some(id) = k.borrow().get(key).copied() {
+            return id;
         }
-        let v = JsValue::from_str(key);
-        if let Ok(mut keys) = k.try_borrow_mut() {
-            if keys.len() < KEY_CACHE {
-                keys.insert(key.to_owned(), v.clone());
-            }
+        let mut keys = k.borrow_mut();
+        if keys.len() >= KEY_CACHE {
+            return scratch_key(key);
         }
-        f(&v)
+        let id = intern_key(key);
+        keys.insert(key.to_owned(), id);
+        id
     })
+}
+
+/// Writes the pairs in `batch` (key number -1: unused) onto `o` (undefined: a new object) in one call,
+/// empties the batch and returns the object.
+fn flush(o: &JsValue, batch: &mut [(i32, JsValue); 4]) -> JsValue {
+    let [(k1, v1), (k2, v2), (k3, v3), (k4, v4)] = batch;
+    let o = set_fields(o, *k1, v1, *k2, v2, *k3, v3, *k4, v4);
+    for (k, v) in batch.iter_mut() {
+        *k = -1;
+        *v = JsValue::UNDEFINED;
+    }
+    o
 }
 
 /// `{ success:false, error, cancelled? }`: a response settled on this side.
