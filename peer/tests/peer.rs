@@ -1,0 +1,194 @@
+//! `abp-peer` as a process, over real sockets on 127.0.0.1: the relay pairs and forwards, one side leaving
+//! closes the other, the native agent completes a call with a hand-written app after a flood of garbage, and a
+//! frame over the size limit ends only its own connection.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
+
+/// The peer process; killed when dropped.
+struct Peer {
+    child: Child,
+    url: String,
+}
+
+impl Peer {
+    fn start(args: &[&str]) -> Peer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start abp-peer");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("first line");
+        let url = line
+            .trim()
+            .strip_prefix("abp-peer listening on ")
+            .expect("the listening line")
+            .to_owned();
+        Peer { child, url }
+    }
+
+    fn connect(&self, path: &str) -> Socket {
+        let (ws, _) = tungstenite::connect(format!("{}{path}", self.url)).expect("connect");
+        if let MaybeTlsStream::Plain(s) = ws.get_ref() {
+            s.set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+        }
+        ws
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn send(ws: &mut Socket, v: &Value) {
+    ws.send(Message::text(v.to_string())).expect("send");
+}
+
+/// The next text frame as JSON; `None` once the connection is closed. Waiting 5 s fails the test (a read
+/// timeout must not pass for a close).
+fn next(ws: &mut Socket) -> Option<Value> {
+    loop {
+        match ws.read() {
+            Ok(Message::Text(t)) => return serde_json::from_str(t.as_str()).ok(),
+            Ok(Message::Close(_)) => return None,
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!("nothing arrived within 5 s")
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Reads frames until one satisfies `f`.
+fn until(ws: &mut Socket, f: impl Fn(&Value) -> bool) -> Value {
+    let t0 = Instant::now();
+    loop {
+        let v = next(ws).expect("the connection closed while waiting");
+        if f(&v) {
+            return v;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "waited too long");
+    }
+}
+
+#[test]
+fn the_relay_forwards_both_ways_and_one_side_leaving_closes_the_other() {
+    let peer = Peer::start(&[]);
+    let mut agent = peer.connect("/relay/r1/agent");
+    // Sent before the app is there: kept for it.
+    send(&mut agent, &json!({ "type": "initialize", "id": "i1" }));
+    let mut app = peer.connect("/relay/r1/app");
+    assert_eq!(next(&mut app).expect("forwarded")["id"], "i1");
+    send(
+        &mut app,
+        &json!({ "type": "initialize-result", "id": "i1" }),
+    );
+    assert_eq!(
+        next(&mut agent).expect("forwarded")["type"],
+        "initialize-result"
+    );
+    // Another room is another pair.
+    let mut other = peer.connect("/relay/r2/app");
+    send(&mut agent, &json!({ "type": "notification", "n": 1 }));
+    assert_eq!(next(&mut app).expect("forwarded")["n"], 1);
+    drop(agent);
+    assert!(
+        next(&mut app).is_none(),
+        "the app's connection is closed when the agent goes"
+    );
+    // The other room is untouched.
+    let mut agent2 = peer.connect("/relay/r2/agent");
+    send(&mut agent2, &json!({ "hello": "r2" }));
+    assert_eq!(next(&mut other).expect("forwarded")["hello"], "r2");
+}
+
+#[test]
+fn the_native_agent_survives_garbage_and_completes_a_call() {
+    let peer = Peer::start(&[]);
+    let mut control = peer.connect("/control/n1");
+    let mut app = peer.connect("/agent/n1");
+    // Garbage first: not JSON, wrong shapes, unknown types, deep nesting, binary, then a flood.
+    for junk in [
+        "not json",
+        "{\"type\":",
+        "42",
+        "[]",
+        "{\"type\":7}",
+        "{\"type\":\"made/up\"}",
+    ] {
+        app.send(Message::text(junk)).expect("send");
+    }
+    app.send(Message::text("[".repeat(100_000))).expect("send");
+    app.send(Message::binary(vec![1u8, 2, 3])).expect("send");
+    // Half not JSON at all, half results for calls nobody made (read, and dropped by the core).
+    for i in 0..10_000 {
+        let frame = if i % 2 == 0 {
+            "zzz".to_owned()
+        } else {
+            format!("{{\"type\":\"capabilities/call-result\",\"payload\":{{\"callId\":\"x{i}\"}}}}")
+        };
+        app.send(Message::text(frame)).expect("send");
+    }
+    let init = until(&mut app, |m| m["type"] == "initialize");
+    send(
+        &mut app,
+        &json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
+            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
+                "app": { "id": "a", "name": "a", "version": "1" } } }),
+    );
+    until(&mut control, |e| e["op"] == "connected");
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 7, "capability": "echo", "params": { "x": 1 } }),
+    );
+    let call = until(&mut app, |m| m["type"] == "capabilities/call");
+    assert_eq!(call["payload"]["params"], json!({ "x": 1 }));
+    send(
+        &mut app,
+        &json!({ "type": "capabilities/call-result", "id": call["id"], "timestamp": 0,
+            "payload": { "callId": call["payload"]["callId"], "success": true, "data": "ok" } }),
+    );
+    let settled = until(&mut control, |e| e["op"] == "settled");
+    assert_eq!(settled["ref"], 7);
+    assert_eq!(settled["response"]["data"], "ok");
+    send(&mut control, &json!({ "op": "status", "ref": 8 }));
+    let status = until(&mut control, |e| e["op"] == "status");
+    assert_eq!(status["pending"], 0);
+    // The 7 garbage frames above and the 5,000 "zzz" (binary frames are not messages and not counted).
+    assert_eq!(status["ignored"], 5_007, "garbage counted: {status}");
+}
+
+#[test]
+fn a_frame_over_the_limit_ends_only_its_own_connection() {
+    let peer = Peer::start(&["--max-message-bytes", "1024"]);
+    let mut big = peer.connect("/relay/m/app");
+    big.send(Message::text("x".repeat(4096))).expect("send");
+    assert!(next(&mut big).is_none(), "closed after the oversize frame");
+    let mut agent = peer.connect("/relay/m2/agent");
+    let mut app = peer.connect("/relay/m2/app");
+    send(&mut agent, &json!({ "still": "serving" }));
+    assert_eq!(next(&mut app).expect("forwarded")["still"], "serving");
+}
