@@ -42,6 +42,11 @@ async fn already_aborted_signal_sends_nothing() {
 }
 
 #[wasm_bindgen_test]
+async fn abort_listener_goes_when_the_call_settles() {
+    check("abortListenerGoesWhenTheCallSettles").await;
+}
+
+#[wasm_bindgen_test]
 async fn abort_in_flight() {
     check("abortInFlight").await;
 }

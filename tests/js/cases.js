@@ -9,6 +9,19 @@ const ORIGIN = location.origin;
 const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
 const AGENT = { agent: { name: 'test-agent', version: '1.0.0' } };
 
+// Every message this page sends over a MessagePort (where calls go after the handshake), by type: counted by
+// wrapping postMessage, so that cases can assert that something was *not* sent.
+const sentByType = {};
+{
+  const post = MessagePort.prototype.postMessage;
+  MessagePort.prototype.postMessage = function (msg, ...rest) {
+    const type = msg && msg.type;
+    if (typeof type === 'string') sentByType[type] = (sentByType[type] || 0) + 1;
+    return post.call(this, msg, ...rest);
+  };
+}
+const sent = (type) => sentByType[type] || 0;
+
 function frame(query = '', origin = ORIGIN, page = 'app.html') {
   const iframe = document.createElement('iframe');
   iframe.src = `${origin}/tests/fixtures/${page}${query}`;
@@ -55,15 +68,52 @@ export async function connectAndDescribe() {
 
 export async function alreadyAbortedSignalSendsNothing() {
   const t = await setup();
-  const before = t.win.callMessages();
+  // The counter works: a normal call is counted.
+  const counted = sent('capabilities/call');
+  await t.abp.call('echo', {});
+  eq(sent('capabilities/call'), counted + 1, 'a sent call is counted');
+  const before = sent('capabilities/call');
   const controller = new AbortController();
   controller.abort('changed my mind');
   const r = await t.abp.call('slow', { ms: 100 }, { signal: controller.signal, callId: 'pre' });
   eq([r.success, r.cancelled, r.error.code], [false, true, 'CANCELLED'], 'cancelled at once');
   await sleep(50);
-  eq(t.win.callMessages(), before, 'no capabilities/call reached the app');
+  eq(sent('capabilities/call'), before, 'no capabilities/call was sent');
   assert(!t.started('pre'), 'handler never ran');
   eq(t.abp.pendingCalls, 0, 'nothing pending');
+  await t.done();
+}
+
+export async function abortListenerGoesWhenTheCallSettles() {
+  const t = await setup();
+  const controller = new AbortController();
+  const { signal } = controller;
+  let added = 0, removed = 0;
+  const add = EventTarget.prototype.addEventListener, remove = EventTarget.prototype.removeEventListener;
+  EventTarget.prototype.addEventListener = function (type, ...rest) {
+    if (this === signal && type === 'abort') added++;
+    return add.call(this, type, ...rest);
+  };
+  EventTarget.prototype.removeEventListener = function (type, ...rest) {
+    if (this === signal && type === 'abort') removed++;
+    return remove.call(this, type, ...rest);
+  };
+  try {
+    // One signal shared by many calls, sequential and concurrent, that all complete.
+    for (let i = 0; i < 20; i++) eq((await t.abp.call('echo', i, { signal })).data, i, 'completed');
+    const rs = await Promise.all([1, 2, 3, 4, 5].map((i) => t.abp.call('slow', { ms: 20, steps: 1 }, { signal })));
+    assert(rs.every((r) => r.success), 'concurrent calls completed');
+  } finally {
+    EventTarget.prototype.addEventListener = add;
+    EventTarget.prototype.removeEventListener = remove;
+  }
+  eq([added, removed], [25, 25], 'one abort listener per call, removed when it settled');
+  // Aborting the shared signal now sends no cancel for the settled calls and aborts no handler.
+  const cancels = sent('capabilities/cancel');
+  controller.abort('late');
+  await sleep(50);
+  eq(sent('capabilities/cancel'), cancels, 'no cancel for settled calls');
+  assert(!t.log().some((e) => e.event === 'abort'), 'no handler aborted');
   await t.done();
 }
 
@@ -577,6 +627,7 @@ export async function optionsAreChecked() {
 
 
 const cases = {
+  abortListenerGoesWhenTheCallSettles,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
   abortRacingCompletionReturnsTheRealResult, cancelTable, notInitialized, progressIsRoutedPerCallAndDroppedAfterSettle,
   progressIsCoalescedAndTheLastArrivesFirst, resetTimeoutOnProgressAndMaxTotal, elicitationIsCancelledWithItsCall,
