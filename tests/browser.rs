@@ -47,6 +47,11 @@ async fn abort_listener_goes_when_the_call_settles() {
 }
 
 #[wasm_bindgen_test]
+async fn heartbeat_settles_calls_to_a_silent_port() {
+    check("heartbeatSettlesCallsToASilentPort").await;
+}
+
+#[wasm_bindgen_test]
 async fn abort_in_flight() {
     check("abortInFlight").await;
 }

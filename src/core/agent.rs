@@ -17,7 +17,15 @@ pub struct AgentConfig {
     pub connect_timeout: f64,
     /// First interval between re-sent `initialize` messages (doubles up to one second).
     pub resend_interval: f64,
+    /// While calls are pending, an app silent for this long is asked whether it is there (a
+    /// `capabilities/cancel` for a call id that never exists, which every ABP app answers); no answer within
+    /// the same time counts as a lost transport. `None`: never (the default).
+    pub heartbeat: Option<f64>,
 }
+
+/// The call id heartbeat probes cancel: never used for a real call, and always the same, so that the app
+/// remembers it once rather than once per probe.
+pub const HEARTBEAT_CALL_ID: &str = "abp-heartbeat-probe";
 
 impl Default for AgentConfig {
     fn default() -> Self {
@@ -25,6 +33,7 @@ impl Default for AgentConfig {
             cancel_grace: 1000.0,
             connect_timeout: 10_000.0,
             resend_interval: 50.0,
+            heartbeat: None,
         }
     }
 }
@@ -166,6 +175,10 @@ pub struct AgentCore<P> {
     elicits: StrMap<Option<String>>,
     out: VecDeque<AgentOutput<P>>,
     next_seq: u64,
+    /// When the app was last heard from (any message).
+    last_heard: f64,
+    /// A heartbeat probe in flight: its message id and when it counts as unanswered.
+    probe: Option<(String, f64)>,
 }
 
 impl<P: Clone> AgentCore<P> {
@@ -181,6 +194,8 @@ impl<P: Clone> AgentCore<P> {
             elicits: StrMap::new(),
             out: VecDeque::new(),
             next_seq: 0,
+            last_heard: 0.0,
+            probe: None,
         }
     }
 
@@ -258,6 +273,10 @@ impl<P: Clone> AgentCore<P> {
     pub fn start_call(&mut self, req: CallRequest<P>, now: f64) -> Result<(), AbpError<P>> {
         if !self.is_ready() {
             return Err(self.not_ready_error());
+        }
+        if self.calls.is_empty() {
+            // The heartbeat counts silence from the first pending call, not from an idle connection.
+            self.last_heard = now;
         }
         if self.calls.contains_key(&req.call_id) {
             return Err(AbpError::new(
@@ -426,6 +445,7 @@ impl<P: Clone> AgentCore<P> {
         if self.is_closed() {
             return;
         }
+        self.probe = None;
         if matches!(self.state, State::Connecting { .. } | State::Idle) {
             self.out
                 .push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
@@ -512,6 +532,13 @@ impl<P: Clone> AgentCore<P> {
 
     /// Feeds one decoded message from the app.
     pub fn handle(&mut self, msg: Incoming<P>, now: f64) {
+        // Any message shows the app is there; a probe's own answer needs nothing more.
+        self.last_heard = now;
+        if let Some((probe_id, _)) = self.probe.take() {
+            if matches!(&msg, Incoming::CancelResult { id: Some(id), .. } if *id == probe_id) {
+                return;
+            }
+        }
         match msg {
             Incoming::InitializeResult {
                 id,
@@ -704,6 +731,9 @@ impl<P: Clone> AgentCore<P> {
         {
             consider(deadline.min(*next_resend));
         }
+        if let Some(at) = self.heartbeat_due() {
+            consider(at);
+        }
         for call in self.calls.values() {
             if let Some(d) = call.deadline {
                 consider(d);
@@ -718,7 +748,44 @@ impl<P: Clone> AgentCore<P> {
         next
     }
 
+    /// When the heartbeat next needs attention: a probe's deadline, or when silence calls for one.
+    fn heartbeat_due(&self) -> Option<f64> {
+        let interval = self.config.heartbeat?;
+        if !self.is_ready() || self.calls.is_empty() {
+            return None;
+        }
+        Some(match &self.probe {
+            Some((_, deadline)) => *deadline,
+            None => self.last_heard + interval,
+        })
+    }
+
+    /// Sends a probe after `heartbeat` of silence; an unanswered one loses the transport. True if lost.
+    fn heartbeat(&mut self, now: f64) -> bool {
+        let (Some(due), Some(interval)) = (self.heartbeat_due(), self.config.heartbeat) else {
+            return false;
+        };
+        if due > now {
+            return false;
+        }
+        if self.probe.is_some() {
+            self.transport_lost();
+            return true;
+        }
+        let id = self.ids.next_id();
+        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+            id: id.clone(),
+            call_id: HEARTBEAT_CALL_ID.to_owned(),
+            reason: Some("heartbeat".to_owned()),
+        }));
+        self.probe = Some((id, now + interval));
+        false
+    }
+
     pub fn handle_timeout(&mut self, now: f64) {
+        if self.heartbeat(now) {
+            return;
+        }
         if let State::Connecting {
             init_id,
             deadline,

@@ -828,6 +828,91 @@ fn after_a_lost_transport_reconnect_opens_a_new_session_but_not_after_shutdown()
     assert!(!p.agent.reconnect(p.now), "shutdown() is final");
 }
 
+fn with_heartbeat(ms: f64) -> Pair {
+    let mut p = Pair::new();
+    p.agent = AgentCore::new(
+        AgentConfig {
+            heartbeat: Some(ms),
+            ..AgentConfig::default()
+        },
+        "a",
+    );
+    p.agent.connect(p.now);
+    p.run();
+    assert!(p.agent.is_ready());
+    p
+}
+
+#[test]
+fn heartbeat_settles_pending_calls_when_the_app_goes_silent() {
+    let mut p = with_heartbeat(1000.0);
+    p.call("c1", "echo", json!({}));
+    p.run();
+    assert_eq!(p.started(), ["c1"]);
+    // The app is gone: nothing reaches it and nothing comes back.
+    p.now += 999.0;
+    p.agent.handle_timeout(p.now);
+    p.drain();
+    assert!(
+        p.agent_sent_of("capabilities/cancel").is_empty(),
+        "not before the interval"
+    );
+    p.now += 1.0;
+    p.agent.handle_timeout(p.now);
+    p.drain();
+    let probes = p.agent_sent_of("capabilities/cancel");
+    assert_eq!(probes.len(), 1, "one probe after a second of silence");
+    assert_eq!(
+        probes[0]["payload"]["callId"],
+        super::agent::HEARTBEAT_CALL_ID
+    );
+    assert_eq!(
+        p.agent.poll_timeout(),
+        Some(p.now + 1000.0),
+        "the probe's deadline"
+    );
+    p.to_app.clear();
+    p.now += 1000.0;
+    p.agent.handle_timeout(p.now);
+    p.drain();
+    assert_eq!(
+        local(p.settled("c1")[0]),
+        (ErrorCode::Disconnected, false, true)
+    );
+    assert!(p.agent.is_lost());
+}
+
+#[test]
+fn heartbeat_keeps_a_slow_call_whose_app_answers() {
+    let mut p = with_heartbeat(1000.0);
+    p.call("c1", "echo", json!({}));
+    p.run();
+    // Ten silent seconds of work: the probes are answered ("Operation not found") and nothing else happens.
+    for _ in 0..20 {
+        p.advance(500.0);
+    }
+    assert!(
+        p.agent_sent_of("capabilities/cancel").len() >= 4,
+        "probes were sent"
+    );
+    assert!(p.settled("c1").is_empty(), "still pending");
+    assert!(p.aborted().is_empty(), "the handler was not touched");
+    p.complete("c1", json!("done"));
+    p.run();
+    assert_eq!(remote(p.settled("c1")[0])["data"], "done");
+    // Idle: no pending calls, no probes.
+    let sent = p.agent_sent_of("capabilities/cancel").len();
+    for _ in 0..10 {
+        p.advance(1000.0);
+    }
+    assert_eq!(
+        p.agent_sent_of("capabilities/cancel").len(),
+        sent,
+        "no probes while idle"
+    );
+    assert_eq!(p.agent.poll_timeout(), None);
+}
+
 #[test]
 fn shutdown_aborts_handlers_and_allows_a_new_session() {
     let mut p = Pair::connected();

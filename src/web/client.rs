@@ -136,6 +136,13 @@ impl AbpClient {
         {
             config.connect_timeout = t;
         }
+        match opt_number(&options, "heartbeat") {
+            Some(h) if h.is_finite() && h > 0.0 => config.heartbeat = Some(h),
+            Some(_) => return Err(type_error(
+                "AbpClient.connect: options.heartbeat must be a positive number of milliseconds",
+            )),
+            None => {}
+        }
         if let Some(g) = opt_number(&options, "cancelGrace").filter(|g| g.is_finite() && *g >= 0.0)
         {
             config.cancel_grace = g;

@@ -78,6 +78,11 @@ export interface ClientOptions {
   connectTimeout?: number;
   /** Default wait for a cancel to be answered before settling locally, ms (default 1000). */
   cancelGrace?: number;
+  /** While calls are pending, ask an app that has been silent this long whether it is still there (ms; off by
+   *  default). No answer within the same time resolves every pending call DISCONNECTED. For MessagePorts to
+   *  workers and half-open sockets, which give no other sign. Keep it above the longest time the app's page
+   *  may be blocked by synchronous work. */
+  heartbeat?: number;
   onProgress?: (progress: ProgressInfo) => void;
   onNotification?: (notification: NotificationInfo) => void;
   onElicitation?: ElicitationHandler;

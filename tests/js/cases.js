@@ -117,6 +117,41 @@ export async function abortListenerGoesWhenTheCallSettles() {
   await t.done();
 }
 
+export async function heartbeatSettlesCallsToASilentPort() {
+  // A hand-written app behind a MessagePort that answers the handshake, takes the call and then hangs, like a
+  // frozen worker: no close event, no answer, ever.
+  const { port1, port2 } = new MessageChannel();
+  let calls = 0;
+  port2.onmessage = (e) => {
+    const m = e.data;
+    if (m.type === 'initialize') {
+      port2.postMessage({ type: 'initialize-result', id: m.id, timestamp: Date.now(), payload: { sessionId: 'S',
+        protocolVersion: '0.1', app: { id: 'frozen', name: 'frozen', version: '1' }, capabilities: [] } });
+    } else if (m.type === 'capabilities/call') {
+      calls++;
+      port2.onmessage = null;
+    }
+  };
+  const abp = await AbpClient.connect(PostMessageTransport.fromPort(port1), { ...AGENT, heartbeat: 200 });
+  const t0 = performance.now();
+  const r = await abp.call('work', {});
+  const elapsed = performance.now() - t0;
+  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', true], 'the call settles');
+  assert(elapsed >= 350 && elapsed < 1500, `after silence + an unanswered probe: ${elapsed.toFixed(0)} ms`);
+  eq([calls, abp.connected, abp.pendingCalls], [1, false, 0], 'the call was sent; now disconnected');
+  port1.close();
+
+  // A live app doing slow, silent work answers the probes and its call completes.
+  const t = await setup('', { heartbeat: 100 });
+  const slow = await t.abp.call('slow', { ms: 600, steps: 2 });
+  eq([slow.success, t.abp.connected], [true, true], 'a live app is not disconnected');
+  await t.done();
+
+  let e = null;
+  try { await AbpClient.connect(PostMessageTransport.fromPort(new MessageChannel().port1), { ...AGENT, heartbeat: -1 }); } catch (err) { e = err; }
+  assert(e instanceof TypeError && /heartbeat/.test(e.message), `heartbeat is checked: ${e}`);
+}
+
 export async function abortInFlight() {
   const t = await setup();
   const controller = new AbortController();
@@ -627,7 +662,7 @@ export async function optionsAreChecked() {
 
 
 const cases = {
-  abortListenerGoesWhenTheCallSettles,
+  abortListenerGoesWhenTheCallSettles, heartbeatSettlesCallsToASilentPort,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
   abortRacingCompletionReturnsTheRealResult, cancelTable, notInitialized, progressIsRoutedPerCallAndDroppedAfterSettle,
   progressIsCoalescedAndTheLastArrivesFirst, resetTimeoutOnProgressAndMaxTotal, elicitationIsCancelledWithItsCall,
