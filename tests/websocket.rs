@@ -88,6 +88,11 @@ async fn ws_garbage_from_the_socket() {
 }
 
 #[wasm_bindgen_test]
+async fn ws_heartbeat_notices_a_hung_app() {
+    check("wsHeartbeatNoticesAHungApp").await;
+}
+
+#[wasm_bindgen_test]
 async fn ws_options_are_checked() {
     check("wsOptionsAreChecked").await;
 }

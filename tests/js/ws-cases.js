@@ -324,6 +324,24 @@ export async function wsGarbageFromTheSocket() {
   eq(pageErrors, [], 'no page errors');
 }
 
+export async function wsHeartbeatNoticesAHungApp() {
+  // The socket stays open but the app behind the relay stops answering (a hung page): only a heartbeat notices.
+  const r = room();
+  const hung = await rawSocket(`/relay/${r}/app`);
+  const pending = AbpClient.connect(await WebSocketTransport.connect(`${BASE}/relay/${r}/agent`), { ...AGENT, heartbeat: 200 });
+  await until(() => hung.frames.some((f) => f.type === 'initialize'), 'initialize');
+  const init = hung.frames.find((f) => f.type === 'initialize');
+  hung.send({ type: 'initialize-result', id: init.id, timestamp: Date.now(), payload: { sessionId: 'H', protocolVersion: '0.1', app: { id: 'hung', name: 'hung', version: '0' }, capabilities: [] } });
+  const abp = await pending;
+  cleanups.push(() => abp.shutdown());
+  const t0 = performance.now();
+  const res = await abp.call('work', {});
+  const elapsed = performance.now() - t0;
+  eq([res.success, res.error.code], [false, 'DISCONNECTED'], 'settled by the heartbeat');
+  assert(elapsed >= 350 && elapsed < 1500, `after ${elapsed.toFixed(0)} ms`);
+  assert(hung.frames.some((f) => f.type === 'capabilities/cancel' && f.payload.reason === 'heartbeat'), 'a probe was sent');
+}
+
 export async function wsOptionsAreChecked() {
   let e = null;
   try { await WebSocketTransport.connect('ftp://127.0.0.1/'); } catch (err) { e = err; }
@@ -415,6 +433,7 @@ export async function nativeAgentServerKilled() {
 const cases = {
   wsCallRoundTrips, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
   wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
+  wsHeartbeatNoticesAHungApp,
   nativeAgentDrivesABrowserApp, nativeAgentServerKilled,
 };
 
