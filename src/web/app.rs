@@ -647,9 +647,11 @@ impl Sink for AppConnInner {
                 }
             }
         }
-        let is_initialize =
-            opt_string(&data, "type").as_deref() == Some(crate::core::message::types::INITIALIZE);
-        if let (true, Some((port, id))) = (is_initialize, offer) {
+        // Only a message that carried a port can be an offer (so ordinary messages skip reading `type` here).
+        let offered = offer.filter(|_| {
+            opt_string(&data, "type").as_deref() == Some(crate::core::message::types::INITIALIZE)
+        });
+        if let Some((port, id)) = offered {
             // Adopt before answering, so the initialize-result already travels over the channel.
             let opens = {
                 let core = self.core.borrow();
