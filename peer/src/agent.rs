@@ -50,8 +50,15 @@ pub(crate) fn command(shared: &Shared, room: &str, line: &str) {
         .and_then(|a| a.get(room).map(|(_, s)| s.clone()));
     match agent {
         Some(a) if a.send(Command::Json(v.clone())).is_ok() => {}
-        _ => reply(json!({ "op": "error", "ref": v.get("ref"),
-            "message": format!("no app is connected to /agent/{room}") })),
+        _ => {
+            let path = if room.is_empty() {
+                "/agent".to_owned()
+            } else {
+                format!("/agent/{room}")
+            };
+            reply(json!({ "op": "error", "ref": v.get("ref"),
+                "message": format!("no app is connected to {path}") }))
+        }
     }
 }
 
