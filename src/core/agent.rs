@@ -482,14 +482,7 @@ impl<P: Clone> AgentCore<P> {
     }
 
     fn abort_elicitations_of(&mut self, call_id: &str) {
-        let ids: Vec<String> = self
-            .elicits
-            .iter()
-            .filter(|(_, c)| c.as_deref() == Some(call_id))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
-            self.elicits.remove(&id);
+        for id in self.elicits.remove_where(|c| c.as_deref() == Some(call_id)) {
             self.out
                 .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
             self.out

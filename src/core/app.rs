@@ -479,14 +479,7 @@ impl<P: Payload> AppConn<P> {
     }
 
     fn end_elicitations_of(&mut self, call_id: &str) {
-        let ids: Vec<String> = self
-            .elicits
-            .iter()
-            .filter(|(_, c)| c.as_deref() == Some(call_id))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
-            self.elicits.remove(&id);
+        for id in self.elicits.remove_where(|c| c.as_deref() == Some(call_id)) {
             self.out
                 .push_back(AppOutput::ElicitDone { id, response: None });
         }

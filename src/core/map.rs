@@ -95,6 +95,21 @@ impl<V> StrMap<V> {
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.values.iter()
     }
+
+    /// Removes every entry whose value satisfies `f`; returns their keys, in key order.
+    pub fn remove_where(&mut self, f: impl Fn(&V) -> bool) -> Vec<String> {
+        let mut removed = Vec::new();
+        let mut i = 0;
+        while i < self.keys.len() {
+            if f(&self.values[i]) {
+                self.values.remove(i);
+                removed.push(self.keys.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        removed
+    }
 }
 
 impl<'a, V> IntoIterator for &'a StrMap<V> {
@@ -156,6 +171,9 @@ mod tests {
         assert_eq!(m.values().copied().collect::<Vec<_>>(), [1, 20, 30]);
         assert_eq!(m.remove("a"), Some(1));
         assert_eq!(m.remove("a"), None);
+        m.insert("d".into(), 40);
+        assert_eq!(m.remove_where(|v| *v >= 30), ["c", "d"]);
+        m.insert("c".into(), 30);
         let drained: Vec<_> = m.drain().collect();
         assert_eq!(drained, [("b".to_owned(), 20), ("c".to_owned(), 30)]);
         assert!(m.is_empty());
