@@ -52,6 +52,10 @@ fn opt_string<P: Payload>(v: &P, key: &str) -> Option<String> {
     v.get_string(key)
 }
 
+fn opt_id<P: Payload>(v: &P, key: &str) -> Option<String> {
+    v.get_id(key)
+}
+
 fn flag<P: Payload>(v: &P, key: &str) -> bool {
     v.get(key).and_then(|x| x.as_bool()).unwrap_or(false)
 }
@@ -95,7 +99,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     let Some(ty) = opt_string(msg, "type") else {
         return Err(Ignored::NotAMessage);
     };
-    let id = opt_string(msg, "id");
+    let id = opt_id(msg, "id");
     let payload = msg.get_object("payload");
     let malformed = |kind, call_id: Option<String>, reason| Incoming::Malformed {
         kind,
@@ -124,8 +128,8 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         types::CALL => {
             // callId is in the payload; older senders put it in options.
             let options = p.get_object("options");
-            let call_id = opt_string(&p, "callId")
-                .or_else(|| options.as_ref().and_then(|o| opt_string(o, "callId")));
+            let call_id =
+                opt_id(&p, "callId").or_else(|| options.as_ref().and_then(|o| opt_id(o, "callId")));
             let (Some(mid), Some(call_id), Some(capability)) =
                 (id.clone(), call_id.clone(), opt_string(&p, "capability"))
             else {
@@ -155,7 +159,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             cancelled: flag(&p, "cancelled"),
             payload: p,
         },
-        types::CANCEL => match opt_string(&p, "callId") {
+        types::CANCEL => match opt_id(&p, "callId") {
             Some(call_id) => Incoming::Cancel {
                 id,
                 call_id,

@@ -290,19 +290,3 @@ pub fn number(n: f64) -> String {
     }
     s
 }
-
-/// Formats 16 random bytes as a UUID v4 (used when `crypto.randomUUID` is missing).
-pub fn uuid_v4(mut b: [u8; 16]) -> String {
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(36);
-    for (i, byte) in b.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            s.push('-');
-        }
-        s.push(HEX[(byte >> 4) as usize] as char);
-        s.push(HEX[(byte & 15) as usize] as char);
-    }
-    s
-}

@@ -27,6 +27,11 @@ pub trait Payload: Clone {
     fn get_string(&self, key: &str) -> Option<String> {
         self.get(key).and_then(|v| v.as_string())
     }
+    /// `get_string(key)` for an id the receiver is likely to send back (message and call ids): a payload type
+    /// whose strings are costly to make from Rust keeps the original for the reply.
+    fn get_id(&self, key: &str) -> Option<String> {
+        self.get_string(key)
+    }
     /// `get(key)` if it is an object (not null, not an array).
     fn get_object(&self, key: &str) -> Option<Self> {
         self.get(key).filter(|v| v.kind() == Kind::Object)

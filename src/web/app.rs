@@ -14,7 +14,9 @@ use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
-use super::value::{id_prefix, is_thenable, make_ctx, opt_number, opt_string, to_str, type_error};
+use super::value::{
+    id_prefix, is_thenable, js_string, make_ctx, opt_number, opt_string, to_str, type_error,
+};
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::text;
 use crate::core::message::IdGen;
@@ -549,13 +551,11 @@ impl AppConnInner {
             return;
         };
         let signal: JsValue = controller.signal().into();
-        let token_js = token
-            .map(|t| JsValue::from_str(&t))
-            .unwrap_or(JsValue::UNDEFINED);
+        let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
         let ctx = {
             let dispatch = self.dispatch.borrow();
             let Some(d) = dispatch.as_ref() else { return };
-            make_ctx(d.as_ref(), &signal, &call_id, &token_js)
+            make_ctx(d.as_ref(), &signal, &js_string(&call_id), &token_js)
         };
         self.running.borrow_mut().insert(
             call_id.clone(),

@@ -14,8 +14,8 @@ use super::dom::{now, timestamp, Timer};
 use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
-    console_error2, id_prefix, is_thenable, js_error, local_response, opt_function, opt_number,
-    opt_string, random_uuid, to_str, type_error, watch_abort,
+    console_error2, id_prefix, is_thenable, js_error, js_string, local_response, new_call_id,
+    opt_function, opt_number, opt_string, to_str, type_error, watch_abort,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::message::text;
@@ -225,7 +225,7 @@ impl AbpClient {
         let signal = get("signal").and_then(|s| s.dyn_into::<AbortSignal>().ok());
         let call_id = options
             .and_then(|o| opt_string(o, "callId"))
-            .unwrap_or_else(random_uuid);
+            .unwrap_or_else(new_call_id);
         if signal.as_ref().is_some_and(|s| s.aborted()) {
             // Nothing is sent for a call whose signal has already aborted.
             let reason = signal.as_ref().map(abort_reason);
@@ -267,7 +267,7 @@ impl AbpClient {
             let on_abort = self.inner.on_abort.borrow();
             on_abort
                 .as_ref()
-                .map(|f| watch_abort(&signal, f.as_ref(), &call_id))
+                .map(|f| watch_abort(&signal, f.as_ref(), &js_string(&call_id)))
         });
         self.inner.js.borrow_mut().calls.insert(
             call_id.clone(),
@@ -447,7 +447,7 @@ impl AbpClient {
 
 fn cancel_failure(call_id: &str, error: AbpError<JsValue>) -> JsValue {
     let mut r = JsValue::object();
-    r.set("callId", JsValue::from_str(call_id));
+    r.set("callId", js_string(call_id));
     r.set("cancelled", JsValue::FALSE);
     r.set("error", crate::core::codec::encode_error(error));
     r

@@ -9,7 +9,7 @@ use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::app::{AppConnInner, Outlet};
-use super::value::{is_thenable, make_global, opt_string, random_uuid, type_error};
+use super::value::{is_thenable, make_global, new_call_id, opt_string, type_error};
 use crate::core::codec::Wire;
 use crate::core::message::{types, PROTOCOL_VERSION};
 use crate::core::schema::{Kind, Payload};
@@ -108,7 +108,7 @@ impl GlobalSession {
                     return Promise::reject(&type_error("abp.call: capability must be a string"))
                         .into();
                 };
-                let call_id = opt_string(&c, "callId").unwrap_or_else(random_uuid);
+                let call_id = opt_string(&c, "callId").unwrap_or_else(new_call_id);
                 let mut options = JsValue::object();
                 for key in ["timeout", "progressToken"] {
                     if let Some(v) = c.get(key) {

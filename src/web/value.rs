@@ -17,9 +17,11 @@ extern "C" {
     pub(crate) fn make_ctx(
         dispatch: &JsValue,
         signal: &JsValue,
-        call_id: &str,
+        call_id: &JsValue,
         progress_token: &JsValue,
     ) -> JsValue;
+    #[wasm_bindgen(js_name = randomUUID)]
+    fn random_uuid_js() -> JsValue;
     #[wasm_bindgen(js_name = isThenable)]
     pub(crate) fn is_thenable(v: &JsValue) -> bool;
     #[wasm_bindgen(js_name = toStr)]
@@ -62,7 +64,7 @@ extern "C" {
     pub(crate) fn watch_abort(
         signal: &JsValue,
         on_abort: &JsValue,
-        call_id: &str,
+        call_id: &JsValue,
     ) -> js_sys::Function;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
@@ -96,6 +98,12 @@ impl Payload for JsValue {
     }
     fn get_string(&self, key: &str) -> Option<String> {
         field_string(self, key_id(key))
+    }
+    fn get_id(&self, key: &str) -> Option<String> {
+        let v = field(self, key_id(key));
+        let s = v.as_string()?;
+        keep_id(&s, &v);
+        Some(s)
     }
     fn get_f64(&self, key: &str) -> Option<f64> {
         field_number(self, key_id(key))
@@ -144,7 +152,7 @@ impl Wire for JsValue {
         Object::new().into()
     }
     fn string(s: &str) -> Self {
-        JsValue::from_str(s)
+        js_string(s)
     }
     fn number(n: f64) -> Self {
         JsValue::from_f64(n)
@@ -199,8 +207,8 @@ thread_local! {
     /// Property names already kept on the JS side (`internKey`), with their numbers. Envelope keys are a few
     /// dozen literals; passing a number instead of a string saves a UTF-8 decode on every get and set.
     static KEYS: RefCell<StrMap<u32>> = const { RefCell::new(StrMap::new()) };
-    /// Random bytes for call ids, fetched from `crypto.getRandomValues` a batch at a time.
-    static RANDOM: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// JS strings of recent ids, in slots by a hash of their text (see [`js_string`]).
+    static ID_STRINGS: RefCell<Vec<Option<(String, JsValue)>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// How many property names are kept (names from users' schemas count too; beyond this they go through the
@@ -221,6 +229,66 @@ fn key_id(key: &str) -> u32 {
         keys.insert(key.to_owned(), id);
         id
     })
+}
+
+/// Slots for id strings, and the longest string kept (UUIDs and this SDK's message ids are 36 or less).
+const ID_SLOTS: usize = 64;
+const ID_MAX_LEN: usize = 64;
+
+fn id_slot(s: &str) -> usize {
+    // FNV-1a: ids differ all along, so any cheap hash spreads them.
+    let h = s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
+    h as usize % ID_SLOTS
+}
+
+/// Keeps `js`, a JS string equal to `s` (an id read from a message, or made in JS), so that sending `s` back
+/// reuses it: a string made from Rust is decoded from UTF-8 by the browser each time, which was the largest
+/// single cost of encoding a small message.
+pub(crate) fn keep_id(s: &str, js: &JsValue) {
+    if s.len() > ID_MAX_LEN {
+        return;
+    }
+    ID_STRINGS.with(|c| {
+        let mut slots = c.borrow_mut();
+        if slots.is_empty() {
+            slots.resize_with(ID_SLOTS, || None);
+        }
+        match &mut slots[id_slot(s)] {
+            Some((text, value)) => {
+                text.clear();
+                text.push_str(s);
+                *value = js.clone();
+            }
+            empty => *empty = Some((s.to_owned(), js.clone())),
+        }
+    })
+}
+
+/// `s` as a JS string: the kept one if `s` is a recent id, else a new one.
+pub(crate) fn js_string(s: &str) -> JsValue {
+    if s.len() <= ID_MAX_LEN {
+        let kept = ID_STRINGS.with(|c| {
+            c.borrow()
+                .get(id_slot(s))
+                .and_then(|e| e.as_ref())
+                .filter(|(text, _)| text == s)
+                .map(|(_, value)| value.clone())
+        });
+        if let Some(v) = kept {
+            return v;
+        }
+    }
+    JsValue::from_str(s)
+}
+
+/// A new call id (a UUID v4 made in JS), kept as a JS string for the messages that carry it.
+pub(crate) fn new_call_id() -> String {
+    let js = random_uuid_js();
+    let s = js.as_string().unwrap_or_default();
+    keep_id(&s, &js);
+    s
 }
 
 /// Writes the pairs in `batch` (key number -1: unused) onto `o` (undefined: a new object) in one call,
@@ -248,7 +316,7 @@ pub(crate) fn local_response(
     }
     r.set("error", encode_error(error));
     if let Some(c) = call_id {
-        r.set("callId", JsValue::from_str(c));
+        r.set("callId", js_string(c));
     }
     r
 }
@@ -275,43 +343,9 @@ pub(crate) fn opt_function(v: &JsValue, key: &str) -> Option<js_sys::Function> {
         .and_then(|x| x.dyn_into::<js_sys::Function>().ok())
 }
 
-/// A random UUID v4 from `crypto.getRandomValues` (fetched 512 bytes at a time: one call into JS per 32 ids).
-pub(crate) fn random_uuid() -> String {
-    let mut b = [0u8; 16];
-    RANDOM.with(|r| {
-        let mut pool = r.borrow_mut();
-        if pool.len() < 16 {
-            *pool = random_bytes(512);
-        }
-        let at = pool.len() - 16;
-        b.copy_from_slice(&pool[at..]);
-        pool.truncate(at);
-    });
-    crate::core::message::uuid_v4(b)
-}
-
-fn random_bytes(n: u32) -> Vec<u8> {
-    let bytes = js_sys::Uint8Array::new_with_length(n);
-    let crypto = js_sys::global().get("crypto");
-    let filled = crypto
-        .as_ref()
-        .and_then(|c| opt_function(c, "getRandomValues").map(|f| f.call1(c, &bytes).is_ok()))
-        .unwrap_or(false);
-    let mut out = vec![0u8; n as usize];
-    if filled {
-        bytes.copy_to(&mut out);
-    } else {
-        // No crypto at all: still unique enough per page for message correlation.
-        for (i, x) in out.iter_mut().enumerate() {
-            *x = (js_sys::Math::random() * 256.0) as u8 ^ (i as u8);
-        }
-    }
-    out
-}
-
 /// A short random prefix for message ids, so two connections never share ids.
 pub(crate) fn id_prefix() -> String {
-    let mut s: String = random_uuid().chars().take(8).collect();
+    let mut s: String = new_call_id().chars().take(8).collect();
     s.push('-');
     s
 }
