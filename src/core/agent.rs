@@ -144,7 +144,6 @@ enum State {
 
 #[derive(Debug)]
 struct Pending {
-    msg_id: String,
     /// Order of sending, for deterministic ordering of settlements.
     seq: u64,
     timeout: Option<f64>,
@@ -168,7 +167,6 @@ pub struct AgentCore<P> {
     state: State,
     ids: IdGen,
     calls: StrMap<Pending>,
-    by_msg: StrMap<String>,
     by_token: StrMap<String>,
     cancels: StrMap<CancelReq>,
     /// elicitation request id → the call that asked
@@ -188,7 +186,6 @@ impl<P: Clone> AgentCore<P> {
             state: State::Idle,
             ids: IdGen::new(id_prefix),
             calls: StrMap::new(),
-            by_msg: StrMap::new(),
             by_token: StrMap::new(),
             cancels: StrMap::new(),
             elicits: StrMap::new(),
@@ -288,7 +285,6 @@ impl<P: Clone> AgentCore<P> {
                 ]),
             ));
         }
-        let msg_id = self.ids.next_id();
         let timeout = req.timeout.filter(|t| t.is_finite() && *t >= 0.0);
         let hard_deadline = req
             .max_total_timeout
@@ -301,12 +297,10 @@ impl<P: Clone> AgentCore<P> {
         if let Some(token) = &req.progress_token {
             self.by_token.insert(token.clone(), req.call_id.clone());
         }
-        self.by_msg.insert(msg_id.clone(), req.call_id.clone());
         self.next_seq += 1;
         self.calls.insert(
             req.call_id.clone(),
             Pending {
-                msg_id: msg_id.clone(),
                 seq: self.next_seq,
                 timeout,
                 deadline,
@@ -321,7 +315,9 @@ impl<P: Clone> AgentCore<P> {
             },
         );
         self.out.push_back(AgentOutput::Transmit(Outgoing::Call {
-            id: msg_id,
+            // The call id doubles as the message id: it is unique among calls in flight, and a reply that
+            // carries only `id` still finds its call.
+            id: req.call_id.clone(),
             call_id: req.call_id,
             capability: req.capability,
             params: req.params,
@@ -476,7 +472,6 @@ impl<P: Clone> AgentCore<P> {
         for (id, _) in self.elicits.drain() {
             self.out.push_back(AgentOutput::ElicitationAborted { id });
         }
-        self.by_msg.clear();
         self.by_token.clear();
         self.out.push_back(AgentOutput::Disconnected);
     }
@@ -497,7 +492,6 @@ impl<P: Clone> AgentCore<P> {
         let Some(call) = self.calls.remove(call_id) else {
             return;
         };
-        self.by_msg.remove(&call.msg_id);
         if let Some(token) = &call.token {
             self.by_token.remove(token);
         }
@@ -576,8 +570,8 @@ impl<P: Clone> AgentCore<P> {
             } => {
                 let call_id = match call_id {
                     Some(c) if self.calls.contains_key(&c) => c,
-                    _ => match id.as_ref().and_then(|id| self.by_msg.get(id)) {
-                        Some(c) => c.clone(),
+                    _ => match id.filter(|id| self.calls.contains_key(id)) {
+                        Some(c) => c,
                         None => return, // a late or duplicated reply for a settled call
                     },
                 };

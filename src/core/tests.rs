@@ -309,6 +309,25 @@ fn a_call_round_trips_with_data_and_duration() {
 }
 
 #[test]
+fn a_reply_that_names_the_call_only_by_message_id_settles_it() {
+    // A hand-written app may echo the message id and leave out callId.
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    let call = p.to_app.pop_front().unwrap();
+    assert_eq!(call["id"], "c1", "the call id doubles as the message id");
+    let reply = json!({ "type": "capabilities/call-result", "id": call["id"], "timestamp": 1,
+        "payload": { "success": true, "data": 7 } });
+    p.to_agent.push_back(reply.clone());
+    p.run();
+    assert_eq!(remote(p.settled("c1")[0])["data"], 7);
+    // The same reply again, for a call that has settled, is dropped.
+    p.to_agent.push_back(reply);
+    p.run();
+    assert_eq!(p.settled("c1").len(), 1);
+    assert_eq!(p.agent.pending_calls(), 0);
+}
+
+#[test]
 fn abort_in_flight_cancels_and_the_handlers_late_result_is_discarded() {
     let mut p = Pair::connected();
     p.call("c1", "echo", json!({}));
