@@ -8,14 +8,15 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, DomException, MessagePort};
+use web_sys::{AbortController, AbortSignal, DomException, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
 use super::value::{
-    id_prefix, is_thenable, js_string, make_ctx, opt_number, opt_string, to_str, type_error,
+    id_prefix, is_thenable, js_string, make_ctx, opt_number, opt_string, promise_and_resolve,
+    to_str, type_error,
 };
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::text;
@@ -62,6 +63,7 @@ pub(crate) trait Outlet {
 
 struct Running {
     controller: AbortController,
+    signal: AbortSignal,
     transfer: Option<JsValue>,
 }
 
@@ -402,11 +404,8 @@ impl AppConnInner {
         let asked = self.core.borrow_mut().elicit(call_id, request);
         match asked {
             Ok(id) => {
-                let mut slot = None;
-                let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
-                if let Some(resolve) = slot {
-                    self.elicits.borrow_mut().insert(id, resolve);
-                }
+                let (promise, resolve) = promise_and_resolve();
+                self.elicits.borrow_mut().insert(id, resolve);
                 self.drive();
                 promise
             }
@@ -550,7 +549,7 @@ impl AppConnInner {
                 .complete(&call_id, Outcome::Failure(error), None, now());
             return;
         };
-        let signal: JsValue = controller.signal().into();
+        let signal = controller.signal();
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
         let ctx = {
             let dispatch = self.dispatch.borrow();
@@ -560,7 +559,8 @@ impl AppConnInner {
         self.running.borrow_mut().insert(
             call_id.clone(),
             Running {
-                controller: controller.clone(),
+                controller,
+                signal: signal.clone(),
                 transfer: None,
             },
         );
@@ -583,7 +583,7 @@ impl AppConnInner {
         let Some(running) = self.running.borrow_mut().remove(call_id) else {
             return; // cancelled meanwhile: whatever the handler produced is discarded
         };
-        let aborted = running.controller.signal().aborted();
+        let aborted = running.signal.aborted();
         let outcome = match result {
             Ok(_) if aborted => Outcome::Cancelled { reason: None },
             Ok(data) => Outcome::Success { data },

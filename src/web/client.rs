@@ -15,7 +15,7 @@ use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, id_prefix, is_thenable, js_error, js_string, local_response, new_call_id,
-    opt_function, opt_number, opt_string, to_str, type_error, watch_abort,
+    opt_function, opt_number, opt_string, promise_and_resolve, to_str, type_error, watch_abort,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::message::text;
@@ -251,9 +251,7 @@ impl AbpClient {
             transfer: get("transfer").filter(Array::is_array),
             cancel_grace: number("cancelGrace"),
         };
-        let mut slot = None;
-        let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
-        let Some(resolve) = slot else { return promise };
+        let (promise, resolve) = promise_and_resolve();
         // Refused locally (not connected, callId in flight): settle now, send nothing.
         if self.inner.core.borrow().is_pending(&call_id) || !self.inner.core.borrow().is_ready() {
             let err = self.inner.core.borrow_mut().start_call(req, now());
@@ -301,11 +299,8 @@ impl AbpClient {
         let handle = self.inner.core.borrow_mut().cancel(&call_id, reason, now());
         match handle {
             Ok(handle) => {
-                let mut slot = None;
-                let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
-                if let Some(resolve) = slot {
-                    self.inner.js.borrow_mut().cancels.insert(handle, resolve);
-                }
+                let (promise, resolve) = promise_and_resolve();
+                self.inner.js.borrow_mut().cancels.insert(handle, resolve);
                 self.inner.drive();
                 promise
             }

@@ -9,7 +9,9 @@ use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::app::{AppConnInner, Outlet};
-use super::value::{is_thenable, make_global, new_call_id, opt_string, type_error};
+use super::value::{
+    is_thenable, make_global, new_call_id, opt_string, promise_and_resolve, type_error,
+};
 use crate::core::codec::Wire;
 use crate::core::message::{types, PROTOCOL_VERSION};
 use crate::core::schema::{Kind, Payload};
@@ -68,11 +70,8 @@ impl GlobalSession {
 
     fn request(&self, conn: &Rc<AppConnInner>, ty: &str, payload: JsValue) -> JsValue {
         let id = conn.next_id();
-        let mut slot = None;
-        let promise = Promise::new(&mut |resolve, _| slot = Some(resolve));
-        if let Some(resolve) = slot {
-            self.pending.borrow_mut().insert(id.clone(), resolve);
-        }
+        let (promise, resolve) = promise_and_resolve();
+        self.pending.borrow_mut().insert(id.clone(), resolve);
         conn.feed(message(ty, &id, payload));
         promise.into()
     }

@@ -37,6 +37,21 @@ export function randomUUID() {
     + HEX[(b[i + 8] & 0x3f) | 0x80] + h(9) + '-' + h(10) + h(11) + h(12) + h(13) + h(14) + h(15);
 }
 
+// A promise and its resolve function, made in JS: two plain calls instead of a wasm closure run by the
+// Promise constructor (one per call() is a visible cost).
+let lastResolve;
+
+/** A new pending promise; `takeResolve()` then hands over its resolve function. */
+export function deferred() {
+  return new Promise((resolve) => { lastResolve = resolve; });
+}
+
+export function takeResolve() {
+  const r = lastResolve;
+  lastResolve = undefined;
+  return r;
+}
+
 export function isThenable(v) {
   return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
 }
@@ -226,6 +241,18 @@ export function setFields(o, k1, v1, k2, v2, k3, v3, k4, v4) {
   o[KEYS[k3]] = v3;
   if (k4 >= 0) o[KEYS[k4]] = v4;
   return o;
+}
+
+/** `port.postMessage(msg[, transfer])`; returns what it threw (null for a thrown undefined), else undefined.
+ *  A plain try/catch here is cheaper than wasm-bindgen's catch wrapper on the hottest call there is. */
+export function portPost(port, msg, transfer) {
+  try {
+    if (transfer === undefined) port.postMessage(msg);
+    else port.postMessage(msg, transfer);
+    return undefined;
+  } catch (e) {
+    return e === undefined ? null : e;
+  }
 }
 
 /** Calls `onAbort(callId, reason)` once when `signal` aborts; returns the function that stops watching. One

@@ -16,7 +16,7 @@ use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window}
 use super::dom::{Interval, Listener};
 use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
-use super::value::{console_warn, opt_string, type_error};
+use super::value::{console_warn, opt_string, port_post, type_error};
 use crate::core::schema::Payload;
 
 #[derive(Clone)]
@@ -461,10 +461,7 @@ impl Link {
         // The two-argument postMessage when there is nothing to transfer: an empty transfer list still costs.
         let transfer = transfer.filter(|t| Array::is_array(t) && Array::from(t).length() > 0);
         if let Some((port, _)) = self.port.borrow().as_ref() {
-            return match transfer {
-                Some(t) => port.post_message_with_transferable(msg, t),
-                None => port.post_message(msg),
-            };
+            return port_post(port, msg, transfer);
         }
         self.send_window(msg, transfer)
     }
@@ -497,10 +494,7 @@ impl Link {
                 };
                 post_to(&parent, msg, &origin, transfer)
             }
-            Target::Port(port) => match transfer {
-                Some(t) => port.post_message_with_transferable(msg, t),
-                None => port.post_message(msg),
-            },
+            Target::Port(port) => port_post(port, msg, transfer),
             Target::Socket(socket) => socket.send(msg),
         }
     }

@@ -66,6 +66,11 @@ extern "C" {
         on_abort: &JsValue,
         call_id: &JsValue,
     ) -> js_sys::Function;
+    fn deferred() -> js_sys::Promise;
+    #[wasm_bindgen(js_name = takeResolve)]
+    fn take_resolve() -> js_sys::Function;
+    #[wasm_bindgen(js_name = portPost)]
+    fn port_post_js(port: &web_sys::MessagePort, msg: &JsValue, transfer: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
@@ -301,6 +306,27 @@ fn flush(o: &JsValue, batch: &mut [(i32, JsValue); 4]) -> JsValue {
         *v = JsValue::UNDEFINED;
     }
     o
+}
+
+/// A pending promise and the function that resolves it.
+pub(crate) fn promise_and_resolve() -> (js_sys::Promise, js_sys::Function) {
+    let promise = deferred();
+    (promise, take_resolve())
+}
+
+/// Posts on a `MessagePort`; the error is what `postMessage` threw (a value that cannot be cloned, a
+/// detached buffer in the transfer list…).
+pub(crate) fn port_post(
+    port: &web_sys::MessagePort,
+    msg: &JsValue,
+    transfer: Option<&JsValue>,
+) -> Result<(), JsValue> {
+    let thrown = port_post_js(port, msg, transfer.unwrap_or(&JsValue::UNDEFINED));
+    if thrown.is_undefined() {
+        Ok(())
+    } else {
+        Err(thrown)
+    }
 }
 
 /// `{ success:false, error, cancelled? }`: a response settled on this side.
