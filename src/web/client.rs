@@ -14,8 +14,9 @@ use super::dom::{now, timestamp, Timer};
 use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
-    console_error2, id_prefix, is_thenable, js_error, js_string, local_response, new_call_id,
-    opt_function, opt_number, opt_string, promise_and_resolve, to_str, type_error, watch_abort,
+    console_error2, id_prefix, is_thenable, js_error, js_string, keep_id, local_response,
+    new_call_id, opt_function, opt_number, opt_string, promise_and_resolve, to_str, type_error,
+    watch_abort,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::message::text;
@@ -214,9 +215,12 @@ impl AbpClient {
         #[wasm_bindgen(unchecked_param_type = "unknown")] params: JsValue,
         options: Option<CallOptions>,
     ) -> Promise {
-        let Some(capability) = capability.as_string() else {
+        let Some(name) = capability.as_string() else {
             return Promise::reject(&type_error("abp.call: capability must be a string"));
         };
+        // The name goes back out in the message: reuse this JS string rather than decode a new one.
+        keep_id(&name, &capability);
+        let capability = name;
         // Without an options object there is nothing to read (nine reads of `undefined` were a visible cost).
         let options: Option<JsValue> = options.map(Into::<JsValue>::into).filter(|o| o.is_object());
         let options = options.as_ref();

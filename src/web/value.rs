@@ -43,8 +43,9 @@ extern "C" {
     fn field(o: &JsValue, k: u32) -> JsValue;
     #[wasm_bindgen(js_name = fieldString)]
     fn field_string(o: &JsValue, k: u32) -> Option<String>;
+    /// `undefined` when absent: an `Option<JsValue>` return would cost a call back into wasm to store it.
     #[wasm_bindgen(js_name = fieldObject)]
-    fn field_object(o: &JsValue, k: u32) -> Option<JsValue>;
+    fn field_object(o: &JsValue, k: u32) -> JsValue;
     #[wasm_bindgen(js_name = fieldNumber)]
     fn field_number(o: &JsValue, k: u32) -> Option<f64>;
     #[allow(clippy::too_many_arguments)]
@@ -114,7 +115,8 @@ impl Payload for JsValue {
         field_number(self, key_id(key))
     }
     fn get_object(&self, key: &str) -> Option<Self> {
-        field_object(self, key_id(key))
+        let v = field_object(self, key_id(key));
+        (!v.is_undefined()).then_some(v)
     }
     fn as_f64(&self) -> Option<f64> {
         JsValue::as_f64(self)
@@ -248,8 +250,8 @@ fn id_slot(s: &str) -> usize {
     h as usize % ID_SLOTS
 }
 
-/// Keeps `js`, a JS string equal to `s` (an id read from a message, or made in JS), so that sending `s` back
-/// reuses it: a string made from Rust is decoded from UTF-8 by the browser each time, which was the largest
+/// Keeps `js`, a JS string equal to `s` (an id read from a message or made in JS, a capability name), so that
+/// sending `s` back reuses it: a string made from Rust is decoded from UTF-8 by the browser each time, which was the largest
 /// single cost of encoding a small message.
 pub(crate) fn keep_id(s: &str, js: &JsValue) {
     if s.len() > ID_MAX_LEN {
