@@ -163,7 +163,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             Some(call_id) => Incoming::Cancel {
                 id,
                 call_id,
-                reason: opt_string(&p, "reason"),
+                reason: opt_id(&p, "reason"),
             },
             None => malformed(
                 MalformedKind::Cancel,

@@ -27,7 +27,8 @@ pub trait Payload: Clone {
     fn get_string(&self, key: &str) -> Option<String> {
         self.get(key).and_then(|v| v.as_string())
     }
-    /// `get_string(key)` for an id the receiver is likely to send back (message and call ids): a payload type
+    /// `get_string(key)` for a short string the receiver is likely to send back (message and call ids, cancel
+    /// reasons): a payload type
     /// whose strings are costly to make from Rust keeps the original for the reply.
     fn get_id(&self, key: &str) -> Option<String> {
         self.get_string(key)

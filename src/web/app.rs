@@ -8,15 +8,15 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, AbortSignal, DomException, MessagePort};
+use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
 use super::value::{
-    id_prefix, is_thenable, js_string, make_ctx, opt_number, opt_string, promise_and_resolve,
-    to_str, type_error,
+    abort_with, id_prefix, is_thenable, js_string, make_ctx, opt_number, opt_string,
+    promise_and_resolve, to_str, type_error,
 };
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::text;
@@ -448,12 +448,8 @@ impl AppConnInner {
             AppOutput::Abort { call_id, reason } => {
                 let running = self.running.borrow_mut().remove(&call_id);
                 if let Some(r) = running {
-                    let message = reason.unwrap_or_else(|| "Operation cancelled".to_owned());
-                    let reason: JsValue =
-                        DomException::new_with_message_and_name(&message, "AbortError")
-                            .map(Into::into)
-                            .unwrap_or_else(|_| JsValue::from_str(&message));
-                    r.controller.abort_with_reason(&reason);
+                    let message = reason.as_deref().unwrap_or("Operation cancelled");
+                    abort_with(&r.controller, &js_string(message));
                 }
             }
             AppOutput::ElicitDone { id, response } => {

@@ -176,7 +176,10 @@ impl AbpClient {
         *inner.on_abort.borrow_mut() =
             Some(Closure::new(move |call_id: String, reason: JsValue| {
                 if let Some(inner) = weak.upgrade() {
-                    let reason = Some(to_str(&reason));
+                    // `reason` is already String(signal.reason); it goes out again in the cancel.
+                    let text = reason.as_string().unwrap_or_default();
+                    keep_id(&text, &reason);
+                    let reason = Some(text);
                     inner
                         .core
                         .borrow_mut()

@@ -255,10 +255,23 @@ export function portPost(port, msg, transfer) {
   }
 }
 
-/** Calls `onAbort(callId, reason)` once when `signal` aborts; returns the function that stops watching. One
+/** Aborts `controller` with an `AbortError` DOMException carrying `message`. */
+export function abortWith(controller, message) {
+  let reason;
+  try {
+    reason = new DOMException(message, 'AbortError');
+  } catch (_) {
+    reason = message;
+  }
+  controller.abort(reason);
+}
+
+/** Calls `onAbort(callId, String(reason))` once when `signal` aborts; returns the function that stops watching. One
  *  closure per client serves every call (a wasm closure per call cost more than the call itself). */
+const ONCE = { once: true };
+
 export function watchAbort(signal, onAbort, callId) {
-  const f = () => onAbort(callId, signal.reason);
-  signal.addEventListener('abort', f, { once: true });
+  const f = () => onAbort(callId, toStr(signal.reason));
+  signal.addEventListener('abort', f, ONCE);
   return () => signal.removeEventListener('abort', f);
 }

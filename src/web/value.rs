@@ -70,6 +70,8 @@ extern "C" {
     fn deferred() -> js_sys::Promise;
     #[wasm_bindgen(js_name = takeResolve)]
     fn take_resolve() -> js_sys::Function;
+    #[wasm_bindgen(js_name = abortWith)]
+    pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
     #[wasm_bindgen(js_name = portPost)]
     fn port_post_js(port: &web_sys::MessagePort, msg: &JsValue, transfer: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = makeGlobal)]
@@ -238,9 +240,10 @@ fn key_id(key: &str) -> u32 {
     })
 }
 
-/// Slots for id strings, and the longest string kept (UUIDs and this SDK's message ids are 36 or less).
+/// Slots for id strings, and the longest string kept (UUIDs and this SDK's message ids are 36 or less; abort
+/// reasons are often longer).
 const ID_SLOTS: usize = 64;
-const ID_MAX_LEN: usize = 64;
+const ID_MAX_LEN: usize = 128;
 
 fn id_slot(s: &str) -> usize {
     // FNV-1a: ids differ all along, so any cheap hash spreads them.
@@ -250,7 +253,8 @@ fn id_slot(s: &str) -> usize {
     h as usize % ID_SLOTS
 }
 
-/// Keeps `js`, a JS string equal to `s` (an id read from a message or made in JS, a capability name), so that
+/// Keeps `js`, a JS string equal to `s` (an id read from a message or made in JS, a capability name, an abort
+/// reason), so that
 /// sending `s` back reuses it: a string made from Rust is decoded from UTF-8 by the browser each time, which was the largest
 /// single cost of encoding a small message.
 pub(crate) fn keep_id(s: &str, js: &JsValue) {
