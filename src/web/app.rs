@@ -15,8 +15,8 @@ use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
 use super::value::{
-    abort_with, id_prefix, is_thenable, js_string, make_ctx, opt_number, opt_string,
-    promise_and_resolve, to_str, type_error,
+    abort_with, id_prefix, js_string, make_ctx, opt_number, opt_string, promise_and_resolve,
+    run_handler, take_outcome, to_str, type_error,
 };
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::text;
@@ -360,7 +360,8 @@ impl AppConnInner {
         conn
     }
 
-    /// `ctx.progress` (0), `ctx.elicit` (1), `ctx.notify` (2), `ctx.transfer` (3).
+    /// `ctx.progress` (0), `ctx.elicit` (1), `ctx.notify` (2), `ctx.transfer` (3); the handler's promise
+    /// resolved (4) or rejected (5).
     fn ctx_op(self: &Rc<Self>, op: u32, a: JsValue, b: JsValue) -> JsValue {
         let call_id = a.as_string().unwrap_or_default();
         let result = match op {
@@ -386,6 +387,10 @@ impl AppConnInner {
                 if let Some(r) = self.running.borrow_mut().get_mut(&call_id) {
                     r.transfer = Some(b).filter(Array::is_array);
                 }
+                JsValue::UNDEFINED
+            }
+            4 | 5 => {
+                self.finish(&call_id, if op == 4 { Ok(b) } else { Err(b) });
                 JsValue::UNDEFINED
             }
             _ => JsValue::UNDEFINED,
@@ -547,11 +552,12 @@ impl AppConnInner {
         };
         let signal = controller.signal();
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
-        let ctx = {
-            let dispatch = self.dispatch.borrow();
-            let Some(d) = dispatch.as_ref() else { return };
-            make_ctx(d.as_ref(), &signal, &js_string(&call_id), &token_js)
+        // The JS function of the dispatch closure, held without borrowing it: a handler may close the app.
+        let Some(dispatch) = self.dispatch.borrow().as_ref().map(|d| d.as_ref().clone()) else {
+            return;
         };
+        let call_id_js = js_string(&call_id);
+        let ctx = make_ctx(&dispatch, &signal, &call_id_js, &token_js);
         self.running.borrow_mut().insert(
             call_id.clone(),
             Running {
@@ -560,18 +566,10 @@ impl AppConnInner {
                 transfer: None,
             },
         );
-        match handler.call2(&JsValue::NULL, &params, &ctx) {
-            Ok(v) if is_thenable(&v) => {
-                let weak = Rc::downgrade(self);
-                wasm_bindgen_futures::spawn_local(async move {
-                    let r = wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await;
-                    if let Some(c) = weak.upgrade() {
-                        c.finish(&call_id, r);
-                        c.drive();
-                    }
-                });
-            }
-            other => self.finish(&call_id, other),
+        match run_handler(&handler, &params, &ctx, &dispatch, &call_id_js) {
+            0 => self.finish(&call_id, Ok(take_outcome())),
+            2 => self.finish(&call_id, Err(take_outcome())),
+            _ => {} // a promise: settles through `ctx_op` 4 or 5
         }
     }
 
@@ -629,17 +627,17 @@ impl AppConnInner {
 }
 
 impl Sink for AppConnInner {
-    fn on_message(self: Rc<Self>, data: JsValue, origin: String, port: Option<MessagePort>) {
+    fn on_message(self: Rc<Self>, data: JsValue, origin: &str, port: Option<MessagePort>) {
         // An `initialize` that offers a private channel: once it has opened the session, answer over it.
         let offer = port.and_then(|p| opt_string(&data, "id").map(|id| (p, id)));
-        let answered_origin = origin.clone();
         if let Some(link) = self.link.borrow().as_ref() {
             if link.is_parent() {
                 let has_session = self.core.borrow().session_id().is_some();
-                match link.reply_origin() {
+                match link.replies_to(origin) {
                     // Only the origin that initialized the session is served.
-                    Some(o) if has_session && o != origin => return,
-                    _ => link.set_reply_origin(Some(origin)),
+                    Some(false) if has_session => return,
+                    Some(true) => {}
+                    _ => link.set_reply_origin(Some(origin.to_owned())),
                 }
             }
         }
@@ -655,7 +653,7 @@ impl Sink for AppConnInner {
             };
             if opens {
                 if let Some(link) = self.link.borrow().as_ref() {
-                    link.adopt_port(port, answered_origin);
+                    link.adopt_port(port, origin.to_owned());
                 }
             }
         }

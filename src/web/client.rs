@@ -696,7 +696,7 @@ impl ClientInner {
 }
 
 impl Sink for ClientInner {
-    fn on_message(self: Rc<Self>, data: JsValue, _origin: String, _port: Option<MessagePort>) {
+    fn on_message(self: Rc<Self>, data: JsValue, _origin: &str, _port: Option<MessagePort>) {
         match decode(&data) {
             Ok(m) => {
                 self.core.borrow_mut().handle(m, now());
@@ -720,7 +720,7 @@ impl Sink for ClientInner {
         if let Some(link) = self.link.borrow().as_ref() {
             link.accept_offered(&port);
         }
-        self.on_message(data, String::new(), None);
+        self.on_message(data, "", None);
     }
 
     fn on_orphan(self: Rc<Self>, data: JsValue) {

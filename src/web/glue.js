@@ -52,6 +52,38 @@ export function takeResolve() {
   return r;
 }
 
+// Running a handler in one call: wasm-bindgen's Function.call goes through a catch wrapper (arguments object
+// and apply), and awaiting a returned promise through a JsFuture made two closures per call.
+let outcome;
+
+/** Runs `f(params, ctx)`. Returns 0 when it returned a value and 2 when it threw (the value or error is then
+ *  in `takeOutcome()`), 1 when it returned a promise or thenable: `dispatch(4, callId, value)` or
+ *  `dispatch(5, callId, error)` follows when that settles. */
+export function runHandler(f, params, ctx, dispatch, callId) {
+  let v;
+  try {
+    v = f(params, ctx);
+  } catch (e) {
+    outcome = e;
+    return 2;
+  }
+  if (!isThenable(v)) {
+    outcome = v;
+    return 0;
+  }
+  const settle = (op) => (x) => {
+    try { dispatch(op, callId, x); } catch (_) { /* the app was closed meanwhile: nothing to answer */ }
+  };
+  Promise.resolve(v).then(settle(4), settle(5));
+  return 1;
+}
+
+export function takeOutcome() {
+  const v = outcome;
+  outcome = undefined;
+  return v;
+}
+
 export function isThenable(v) {
   return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
 }

@@ -255,7 +255,7 @@ impl Socket {
 
     fn received(&self, message: JsValue) {
         match self.sink() {
-            Some(sink) => sink.on_message(message, String::new(), None),
+            Some(sink) => sink.on_message(message, "", None),
             None => {
                 let mut early = self.early.borrow_mut();
                 if early.len() < EARLY_LIMIT {

@@ -164,7 +164,7 @@ pub(crate) fn take_target(transport: JsValue, who: &str) -> Result<Target, JsVal
 pub(crate) trait Sink: 'static {
     /// An accepted message (source and origin already checked). `port`: a `MessagePort` the message carried
     /// (an agent offers one with `initialize`).
-    fn on_message(self: Rc<Self>, data: JsValue, origin: String, port: Option<MessagePort>);
+    fn on_message(self: Rc<Self>, data: JsValue, origin: &str, port: Option<MessagePort>);
     /// Agent side: the app answered on one of the ports offered with `initialize`.
     fn on_offered_reply(self: Rc<Self>, _port: MessagePort, _data: JsValue) {}
     /// The other side is gone.
@@ -322,7 +322,7 @@ impl Link {
             };
             let Some(s) = w.upgrade() else { return };
             match accept(e) {
-                Verdict::Accept => s.on_message(e.data(), e.origin(), first_port(e)),
+                Verdict::Accept => s.on_message(e.data(), &e.origin(), first_port(e)),
                 Verdict::Orphan => s.on_orphan(e.data()),
                 Verdict::Reject => s.on_rejected(),
             }
@@ -421,7 +421,7 @@ impl Link {
             let (Some(e), Some(s)) = (event.dyn_ref::<MessageEvent>(), w.upgrade()) else {
                 return;
             };
-            s.on_message(e.data(), origin.clone(), None);
+            s.on_message(e.data(), &origin, None);
         });
         port.start();
         *self.port.borrow_mut() = Some((port, listener));
@@ -439,8 +439,9 @@ impl Link {
         *self.reply_origin.borrow_mut() = origin;
     }
 
-    pub(crate) fn reply_origin(&self) -> Option<String> {
-        self.reply_origin.borrow().clone()
+    /// Whether replies go to `origin`; `None` while no origin has been chosen.
+    pub(crate) fn replies_to(&self, origin: &str) -> Option<bool> {
+        self.reply_origin.borrow().as_deref().map(|o| o == origin)
     }
 
     pub(crate) fn is_port(&self) -> bool {

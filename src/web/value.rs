@@ -22,6 +22,16 @@ extern "C" {
     ) -> JsValue;
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
+    #[wasm_bindgen(js_name = runHandler)]
+    pub(crate) fn run_handler(
+        f: &js_sys::Function,
+        params: &JsValue,
+        ctx: &JsValue,
+        dispatch: &JsValue,
+        call_id: &JsValue,
+    ) -> u32;
+    #[wasm_bindgen(js_name = takeOutcome)]
+    pub(crate) fn take_outcome() -> JsValue;
     #[wasm_bindgen(js_name = isThenable)]
     pub(crate) fn is_thenable(v: &JsValue) -> bool;
     #[wasm_bindgen(js_name = toStr)]
