@@ -172,6 +172,11 @@ async fn message_port_both_sides_in_one_page() {
 }
 
 #[wasm_bindgen_test]
+async fn handlers_settling_after_the_app_closed_are_quiet() {
+    check("handlersSettlingAfterTheAppClosedAreQuiet").await;
+}
+
+#[wasm_bindgen_test]
 async fn popup_window_and_its_closing() {
     check("popupWindowAndItsClosing").await;
 }

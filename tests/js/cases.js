@@ -629,6 +629,31 @@ export async function messagePortBothSidesInOnePage() {
   eq(app.activeCalls, 0, 'closed');
 }
 
+export async function handlersSettlingAfterTheAppClosedAreQuiet() {
+  // Handlers that ignore their signal and settle (resolve, reject) after app.close(): nothing to answer, and
+  // nothing may surface as a page error.
+  const channel = new MessageChannel();
+  const app = new AbpApp({ id: 'late.app', name: 'Late app', version: '1' });
+  const settled = [];
+  app.register('late', ({ fail }) => new Promise((resolve, reject) => setTimeout(() => {
+    settled.push(fail ? 'rejected' : 'resolved');
+    if (fail) reject(new Error('too late')); else resolve('too late');
+  }, 60)));
+  app.register('quick', async (x) => x);
+  app.listen(PostMessageTransport.fromPort(channel.port1));
+  const abp = await AbpClient.connect(PostMessageTransport.fromPort(channel.port2), AGENT);
+  eq((await abp.call('quick', 7)).data, 7, 'an async handler answers');
+  const errorsBefore = pageErrors.length;
+  abp.call('late', { fail: false });
+  abp.call('late', { fail: true });
+  await until(() => app.activeCalls === 2, 'both handlers to run');
+  app.close();
+  await until(() => settled.length === 2, 'both handlers to settle', 2000);
+  await sleep(50);
+  eq(pageErrors.slice(errorsBefore), [], 'no page errors from handlers settling after close');
+  await abp.shutdown();
+}
+
 export async function popupWindowAndItsClosing() {
   const win = window.open(`${ORIGIN}/tests/fixtures/app.html?popup=1`, 'abp-popup', 'popup,width=420,height=320');
   assert(win, 'the popup opened');
@@ -671,7 +696,8 @@ const cases = {
   messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe,
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
   arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
-  exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, popupWindowAndItsClosing, optionsAreChecked,
+  exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,
+  popupWindowAndItsClosing, optionsAreChecked,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
