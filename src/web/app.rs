@@ -8,15 +8,15 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, AbortSignal, MessagePort};
+use web_sys::{AbortController, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
 use super::value::{
-    abort_with, id_prefix, js_string, make_ctx, opt_number, opt_string, promise_and_resolve,
-    run_handler, take_outcome, to_str, type_error,
+    abort_with, id_prefix, is_aborted, js_string, make_ctx, opt_number, opt_string,
+    promise_and_resolve, run_handler, take_controller, take_outcome, to_str, type_error,
 };
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::text;
@@ -63,7 +63,6 @@ pub(crate) trait Outlet {
 
 struct Running {
     controller: AbortController,
-    signal: AbortSignal,
     transfer: Option<JsValue>,
 }
 
@@ -539,8 +538,9 @@ impl AppConnInner {
             .shared
             .upgrade()
             .and_then(|s| s.handlers.borrow().get(&capability).cloned());
-        let controller = AbortController::new();
-        let (Some(handler), Ok(controller)) = (handler, controller) else {
+        // The JS function of the dispatch closure, held without borrowing it: a handler may close the app.
+        let dispatch = self.dispatch.borrow().as_ref().map(|d| d.as_ref().clone());
+        let (Some(handler), Some(dispatch)) = (handler, dispatch) else {
             let error = AbpError::new(
                 ErrorCode::UnknownCapability,
                 "The capability was unregistered",
@@ -550,19 +550,21 @@ impl AppConnInner {
                 .complete(&call_id, Outcome::Failure(error), None, now());
             return;
         };
-        let signal = controller.signal();
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
-        // The JS function of the dispatch closure, held without borrowing it: a handler may close the app.
-        let Some(dispatch) = self.dispatch.borrow().as_ref().map(|d| d.as_ref().clone()) else {
-            return;
-        };
         let call_id_js = js_string(&call_id);
-        let ctx = make_ctx(&dispatch, &signal, &call_id_js, &token_js);
+        let ctx = make_ctx(&dispatch, &call_id_js, &token_js);
+        if ctx.is_undefined() {
+            let error = AbpError::new(ErrorCode::OperationFailed, "No AbortController here");
+            self.core
+                .borrow_mut()
+                .complete(&call_id, Outcome::Failure(error), None, now());
+            return;
+        }
+        let controller = take_controller();
         self.running.borrow_mut().insert(
             call_id.clone(),
             Running {
                 controller,
-                signal: signal.clone(),
                 transfer: None,
             },
         );
@@ -577,7 +579,7 @@ impl AppConnInner {
         let Some(running) = self.running.borrow_mut().remove(call_id) else {
             return; // cancelled meanwhile: whatever the handler produced is discarded
         };
-        let aborted = running.signal.aborted();
+        let aborted = is_aborted(&running.controller);
         let outcome = match result {
             Ok(_) if aborted => Outcome::Cancelled { reason: None },
             Ok(data) => Outcome::Success { data },

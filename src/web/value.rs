@@ -16,10 +16,13 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCtx)]
     pub(crate) fn make_ctx(
         dispatch: &JsValue,
-        signal: &JsValue,
         call_id: &JsValue,
         progress_token: &JsValue,
     ) -> JsValue;
+    #[wasm_bindgen(js_name = takeController)]
+    pub(crate) fn take_controller() -> web_sys::AbortController;
+    #[wasm_bindgen(js_name = isAborted)]
+    pub(crate) fn is_aborted(controller: &web_sys::AbortController) -> bool;
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
     #[wasm_bindgen(js_name = runHandler)]
