@@ -15,8 +15,8 @@ use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, id_prefix, is_thenable, js_error, js_string, keep_id, local_response,
-    new_call_id, opt_function, opt_number, opt_string, promise_and_resolve, to_str, type_error,
-    watch_abort,
+    new_call_id, opt_function, opt_number, opt_string, promise_and_resolve, to_str, try_call,
+    type_error, watch_abort,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::message::text;
@@ -90,8 +90,9 @@ fn report(what: &str, err: &JsValue) {
 }
 
 fn call_hook(f: &Function, arg: &JsValue) {
-    if let Err(e) = f.call1(&JsValue::NULL, arg) {
-        report("abp-wasm: a callback threw", &e);
+    let thrown = try_call(f, arg);
+    if !thrown.is_undefined() {
+        report("abp-wasm: a callback threw", &thrown);
     }
 }
 

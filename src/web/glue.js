@@ -307,6 +307,17 @@ export function portPost(port, msg, transfer) {
   }
 }
 
+/** `f(arg)`; returns what it threw (null for a thrown undefined), else undefined. For promise resolvers and
+ *  user callbacks, without wasm-bindgen's catch wrapper. */
+export function tryCall(f, arg) {
+  try {
+    f(arg);
+    return undefined;
+  } catch (e) {
+    return e === undefined ? null : e;
+  }
+}
+
 /** Aborts `controller` with an `AbortError` DOMException carrying `message`. */
 export function abortWith(controller, message) {
   let reason;

@@ -83,6 +83,8 @@ extern "C" {
     fn deferred() -> js_sys::Promise;
     #[wasm_bindgen(js_name = takeResolve)]
     fn take_resolve() -> js_sys::Function;
+    #[wasm_bindgen(js_name = tryCall)]
+    pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = abortWith)]
     pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
     #[wasm_bindgen(js_name = portPost)]
