@@ -1,0 +1,35 @@
+// A/B of two builds of the package in one browser page: each build gets its own iframe app and client, and
+// they take turns, 1,000 echo calls at a time, so both see the same machine load. Repeated over several
+// browser sessions with the load order alternated (the client loaded second measured ~4 µs slower in an
+// A/A run). Prints the mean round trip per build per session and overall.
+// Usage: cp -r pkg bench/ab/before  (… change, npm run build …)  cp -r pkg bench/ab/after
+//        node bench/ab.mjs before after [sessions=6] [--options]   (--options: calls pass { signal, timeout })
+import { chromium } from 'playwright-core';
+import { serve } from '../www/serve.mjs';
+const args = process.argv.slice(2);
+const withOptions = args.includes('--options');
+const [a, b, sessions = '6'] = args.filter((x) => !x.startsWith('--'));
+if (!a || !b) { console.error('usage: node bench/ab.mjs <dir under bench/ab> <dir under bench/ab> [sessions] [--options]'); process.exit(2); }
+const server = await serve(0);
+const means = { [a]: [], [b]: [] };
+try {
+  for (let s = 0; s < +sessions; s++) {
+    const order = s % 2 ? [b, a] : [a, b];
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless=new', '--no-sandbox', '--disable-gpu'] });
+    try {
+      const page = await browser.newPage();
+      page.on('pageerror', (e) => console.error('page error:', e));
+      await page.goto(`http://127.0.0.1:${server.address().port}/bench/ab/`);
+      await page.waitForFunction(() => window.ready);
+      const r = await page.evaluate(([v, o]) => window.run(v, 10, 1000, o), [order, withOptions]);
+      for (const v of order) means[v].push(+r[v].mean);
+      console.log(`session ${s + 1}: ${order.map((v) => `${v} ${r[v].mean} µs`).join(', ')}`);
+    } finally {
+      await browser.close();
+    }
+  }
+} finally {
+  server.close();
+}
+const avg = (xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
+console.log(`mean round trip: ${a} ${avg(means[a]).toFixed(1)} µs, ${b} ${avg(means[b]).toFixed(1)} µs (${(avg(means[b]) / avg(means[a])).toFixed(3)}×)`);
