@@ -22,7 +22,7 @@ export function makeCtx(dispatch, callId, progressToken) {
 }
 
 // Call ids: UUID v4 from `crypto.getRandomValues`, fetched 4 KiB at a time. `crypto.randomUUID()` took
-// ~4 µs a call in Chromium (it asks the OS every time), and a UUID made in wasm had to be decoded from UTF-8.
+// ~4 µs a call in Chromium here, and a UUID made in wasm had to be decoded from UTF-8.
 const HEX = Array.from({ length: 256 }, (_, i) => (i + 0x100).toString(16).slice(1));
 let pool = new Uint8Array(0);
 let used = 0;
@@ -329,10 +329,11 @@ export function abortWith(controller, message) {
   controller.abort(reason);
 }
 
-/** Calls `onAbort(callId, String(reason))` once when `signal` aborts; returns the function that stops watching. One
- *  closure per client serves every call (a wasm closure per call cost more than the call itself). */
 const ONCE = { once: true };
 
+/** Calls `onAbort(callId, String(reason))` once when `signal` aborts; returns the function that stops
+ *  watching. One closure per client serves every call (a wasm closure per call cost more than the call
+ *  itself). */
 export function watchAbort(signal, onAbort, callId) {
   const f = () => onAbort(callId, toStr(signal.reason));
   signal.addEventListener('abort', f, ONCE);

@@ -269,9 +269,8 @@ fn id_slot(s: &str) -> usize {
 }
 
 /// Keeps `js`, a JS string equal to `s` (an id read from a message or made in JS, a capability name, an abort
-/// reason), so that
-/// sending `s` back reuses it: a string made from Rust is decoded from UTF-8 by the browser each time, which was the largest
-/// single cost of encoding a small message.
+/// reason), so that sending `s` back reuses it: a string made from Rust is decoded from UTF-8 by the browser
+/// each time, which was the largest single cost of encoding a small message.
 pub(crate) fn keep_id(s: &str, js: &JsValue) {
     if s.len() > ID_MAX_LEN {
         return;
