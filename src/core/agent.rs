@@ -8,6 +8,7 @@ use super::map::StrMap;
 
 use super::error::{AbpError, ErrorCode};
 use super::message::{text, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
+use super::schema::Payload;
 
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -169,8 +170,8 @@ pub struct AgentCore<P> {
     calls: StrMap<Pending>,
     by_token: StrMap<String>,
     cancels: StrMap<CancelReq>,
-    /// elicitation request id → the call that asked
-    elicits: StrMap<Option<String>>,
+    /// elicitation request id → the call that asked, and when the request times out
+    elicits: StrMap<(Option<String>, Option<f64>)>,
     out: VecDeque<AgentOutput<P>>,
     next_seq: u64,
     /// When the app was last heard from (any message).
@@ -179,7 +180,7 @@ pub struct AgentCore<P> {
     probe: Option<(String, f64)>,
 }
 
-impl<P: Clone> AgentCore<P> {
+impl<P: Payload> AgentCore<P> {
     pub fn new(config: AgentConfig, id_prefix: impl Into<String>) -> Self {
         AgentCore {
             config,
@@ -477,7 +478,10 @@ impl<P: Clone> AgentCore<P> {
     }
 
     fn abort_elicitations_of(&mut self, call_id: &str) {
-        for id in self.elicits.remove_where(|c| c.as_deref() == Some(call_id)) {
+        for id in self
+            .elicits
+            .remove_where(|(c, _)| c.as_deref() == Some(call_id))
+        {
             self.out
                 .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
             self.out
@@ -690,7 +694,12 @@ impl<P: Clone> AgentCore<P> {
                         return;
                     }
                 }
-                self.elicits.insert(id.clone(), call_id.clone());
+                // The request's own timeout: past it the app has stopped waiting, so the handler stops too.
+                let deadline = payload
+                    .get_f64("timeout")
+                    .filter(|t| t.is_finite() && *t >= 0.0)
+                    .map(|t| now + t);
+                self.elicits.insert(id.clone(), (call_id.clone(), deadline));
                 self.out.push_back(AgentOutput::Elicitation {
                     id,
                     call_id,
@@ -731,6 +740,11 @@ impl<P: Clone> AgentCore<P> {
         }
         for req in self.cancels.values() {
             consider(req.deadline);
+        }
+        for (_, deadline) in self.elicits.values() {
+            if let Some(d) = deadline {
+                consider(*d);
+            }
         }
         next
     }
@@ -808,6 +822,21 @@ impl<P: Clone> AgentCore<P> {
         }
         timed_out.sort_unstable();
         graced.sort_unstable();
+        for id in self
+            .elicits
+            .remove_where(|(_, d)| d.is_some_and(|d| d <= now))
+        {
+            self.out
+                .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
+            self.out
+                .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                    id,
+                    answer: ElicitAnswer::Failed(AbpError::new(
+                        ErrorCode::Timeout,
+                        "The elicitation timed out",
+                    )),
+                }));
+        }
         for (_, id) in graced {
             self.settle_cancelled(&id);
         }

@@ -6,19 +6,22 @@ use std::collections::VecDeque;
 
 use super::map::{StrMap, StrSet};
 
+use super::capability::{self, Changes};
+use super::codec::{decode_error, Wire};
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, IdGen, Incoming, MalformedKind, Outcome, Outgoing, REASON_COMPLETED, REASON_NOT_FOUND,
+    text, IdGen, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION, REASON_COMPLETED,
+    REASON_NOT_FOUND,
 };
-use super::schema::{validate, Payload};
+use super::schema::{validate, Kind, Payload};
 
-/// Registered capabilities: name → descriptor (the descriptor may hold an `inputSchema`).
+/// Registered capabilities: name → descriptor, with the reference's defaults filled in.
 pub struct Registry<P> {
     order: Vec<String>,
-    caps: StrMap<Option<P>>,
+    caps: StrMap<P>,
 }
 
-impl<P: Payload> Default for Registry<P> {
+impl<P: Wire> Default for Registry<P> {
     fn default() -> Self {
         Registry {
             order: Vec::new(),
@@ -27,14 +30,16 @@ impl<P: Payload> Default for Registry<P> {
     }
 }
 
-impl<P: Payload> Registry<P> {
-    /// Adds or replaces a capability. Returns true if the set of names changed.
-    pub fn register(&mut self, name: &str, descriptor: Option<P>) -> bool {
-        let added = self.caps.insert(name.to_owned(), descriptor).is_none();
+impl<P: Wire> Registry<P> {
+    /// Adds or replaces a capability. `Err` names a descriptor field of the wrong type. `Ok(true)` if the name
+    /// is new, `Ok(false)` if it replaced one.
+    pub fn register(&mut self, name: &str, descriptor: Option<P>) -> Result<bool, String> {
+        let d = capability::descriptor(name, descriptor.as_ref())?;
+        let added = self.caps.insert(name.to_owned(), d).is_none();
         if added {
             self.order.push(name.to_owned());
         }
-        added
+        Ok(added)
     }
 
     pub fn unregister(&mut self, name: &str) -> bool {
@@ -46,19 +51,35 @@ impl<P: Payload> Registry<P> {
         }
     }
 
+    /// Lays `patch` over a registered descriptor (`available`, `requirements`, …). `Err` for an unknown name
+    /// or a field of the wrong type.
+    pub fn update(&mut self, name: &str, patch: &P) -> Result<(), String> {
+        let Some(d) = self.caps.get(name) else {
+            return Err(text(&["No capability named '", name, "' is registered"]));
+        };
+        let d = capability::patched(d, patch)?;
+        self.caps.insert(name.to_owned(), d);
+        Ok(())
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.caps.contains_key(name)
     }
 
     pub fn descriptor(&self, name: &str) -> Option<&P> {
-        self.caps.get(name).and_then(|d| d.as_ref())
+        self.caps.get(name)
     }
 
     /// Names and descriptors in registration order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&P>)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &P)> {
         self.order
             .iter()
-            .map(|n| (n.as_str(), self.caps.get(n).and_then(|d| d.as_ref())))
+            .filter_map(|n| self.caps.get(n).map(|d| (n.as_str(), d)))
+    }
+
+    /// The descriptors, in registration order.
+    pub fn list(&self) -> P {
+        P::array(self.iter().map(|(_, d)| d.clone()).collect())
     }
 
     pub fn len(&self) -> usize {
@@ -69,9 +90,19 @@ impl<P: Payload> Registry<P> {
         self.order.is_empty()
     }
 
-    fn check_params(&self, name: &str, params: &P) -> Result<(), String> {
-        match self.descriptor(name).and_then(|d| d.get("inputSchema")) {
-            Some(schema) => validate(&schema, params),
+    /// What a call must pass before its handler runs: the capability exists, is available, has its
+    /// requirements met, and its params fit the `inputSchema`.
+    pub fn check_call(&self, name: &str, params: &P) -> Result<(), AbpError<P>> {
+        let Some(d) = self.caps.get(name) else {
+            return Err(AbpError::new(
+                ErrorCode::UnknownCapability,
+                text(&["Unknown capability '", name, "'"]),
+            ));
+        };
+        capability::gate(name, d)?;
+        match d.get("inputSchema") {
+            Some(schema) => validate(&schema, params)
+                .map_err(|problem| AbpError::new(ErrorCode::InvalidParams, problem)),
             None => Ok(()),
         }
     }
@@ -85,6 +116,10 @@ pub struct AppConfig {
     pub progress_interval: f64,
     /// How many finished call ids each session remembers for the cancel table.
     pub remember: usize,
+    /// An `initialize` with a new id while a session is active ends that session and opens a new one
+    /// (`window.abp`, where a reattaching automation agent must not be locked out) instead of being answered
+    /// ALREADY_INITIALIZED (postMessage and WebSocket sessions).
+    pub reinitialize: bool,
 }
 
 impl Default for AppConfig {
@@ -93,6 +128,7 @@ impl Default for AppConfig {
             max_concurrent: None,
             progress_interval: 16.0,
             remember: 1024,
+            reinitialize: false,
         }
     }
 }
@@ -112,15 +148,83 @@ pub enum AppOutput<P> {
         call_id: String,
         reason: Option<String>,
     },
-    /// Resolve `ctx.elicit()`: `Some(response)` from the agent, `None` when its call ended first.
+    /// Resolve `ctx.elicit()`.
     ElicitDone {
         id: String,
-        response: Option<P>,
+        end: ElicitEnd<P>,
     },
     SessionOpened {
         session_id: String,
     },
     SessionClosed,
+}
+
+/// How an elicitation the app asked ended.
+#[derive(Clone, Debug)]
+pub enum ElicitEnd<P> {
+    /// The agent's `ElicitationResponse`.
+    Answer(P),
+    /// The call that asked (or the session) ended first.
+    Ended,
+    /// Its `timeout` passed without an answer.
+    TimedOut,
+}
+
+/// What the agent enabled in `initialize.features` (absent fields count as enabled), and which elicitation
+/// methods it allows (`agentCapabilities.allowedRequests`; `None`: any).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Features {
+    pub notifications: bool,
+    pub progress: bool,
+    pub elicitation: bool,
+    pub allowed_requests: Option<Vec<String>>,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            notifications: true,
+            progress: true,
+            elicitation: true,
+            allowed_requests: None,
+        }
+    }
+}
+
+impl Features {
+    /// Reads `features` and `agentCapabilities.allowedRequests` from an `initialize` payload.
+    pub fn from_initialize<P: Payload>(payload: &P) -> Features {
+        let f = payload.get_object("features");
+        let on = |key: &str| {
+            f.as_ref()
+                .and_then(|f| f.get(key))
+                .and_then(|v| v.as_bool())
+                != Some(false)
+        };
+        let allowed = payload
+            .get_object("agentCapabilities")
+            .and_then(|a| a.get("allowedRequests"))
+            .filter(|a| a.kind() == Kind::Array)
+            .map(|a| {
+                (0..a.array_len().unwrap_or(0))
+                    .filter_map(|i| a.index(i)?.as_string())
+                    .collect()
+            });
+        Features {
+            notifications: on("notifications"),
+            progress: on("progress"),
+            elicitation: on("elicitation"),
+            allowed_requests: allowed,
+        }
+    }
+
+    fn allows(&self, method: &str) -> bool {
+        self.elicitation
+            && self
+                .allowed_requests
+                .as_ref()
+                .is_none_or(|a| a.iter().any(|m| m == method))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +260,15 @@ struct Queued<P> {
 struct Session {
     id: String,
     init_id: String,
+    features: Features,
+}
+
+/// An elicitation the app asked and is waiting on.
+struct Elicit {
+    /// The call that asked.
+    call_id: Option<String>,
+    /// When it times out (its request's `timeout`).
+    deadline: Option<f64>,
 }
 
 /// Bounded memory of finished calls.
@@ -186,13 +299,12 @@ pub struct AppConn<P> {
     queued: VecDeque<Queued<P>>,
     queued_ids: StrSet,
     finished: Recent,
-    /// elicitation id → the call that asked
-    elicits: StrMap<Option<String>>,
+    elicits: StrMap<Elicit>,
     out: VecDeque<AppOutput<P>>,
     next_seq: u64,
 }
 
-impl<P: Payload> AppConn<P> {
+impl<P: Wire> AppConn<P> {
     pub fn new(config: AppConfig, id_prefix: impl Into<String>) -> Self {
         let cap = config.remember.max(1);
         AppConn {
@@ -222,6 +334,19 @@ impl<P: Payload> AppConn<P> {
         self.session.as_ref().map(|s| s.init_id.as_str())
     }
 
+    /// What the agent of the current session enabled.
+    pub fn features(&self) -> Option<&Features> {
+        self.session.as_ref().map(|s| &s.features)
+    }
+
+    /// The call a running handler's progress token belongs to.
+    pub fn call_of_token(&self, token: &str) -> Option<String> {
+        self.active
+            .iter()
+            .find(|(_, a)| a.token.as_deref() == Some(token))
+            .map(|(c, _)| c.clone())
+    }
+
     /// Running handlers.
     pub fn active_calls(&self) -> usize {
         self.active.len()
@@ -248,30 +373,47 @@ impl<P: Payload> AppConn<P> {
     /// Feeds one decoded message from the agent.
     pub fn handle(&mut self, msg: Incoming<P>, now: f64, registry: &Registry<P>) {
         match msg {
-            Incoming::Initialize { id, .. } => match &self.session {
-                None => {
-                    let session_id = self.ids.next_id();
-                    self.session = Some(Session {
-                        id: session_id.clone(),
-                        init_id: id.clone(),
-                    });
-                    self.finished.order.clear();
-                    self.finished.map.clear();
-                    self.out.push_back(AppOutput::SessionOpened {
-                        session_id: session_id.clone(),
-                    });
-                    self.transmit(Outgoing::InitializeResult { id, session_id });
+            Incoming::Initialize { id, payload } => {
+                if let Some(s) = &self.session {
+                    if s.init_id == id {
+                        // A re-sent initialize (the agent could not know it was answered): same answer.
+                        let (session_id, features) = (s.id.clone(), s.features.clone());
+                        return self.transmit(Outgoing::InitializeResult {
+                            id,
+                            session_id,
+                            features,
+                        });
+                    }
+                    if !self.config.reinitialize {
+                        let error = AbpError::new(
+                            ErrorCode::AlreadyInitialized,
+                            "A session is already active",
+                        );
+                        return self.transmit(Outgoing::InitializeError { id, error });
+                    }
                 }
-                Some(s) if s.init_id == id => {
-                    let session_id = s.id.clone();
-                    self.transmit(Outgoing::InitializeResult { id, session_id });
+                if let Some(error) = unsupported_version(&payload) {
+                    return self.transmit(Outgoing::InitializeError { id, error });
                 }
-                Some(_) => {
-                    let error =
-                        AbpError::new(ErrorCode::AlreadyInitialized, "A session is already active");
-                    self.transmit(Outgoing::InitializeError { id, error });
-                }
-            },
+                self.end_session();
+                let session_id = self.ids.next_id();
+                let features = Features::from_initialize(&payload);
+                self.session = Some(Session {
+                    id: session_id.clone(),
+                    init_id: id.clone(),
+                    features: features.clone(),
+                });
+                self.finished.order.clear();
+                self.finished.map.clear();
+                self.out.push_back(AppOutput::SessionOpened {
+                    session_id: session_id.clone(),
+                });
+                self.transmit(Outgoing::InitializeResult {
+                    id,
+                    session_id,
+                    features,
+                });
+            }
             Incoming::Call {
                 id,
                 call_id,
@@ -289,21 +431,9 @@ impl<P: Payload> AppConn<P> {
                 {
                     return; // a duplicated delivery: never run a handler twice
                 }
-                if !registry.contains(&capability) {
+                if let Err(error) = registry.check_call(&capability, &params) {
                     self.finished.insert(call_id.clone(), Finished::Completed);
-                    let error = AbpError::new(
-                        ErrorCode::UnknownCapability,
-                        text(&["Unknown capability '", &capability, "'"]),
-                    );
                     return self.refuse_call(id, call_id, error);
-                }
-                if let Err(problem) = registry.check_params(&capability, &params) {
-                    self.finished.insert(call_id.clone(), Finished::Completed);
-                    return self.refuse_call(
-                        id,
-                        call_id,
-                        AbpError::new(ErrorCode::InvalidParams, problem),
-                    );
                 }
                 let full = self
                     .config
@@ -331,7 +461,7 @@ impl<P: Payload> AppConn<P> {
             Incoming::ElicitationResponse { id, payload } if self.elicits.remove(&id).is_some() => {
                 self.out.push_back(AppOutput::ElicitDone {
                     id,
-                    response: Some(payload),
+                    end: ElicitEnd::Answer(payload),
                 });
             }
             Incoming::Shutdown { .. } => self.end_session(),
@@ -479,9 +609,14 @@ impl<P: Payload> AppConn<P> {
     }
 
     fn end_elicitations_of(&mut self, call_id: &str) {
-        for id in self.elicits.remove_where(|c| c.as_deref() == Some(call_id)) {
-            self.out
-                .push_back(AppOutput::ElicitDone { id, response: None });
+        for id in self
+            .elicits
+            .remove_where(|e| e.call_id.as_deref() == Some(call_id))
+        {
+            self.out.push_back(AppOutput::ElicitDone {
+                id,
+                end: ElicitEnd::Ended,
+            });
         }
     }
 
@@ -492,7 +627,7 @@ impl<P: Payload> AppConn<P> {
         };
         if let (Some(info), Some(token)) = (active.progress.take(), active.token.clone()) {
             self.transmit(Outgoing::Progress {
-                call_id: call_id.to_owned(),
+                call_id: Some(call_id.to_owned()),
                 token,
                 info,
             });
@@ -517,6 +652,9 @@ impl<P: Payload> AppConn<P> {
     /// `ctx.progress(info)`: sent at once unless one went out less than `progress_interval` ago, in which case
     /// it waits and later updates replace it. Dropped for calls without a progress token or no longer running.
     pub fn progress(&mut self, call_id: &str, info: P, now: f64) {
+        if !self.session.as_ref().is_some_and(|s| s.features.progress) {
+            return;
+        }
         let interval = self.config.progress_interval;
         let Some(active) = self.active.get_mut(call_id) else {
             return;
@@ -527,7 +665,7 @@ impl<P: Payload> AppConn<P> {
         if active.progress_due.is_none() && now - active.last_progress >= interval {
             active.last_progress = now;
             self.transmit(Outgoing::Progress {
-                call_id: call_id.to_owned(),
+                call_id: Some(call_id.to_owned()),
                 token,
                 info,
             });
@@ -539,18 +677,43 @@ impl<P: Payload> AppConn<P> {
         }
     }
 
-    /// `ctx.elicit(request)`: returns the request id to wait on, or an error when it cannot be asked.
-    pub fn elicit(&mut self, call_id: Option<&str>, request: P) -> Result<String, AbpError<P>> {
-        if self.session.is_none() {
+    /// `ctx.elicit(request)`: returns the request id to wait on, or an error when it cannot be asked:
+    /// NOT_INITIALIZED without a session, NOT_SUPPORTED when the agent did not enable elicitation or does not
+    /// allow the method, CANCELLED when the call that asks has ended. The request's `timeout` (ms), if any,
+    /// ends the wait with [`ElicitEnd::TimedOut`].
+    pub fn elicit(
+        &mut self,
+        call_id: Option<&str>,
+        request: P,
+        now: f64,
+    ) -> Result<String, AbpError<P>> {
+        let Some(session) = &self.session else {
             return Err(AbpError::not_initialized());
+        };
+        let method = request.get_string("method").unwrap_or_default();
+        if !session.features.allows(&method) {
+            return Err(AbpError::new(
+                ErrorCode::NotSupported,
+                text(&["The agent does not accept '", &method, "' requests"]),
+            ));
         }
         if let Some(c) = call_id {
             if !self.active.contains_key(c) {
                 return Err(AbpError::cancelled(Some("The call that asked has ended")));
             }
         }
+        let deadline = request
+            .get_f64("timeout")
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(|t| now + t);
         let id = self.ids.next_id();
-        self.elicits.insert(id.clone(), call_id.map(str::to_owned));
+        self.elicits.insert(
+            id.clone(),
+            Elicit {
+                call_id: call_id.map(str::to_owned),
+                deadline,
+            },
+        );
         self.transmit(Outgoing::ElicitationRequest {
             id: id.clone(),
             call_id: call_id.map(str::to_owned),
@@ -559,9 +722,27 @@ impl<P: Payload> AppConn<P> {
         Ok(id)
     }
 
+    /// Progress the page reports for an operation of its own (`window.abp.notifyProgress` with an
+    /// `operationId` that names no running call): sent as it is, when the agent enabled progress.
+    pub fn free_progress(&mut self, token: &str, info: P) -> bool {
+        if !self.session.as_ref().is_some_and(|s| s.features.progress) {
+            return false;
+        }
+        self.transmit(Outgoing::Progress {
+            call_id: None,
+            token: token.to_owned(),
+            info,
+        });
+        true
+    }
+
     /// `app.notify(event, data)`: returns false when there is no session to tell.
     pub fn notify(&mut self, event: &str, data: P) -> bool {
-        if self.session.is_none() {
+        if !self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.features.notifications)
+        {
             return false;
         }
         self.transmit(Outgoing::Notification {
@@ -571,9 +752,18 @@ impl<P: Payload> AppConn<P> {
         true
     }
 
-    pub fn capabilities_changed(&mut self) {
-        if self.session.is_some() {
-            self.transmit(Outgoing::CapabilitiesChanged);
+    /// The registry changed: tells the agent (`notifications/capabilities/list_changed`) unless it turned
+    /// notifications off.
+    pub fn capabilities_changed(&mut self, changes: &Changes) {
+        if !changes.is_empty()
+            && self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.features.notifications)
+        {
+            self.transmit(Outgoing::CapabilitiesChanged {
+                changes: changes.clone(),
+            });
         }
     }
 
@@ -594,8 +784,10 @@ impl<P: Payload> AppConn<P> {
         self.queued.clear();
         self.queued_ids.clear();
         for (id, _) in self.elicits.drain() {
-            self.out
-                .push_back(AppOutput::ElicitDone { id, response: None });
+            self.out.push_back(AppOutput::ElicitDone {
+                id,
+                end: ElicitEnd::Ended,
+            });
         }
         if self.session.take().is_some() {
             self.out.push_back(AppOutput::SessionClosed);
@@ -606,10 +798,20 @@ impl<P: Payload> AppConn<P> {
         self.active
             .values()
             .filter_map(|a| a.progress_due)
+            .chain(self.elicits.values().filter_map(|e| e.deadline))
             .min_by(|a, b| a.total_cmp(b))
     }
 
     pub fn handle_timeout(&mut self, now: f64) {
+        for id in self
+            .elicits
+            .remove_where(|e| e.deadline.is_some_and(|d| d <= now))
+        {
+            self.out.push_back(AppOutput::ElicitDone {
+                id,
+                end: ElicitEnd::TimedOut,
+            });
+        }
         let mut due = Vec::new();
         for (call_id, a) in self.active.iter_mut() {
             if a.progress_due.is_some_and(|d| d <= now) {
@@ -617,7 +819,7 @@ impl<P: Payload> AppConn<P> {
                 a.last_progress = now;
                 if let (Some(info), Some(token)) = (a.progress.take(), a.token.clone()) {
                     due.push(Outgoing::Progress {
-                        call_id: call_id.clone(),
+                        call_id: Some(call_id.clone()),
                         token,
                         info,
                     });
@@ -632,4 +834,81 @@ impl<P: Payload> AppConn<P> {
     pub fn poll(&mut self) -> Option<AppOutput<P>> {
         self.out.pop_front()
     }
+}
+
+/// NOT_SUPPORTED for an `initialize` whose `protocolVersion` has another major version than ours.
+fn unsupported_version<P: Wire>(payload: &P) -> Option<AbpError<P>> {
+    let theirs = payload.get_string("protocolVersion")?;
+    let major = |v: &str| v.split('.').next().unwrap_or("").trim().to_owned();
+    if major(&theirs) == major(PROTOCOL_VERSION) {
+        return None;
+    }
+    Some(AbpError::new(
+        ErrorCode::NotSupported,
+        text(&[
+            "Protocol version ",
+            &theirs,
+            " is not supported; this app speaks ",
+            PROTOCOL_VERSION,
+        ]),
+    ))
+}
+
+/// What a handler's return value means. A ready-made `ABPResponse` (an object whose keys are only among
+/// `success` (a boolean, required), `data`, `error`, `metadata`, `cancelled`), as the ABP docs' app examples
+/// return, is taken as the response; anything else is the result's `data`. `aborted`: the call's signal had
+/// aborted, so the call counts as cancelled whatever the handler returned.
+pub fn outcome_of_return<P: Wire>(value: P, aborted: bool) -> Outcome<P> {
+    if aborted {
+        return Outcome::Cancelled { reason: None };
+    }
+    let success = match value.get("success").and_then(|s| s.as_bool()) {
+        Some(s) if value.kind() == Kind::Object => s,
+        _ => return Outcome::Success { data: value },
+    };
+    const RESPONSE_KEYS: [&str; 5] = ["success", "data", "error", "metadata", "cancelled"];
+    if !value
+        .keys()
+        .iter()
+        .all(|k| RESPONSE_KEYS.contains(&k.as_str()))
+    {
+        return Outcome::Success { data: value };
+    }
+    let error = value.get_object("error").map(|e| decode_error(&e));
+    if value.get("cancelled").and_then(|c| c.as_bool()) == Some(true) {
+        return Outcome::Cancelled {
+            reason: error.map(|e| e.message).filter(|m| !m.is_empty()),
+        };
+    }
+    if success {
+        return Outcome::Success {
+            data: value.get("data").unwrap_or_else(P::undefined),
+        };
+    }
+    Outcome::Failure(error.unwrap_or_else(|| {
+        AbpError::new(
+            ErrorCode::OperationFailed,
+            "The handler reported failure without an error",
+        )
+    }))
+}
+
+/// What a value a handler threw means: a cancellation if the signal had aborted or it is an `AbortError`;
+/// the ABP error it describes if it has a string `code` (with `retryable`, `details`, `retryAfter` and
+/// `alternatives` kept); else OPERATION_FAILED with its `message` (or `describe()` of it).
+pub fn outcome_of_throw<P: Wire>(
+    thrown: &P,
+    aborted: bool,
+    describe: impl FnOnce() -> String,
+) -> Outcome<P> {
+    if aborted || thrown.get_string("name").as_deref() == Some("AbortError") {
+        return Outcome::Cancelled {
+            reason: thrown.get_string("message"),
+        };
+    }
+    if thrown.get_string("code").is_some() {
+        return Outcome::Failure(decode_error(thrown));
+    }
+    let message = thrown.get_string("message").unwrap_or_else(describe);
+    Outcome::Failure(AbpError::new(ErrorCode::OperationFailed, message))
 }

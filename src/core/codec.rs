@@ -3,6 +3,8 @@
 //!
 //! Decoding reads only control fields; the rest of a payload is handed on untouched.
 
+use super::app::Features;
+use super::capability;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
     types, ElicitAnswer, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION,
@@ -77,17 +79,26 @@ pub fn decode_error<P: Wire>(e: &P) -> AbpError<P> {
         message: opt_string(e, "message").unwrap_or_default(),
         retryable,
         details: e.get("details"),
+        retry_after: opt_number(e, "retryAfter"),
+        alternatives: e.get("alternatives").filter(|a| a.kind() == Kind::Array),
         code,
     }
 }
 
 pub fn encode_error<P: Wire>(e: AbpError<P>) -> P {
-    P::object_of(&mut [
+    let mut o = P::object_of(&mut [
         ("code", Some(P::string(e.code.as_str()))),
         ("message", Some(P::string(&e.message))),
         ("retryable", Some(P::boolean(e.retryable))),
         ("details", e.details),
-    ])
+    ]);
+    if let Some(r) = e.retry_after {
+        o.set("retryAfter", P::number(r));
+    }
+    if let Some(a) = e.alternatives {
+        o.set("alternatives", a);
+    }
+    o
 }
 
 /// Reads one received value. Never fails on bad input: unusable values come back as `Err(Ignored)`, and
@@ -241,12 +252,16 @@ pub struct Hello<'a, P> {
     pub capabilities: Option<&'a dyn Fn() -> P>,
 }
 
-fn features<P: Wire>(dynamic: bool) -> P {
+/// `features` of `initialize` (all on) or of `initialize-result` (what was agreed, plus
+/// `dynamicCapabilities`).
+fn features<P: Wire>(agreed: Option<&Features>) -> P {
     let mut f = P::object();
-    f.set("notifications", P::boolean(true));
-    f.set("progress", P::boolean(true));
-    f.set("elicitation", P::boolean(true));
-    if dynamic {
+    let all = Features::default();
+    let on = agreed.unwrap_or(&all);
+    f.set("notifications", P::boolean(on.notifications));
+    f.set("progress", P::boolean(on.progress));
+    f.set("elicitation", P::boolean(on.elicitation));
+    if agreed.is_some() {
         f.set("dynamicCapabilities", P::boolean(true));
     }
     f
@@ -278,16 +293,20 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             let mut p = P::object();
             p.set("agent", hello.info.clone());
             p.set("protocolVersion", P::string(PROTOCOL_VERSION));
-            p.set("features", features(false));
+            p.set("features", features(None));
             envelope(types::INITIALIZE, Some(&id), timestamp, p)
         }
-        Outgoing::InitializeResult { id, session_id } => {
+        Outgoing::InitializeResult {
+            id,
+            session_id,
+            features: agreed,
+        } => {
             let mut p = P::object();
             p.set("sessionId", P::string(&session_id));
             p.set("protocolVersion", P::string(PROTOCOL_VERSION));
             p.set("app", hello.info.clone());
             p.set("capabilities", capabilities(hello));
-            p.set("features", features(true));
+            p.set("features", features(Some(&agreed)));
             envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
         }
         Outgoing::InitializeError { id, error } => {
@@ -384,7 +403,9 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
         } => {
             let mut p = info.shallow_copy();
             p.set("operationId", P::string(&token));
-            p.set("callId", P::string(&call_id));
+            if let Some(call_id) = call_id {
+                p.set("callId", P::string(&call_id));
+            }
             envelope(types::PROGRESS, None, timestamp, p)
         }
         Outgoing::Notification { event, data } => {
@@ -395,9 +416,8 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             }
             envelope(types::NOTIFICATION, None, timestamp, p)
         }
-        Outgoing::CapabilitiesChanged => {
-            let mut d = P::object();
-            d.set("capabilities", capabilities(hello));
+        Outgoing::CapabilitiesChanged { changes } => {
+            let d = capability::changes_data(&changes, capabilities(hello));
             let mut p = P::object();
             p.set("event", P::string(types::CAPABILITIES_CHANGED));
             p.set("data", d);

@@ -11,43 +11,69 @@ use std::fmt;
 pub enum ErrorCode {
     NotInitialized,
     AlreadyInitialized,
+    SessionExpired,
+    SessionInvalid,
     UnknownCapability,
+    CapabilityUnavailable,
+    RequirementNotMet,
+    PermissionDenied,
+    PermissionRequired,
     InvalidParams,
+    MissingParam,
+    InvalidType,
     OperationFailed,
+    PreconditionFailed,
     Timeout,
     Cancelled,
+    RateLimited,
+    NotImplemented,
+    NotSupported,
+    BrowserError,
+    InternalError,
     Disconnected,
     TransportError,
-    RateLimited,
-    NotSupported,
-    PermissionDenied,
-    CapabilityUnavailable,
     Other(String),
 }
 
 impl ErrorCode {
-    const KNOWN: [(ErrorCode, &'static str); 13] = [
-        (ErrorCode::NotInitialized, "NOT_INITIALIZED"),
-        (ErrorCode::AlreadyInitialized, "ALREADY_INITIALIZED"),
-        (ErrorCode::UnknownCapability, "UNKNOWN_CAPABILITY"),
-        (ErrorCode::InvalidParams, "INVALID_PARAMS"),
-        (ErrorCode::OperationFailed, "OPERATION_FAILED"),
-        (ErrorCode::Timeout, "TIMEOUT"),
-        (ErrorCode::Cancelled, "CANCELLED"),
-        (ErrorCode::Disconnected, "DISCONNECTED"),
-        (ErrorCode::TransportError, "TRANSPORT_ERROR"),
-        (ErrorCode::RateLimited, "RATE_LIMITED"),
-        (ErrorCode::NotSupported, "NOT_SUPPORTED"),
-        (ErrorCode::PermissionDenied, "PERMISSION_DENIED"),
-        (ErrorCode::CapabilityUnavailable, "CAPABILITY_UNAVAILABLE"),
+    /// Every code of the ABP error table, its wire name, and its `retryable` default. The table's "depends"
+    /// codes default to false: the thrower decides.
+    const KNOWN: [(ErrorCode, &'static str, bool); 23] = [
+        (ErrorCode::NotInitialized, "NOT_INITIALIZED", true),
+        (ErrorCode::AlreadyInitialized, "ALREADY_INITIALIZED", false),
+        (ErrorCode::SessionExpired, "SESSION_EXPIRED", true),
+        (ErrorCode::SessionInvalid, "SESSION_INVALID", true),
+        (ErrorCode::UnknownCapability, "UNKNOWN_CAPABILITY", false),
+        (
+            ErrorCode::CapabilityUnavailable,
+            "CAPABILITY_UNAVAILABLE",
+            false,
+        ),
+        (ErrorCode::RequirementNotMet, "REQUIREMENT_NOT_MET", false),
+        (ErrorCode::PermissionDenied, "PERMISSION_DENIED", true),
+        (ErrorCode::PermissionRequired, "PERMISSION_REQUIRED", true),
+        (ErrorCode::InvalidParams, "INVALID_PARAMS", false),
+        (ErrorCode::MissingParam, "MISSING_PARAM", false),
+        (ErrorCode::InvalidType, "INVALID_TYPE", false),
+        (ErrorCode::OperationFailed, "OPERATION_FAILED", false),
+        (ErrorCode::PreconditionFailed, "PRECONDITION_FAILED", false),
+        (ErrorCode::Timeout, "TIMEOUT", true),
+        (ErrorCode::Cancelled, "CANCELLED", false),
+        (ErrorCode::RateLimited, "RATE_LIMITED", true),
+        (ErrorCode::NotImplemented, "NOT_IMPLEMENTED", false),
+        (ErrorCode::NotSupported, "NOT_SUPPORTED", false),
+        (ErrorCode::BrowserError, "BROWSER_ERROR", false),
+        (ErrorCode::InternalError, "INTERNAL_ERROR", false),
+        (ErrorCode::Disconnected, "DISCONNECTED", true),
+        (ErrorCode::TransportError, "TRANSPORT_ERROR", false),
     ];
 
     /// Reads a wire code; unknown codes are kept verbatim.
     pub fn parse(code: &str) -> ErrorCode {
         Self::KNOWN
             .iter()
-            .find(|(_, s)| *s == code)
-            .map(|(c, _)| c.clone())
+            .find(|(_, s, _)| *s == code)
+            .map(|(c, _, _)| c.clone())
             .unwrap_or_else(|| ErrorCode::Other(code.to_owned()))
     }
 
@@ -56,22 +82,18 @@ impl ErrorCode {
             ErrorCode::Other(s) => s,
             known => Self::KNOWN
                 .iter()
-                .find(|(c, _)| c == known)
-                .map(|(_, s)| *s)
+                .find(|(c, _, _)| c == known)
+                .map(|(_, s, _)| *s)
                 .unwrap_or("OPERATION_FAILED"),
         }
     }
 
-    /// The `retryable` default of the ABP error table.
+    /// The `retryable` default of the ABP error table (false for codes it does not list).
     pub fn retryable(&self) -> bool {
-        matches!(
-            self,
-            ErrorCode::Timeout
-                | ErrorCode::Disconnected
-                | ErrorCode::TransportError
-                | ErrorCode::RateLimited
-                | ErrorCode::CapabilityUnavailable
-        )
+        Self::KNOWN
+            .iter()
+            .find(|(c, _, _)| c == self)
+            .is_some_and(|(_, _, r)| *r)
     }
 }
 
@@ -81,13 +103,18 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// An ABP error: `{ code, message, retryable, details? }`. `P` is the payload type (a `JsValue` in the browser).
+/// An ABP error: `{ code, message, retryable, details?, retryAfter?, alternatives? }`. `P` is the payload
+/// type (a `JsValue` in the browser).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AbpError<P> {
     pub code: ErrorCode,
     pub message: String,
     pub retryable: bool,
     pub details: Option<P>,
+    /// Milliseconds (as the thrower gave it) before a retry makes sense.
+    pub retry_after: Option<f64>,
+    /// Capability names to try instead, as the thrower gave them.
+    pub alternatives: Option<P>,
 }
 
 impl<P> AbpError<P> {
@@ -99,7 +126,14 @@ impl<P> AbpError<P> {
             message: message.into(),
             retryable,
             details: None,
+            retry_after: None,
+            alternatives: None,
         }
+    }
+
+    pub fn with_details(mut self, details: P) -> Self {
+        self.details = Some(details);
+        self
     }
 
     pub fn cancelled(reason: Option<&str>) -> Self {

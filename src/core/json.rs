@@ -45,6 +45,10 @@ impl Payload for Value {
     fn same_value(&self, other: &Self) -> bool {
         self == other
     }
+    fn matches_pattern(&self, pattern: &str) -> Option<bool> {
+        let re = regex::Regex::new(pattern).ok()?;
+        Some(re.is_match(self.as_str()?))
+    }
 }
 
 impl Wire for Value {

@@ -98,12 +98,17 @@ impl<V> StrMap<V> {
 
     /// Removes every entry whose value satisfies `f`; returns their keys, in key order.
     pub fn remove_where(&mut self, f: impl Fn(&V) -> bool) -> Vec<String> {
+        self.take_where(f).into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// Removes every entry whose value satisfies `f`; returns them, in key order.
+    pub fn take_where(&mut self, f: impl Fn(&V) -> bool) -> Vec<(String, V)> {
         let mut removed = Vec::new();
         let mut i = 0;
         while i < self.keys.len() {
             if f(&self.values[i]) {
-                self.values.remove(i);
-                removed.push(self.keys.remove(i));
+                let v = self.values.remove(i);
+                removed.push((self.keys.remove(i), v));
             } else {
                 i += 1;
             }

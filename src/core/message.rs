@@ -4,6 +4,8 @@
 //! [`Outgoing`] into wire messages. The state machines read only the control fields (ids, names, flags);
 //! everything the user sees (`params`, `data`, progress details, whole responses) stays an opaque `P`.
 
+use super::app::Features;
+use super::capability::Changes;
 use super::error::AbpError;
 
 /// Wire `type` strings.
@@ -141,6 +143,8 @@ pub enum Outgoing<P> {
     InitializeResult {
         id: String,
         session_id: String,
+        /// What was agreed: the features the agent enabled.
+        features: Features,
     },
     InitializeError {
         id: String,
@@ -174,8 +178,9 @@ pub enum Outgoing<P> {
         reason: Option<String>,
         error: Option<AbpError<P>>,
     },
+    /// `call_id`: `None` for progress of an operation that is not a call (`window.abp.notifyProgress`).
     Progress {
-        call_id: String,
+        call_id: Option<String>,
         token: String,
         info: P,
     },
@@ -183,7 +188,9 @@ pub enum Outgoing<P> {
         event: String,
         data: P,
     },
-    CapabilitiesChanged,
+    CapabilitiesChanged {
+        changes: Changes,
+    },
     ElicitationRequest {
         id: String,
         call_id: Option<String>,

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod capability;
 pub mod codec;
 pub mod error;
 pub mod map;
@@ -14,6 +15,8 @@ pub mod json;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_conformance;
 
 pub use agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,

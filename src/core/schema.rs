@@ -1,5 +1,5 @@
-//! A small JSON Schema subset for capability `inputSchema`s: type, required, properties, enum,
-//! minimum/maximum, minLength/maxLength, items. Works on any payload type through [`Payload`], so the
+//! A small JSON Schema subset for capability `inputSchema`s: type, required, properties, enum, const,
+//! minimum/maximum, minLength/maxLength, pattern, format (date-time, email, uri, uuid), items. Works on any payload type through [`Payload`], so the
 //! browser validates `JsValue`s in place and tests validate `serde_json::Value`s.
 
 use super::message::{number, text};
@@ -52,6 +52,37 @@ pub trait Payload: Clone {
     fn keys(&self) -> Vec<String>;
     /// Equality of primitives (for `enum`).
     fn same_value(&self, other: &Self) -> bool;
+    /// Whether this string matches `pattern` as the platform's regular expressions read it. `None`: not a
+    /// string, a pattern the platform cannot read, or no regular expressions here (the check is skipped).
+    fn matches_pattern(&self, _pattern: &str) -> Option<bool> {
+        None
+    }
+}
+
+/// Structural equality of JSON values (for `const`).
+fn deep_equal<P: Payload>(a: &P, b: &P, depth: usize) -> bool {
+    if depth > MAX_DEPTH || a.kind() != b.kind() {
+        return false;
+    }
+    match a.kind() {
+        Kind::Array => {
+            let n = a.array_len().unwrap_or(0);
+            n == b.array_len().unwrap_or(0)
+                && (0..n).all(|i| match (a.index(i), b.index(i)) {
+                    (Some(x), Some(y)) => deep_equal(&x, &y, depth + 1),
+                    (x, y) => x.is_none() && y.is_none(),
+                })
+        }
+        Kind::Object => {
+            let (ka, kb) = (a.keys(), b.keys());
+            ka.len() == kb.len()
+                && ka.iter().all(|k| match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => deep_equal(&x, &y, depth + 1),
+                    _ => false,
+                })
+        }
+        _ => a.same_value(b),
+    }
 }
 
 const MAX_DEPTH: usize = 64;
@@ -106,6 +137,11 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
             return Err(text(&[path, ": not one of the allowed values"]));
         }
     }
+    if let Some(c) = schema.get("const") {
+        if !deep_equal(&c, value, 0) {
+            return Err(text(&[path, ": not the required value"]));
+        }
+    }
     if value.kind() == Kind::Number {
         let n = value.as_f64().unwrap_or(f64::NAN);
         if let Some(min) = schema.get("minimum").and_then(|m| m.as_f64()) {
@@ -133,6 +169,17 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
         if let Some(max) = schema.get("maxLength").and_then(|m| m.as_f64()) {
             if (len as f64) > max {
                 return Err(text(&[path, ": longer than ", &number(max), " characters"]));
+            }
+        }
+        if let Some(pattern) = schema.get("pattern").and_then(|p| p.as_string()) {
+            if value.matches_pattern(&pattern) == Some(false) {
+                return Err(text(&[path, ": does not match the pattern ", &pattern]));
+            }
+        }
+        let format = schema.get("format").and_then(|f| f.as_string());
+        if let (Some(format), Some(s)) = (format, value.as_string()) {
+            if format_ok(&format, &s) == Some(false) {
+                return Err(text(&[path, ": not a valid ", &format]));
             }
         }
     }
@@ -196,4 +243,109 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Object => "object",
         Kind::Other => "a value that is not JSON data",
     }
+}
+
+/// Checks a string `format`: `Some(ok)` for date-time (RFC 3339), email, uri (absolute, RFC 3986) and uuid;
+/// `None` for formats not checked (they pass, as JSON Schema's annotation-only formats do).
+pub fn format_ok(format: &str, s: &str) -> Option<bool> {
+    Some(match format {
+        "date-time" => is_date_time(s),
+        "email" => is_email(s),
+        "uri" => is_uri(s),
+        "uuid" => is_uuid(s),
+        _ => return None,
+    })
+}
+
+fn digits(s: &[u8], n: usize) -> Option<u32> {
+    if s.len() < n || !s[..n].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(s[..n].iter().fold(0, |a, d| a * 10 + u32::from(d - b'0')))
+}
+
+fn is_date_time(s: &str) -> bool {
+    let b = s.as_bytes();
+    let field = |at: usize, n: usize, lo: u32, hi: u32| {
+        b.get(at..)
+            .and_then(|rest| digits(rest, n))
+            .is_some_and(|v| (lo..=hi).contains(&v))
+    };
+    let sep = |at: usize, c: &[u8]| b.get(at).is_some_and(|x| c.contains(x));
+    if !(field(0, 4, 0, 9999)
+        && sep(4, b"-")
+        && field(5, 2, 1, 12)
+        && sep(7, b"-")
+        && field(8, 2, 1, 31)
+        && sep(10, b"Tt ")
+        && field(11, 2, 0, 23)
+        && sep(13, b":")
+        && field(14, 2, 0, 59)
+        && sep(16, b":")
+        && field(17, 2, 0, 60))
+    {
+        return false;
+    }
+    let mut i = 19;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    match b.get(i) {
+        Some(b'Z' | b'z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            field(i + 1, 2, 0, 23) && sep(i + 3, b":") && field(i + 4, 2, 0, 59) && i + 6 == b.len()
+        }
+        _ => false,
+    }
+}
+
+fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c >= 0x80)
+    };
+    !local.is_empty()
+        && local.len() <= 64
+        && !local.contains('@')
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
+        && local
+            .bytes()
+            .all(|c| c > b' ' && c != 0x7f && !b"()<>[]:;,\\\"".contains(&c))
+        && domain.split('.').all(label_ok)
+}
+
+fn is_uri(s: &str) -> bool {
+    let Some((scheme, rest)) = s.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.bytes();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || b"+-.".contains(&c))
+        && !rest.is_empty()
+        && s.bytes()
+            .all(|c| c > b' ' && c != 0x7f && !b"<>\\\"{}|^`".contains(&c))
+}
+
+fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }

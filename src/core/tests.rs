@@ -10,35 +10,37 @@ use serde_json::{json, Value};
 use super::agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
 };
-use super::app::{AppConfig, AppConn, AppOutput, Registry};
+use super::app::{AppConfig, AppConn, AppOutput, ElicitEnd, Registry};
 use super::codec::{decode, encode, Hello, Ignored};
 use super::error::ErrorCode;
 use super::message::{ElicitAnswer, Incoming, Outcome};
 
-struct Pair {
-    now: f64,
-    agent: AgentCore<Value>,
-    app: AppConn<Value>,
-    reg: Registry<Value>,
-    to_app: VecDeque<Value>,
-    to_agent: VecDeque<Value>,
-    agent_events: Vec<AgentOutput<Value>>,
-    app_events: Vec<AppOutput<Value>>,
+pub(super) struct Pair {
+    pub(super) now: f64,
+    pub(super) agent: AgentCore<Value>,
+    pub(super) app: AppConn<Value>,
+    pub(super) reg: Registry<Value>,
+    pub(super) to_app: VecDeque<Value>,
+    pub(super) to_agent: VecDeque<Value>,
+    pub(super) agent_events: Vec<AgentOutput<Value>>,
+    pub(super) app_events: Vec<AppOutput<Value>>,
     /// Every message the agent sent, in order.
-    agent_sent: Vec<Value>,
+    pub(super) agent_sent: Vec<Value>,
     /// Every message the app sent, in order.
-    app_sent: Vec<Value>,
+    pub(super) app_sent: Vec<Value>,
 }
 
 impl Pair {
-    fn with(app_config: AppConfig) -> Pair {
+    pub(super) fn with(app_config: AppConfig) -> Pair {
         let mut reg = Registry::default();
-        reg.register("echo", Some(json!({ "name": "echo" })));
+        reg.register("echo", Some(json!({ "name": "echo" })))
+            .unwrap();
         reg.register(
             "export.pdf",
             Some(json!({ "name": "export.pdf", "inputSchema": { "type": "object", "required": ["pages"],
                 "properties": { "pages": { "type": "integer", "minimum": 1, "maximum": 500 } } } })),
-        );
+        )
+        .unwrap();
         Pair {
             now: 1000.0,
             agent: AgentCore::new(AgentConfig::default(), "a"),
@@ -53,11 +55,11 @@ impl Pair {
         }
     }
 
-    fn new() -> Pair {
+    pub(super) fn new() -> Pair {
         Pair::with(AppConfig::default())
     }
 
-    fn connected() -> Pair {
+    pub(super) fn connected() -> Pair {
         let mut p = Pair::new();
         p.agent.connect(p.now);
         p.run();
@@ -67,7 +69,7 @@ impl Pair {
         p
     }
 
-    fn drain(&mut self) {
+    pub(super) fn drain(&mut self) {
         let agent_info = json!({ "name": "test-agent", "version": "1" });
         let app_info = json!({ "id": "com.test", "name": "test", "version": "1" });
         while let Some(o) = self.agent.poll() {
@@ -88,7 +90,7 @@ impl Pair {
             }
         }
         let caps = {
-            let list: Vec<Value> = self.reg.iter().filter_map(|(_, d)| d.cloned()).collect();
+            let list: Vec<Value> = self.reg.iter().map(|(_, d)| d.clone()).collect();
             move || Value::Array(list.clone())
         };
         while let Some(o) = self.app.poll() {
@@ -129,7 +131,7 @@ impl Pair {
     }
 
     /// Delivers everything in both directions until quiet.
-    fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         self.drain();
         while !self.to_app.is_empty() || !self.to_agent.is_empty() {
             self.deliver_to_app();
@@ -137,26 +139,26 @@ impl Pair {
         }
     }
 
-    fn advance(&mut self, ms: f64) {
+    pub(super) fn advance(&mut self, ms: f64) {
         self.now += ms;
         self.agent.handle_timeout(self.now);
         self.app.handle_timeout(self.now);
         self.run();
     }
 
-    fn call(&mut self, call_id: &str, capability: &str, params: Value) {
+    pub(super) fn call(&mut self, call_id: &str, capability: &str, params: Value) {
         self.call_with(CallRequest {
             params,
             ..request(call_id, capability)
         });
     }
 
-    fn call_with(&mut self, req: CallRequest<Value>) {
+    pub(super) fn call_with(&mut self, req: CallRequest<Value>) {
         self.agent.start_call(req, self.now).expect("call accepted");
         self.drain();
     }
 
-    fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
+    pub(super) fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
         self.agent_events
             .iter()
             .filter_map(|e| match e {
@@ -169,7 +171,7 @@ impl Pair {
             .collect()
     }
 
-    fn started(&self) -> Vec<&str> {
+    pub(super) fn started(&self) -> Vec<&str> {
         self.app_events
             .iter()
             .filter_map(|e| match e {
@@ -179,7 +181,7 @@ impl Pair {
             .collect()
     }
 
-    fn aborted(&self) -> Vec<&str> {
+    pub(super) fn aborted(&self) -> Vec<&str> {
         self.app_events
             .iter()
             .filter_map(|e| match e {
@@ -189,15 +191,15 @@ impl Pair {
             .collect()
     }
 
-    fn app_sent_of(&self, ty: &str) -> Vec<&Value> {
+    pub(super) fn app_sent_of(&self, ty: &str) -> Vec<&Value> {
         self.app_sent.iter().filter(|m| m["type"] == ty).collect()
     }
 
-    fn agent_sent_of(&self, ty: &str) -> Vec<&Value> {
+    pub(super) fn agent_sent_of(&self, ty: &str) -> Vec<&Value> {
         self.agent_sent.iter().filter(|m| m["type"] == ty).collect()
     }
 
-    fn complete(&mut self, call_id: &str, data: Value) {
+    pub(super) fn complete(&mut self, call_id: &str, data: Value) {
         self.app
             .complete(call_id, Outcome::Success { data }, None, self.now);
         self.drain();
@@ -205,7 +207,7 @@ impl Pair {
 }
 
 /// A plain call request; tests change the fields they care about with `..request(…)`.
-fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
+pub(super) fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
     CallRequest {
         call_id: call_id.into(),
         capability: capability.into(),
@@ -219,14 +221,14 @@ fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
     }
 }
 
-fn remote(s: &Settlement<Value>) -> &Value {
+pub(super) fn remote(s: &Settlement<Value>) -> &Value {
     match s {
         Settlement::Remote(v) => v,
         other => panic!("expected the app's response, got {other:?}"),
     }
 }
 
-fn local(s: &Settlement<Value>) -> (ErrorCode, bool, bool) {
+pub(super) fn local(s: &Settlement<Value>) -> (ErrorCode, bool, bool) {
     match s {
         Settlement::Local { error, cancelled } => (error.code.clone(), *cancelled, error.retryable),
         other => panic!("expected a local settlement, got {other:?}"),
@@ -689,6 +691,7 @@ fn elicitation_is_cancelled_with_its_call() {
         .elicit(
             Some("c1"),
             json!({ "method": "confirm", "params": { "q": "sure?" } }),
+            p.now,
         )
         .unwrap();
     p.run();
@@ -712,7 +715,7 @@ fn elicitation_is_cancelled_with_its_call() {
     assert!(p
         .app_events
         .iter()
-        .any(|e| matches!(e, AppOutput::ElicitDone { id: i, response: None } if *i == eid)));
+        .any(|e| matches!(e, AppOutput::ElicitDone { id: i, end: ElicitEnd::Ended } if *i == eid)));
     // A late answer from the agent's handler goes nowhere.
     let sent = p.agent_sent.len();
     p.agent
@@ -728,7 +731,7 @@ fn elicitation_answered() {
     p.run();
     let eid = p
         .app
-        .elicit(Some("c1"), json!({ "method": "pick" }))
+        .elicit(Some("c1"), json!({ "method": "pick" }), p.now)
         .unwrap();
     p.run();
     let id = p.agent_events.iter().find_map(|e| match e {
@@ -743,7 +746,7 @@ fn elicitation_answered() {
     let got = p.app_events.iter().find_map(|e| match e {
         AppOutput::ElicitDone {
             id,
-            response: Some(r),
+            end: ElicitEnd::Answer(r),
         } if *id == eid => Some(r.clone()),
         _ => None,
     });
