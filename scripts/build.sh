@@ -19,6 +19,7 @@ fi
 node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-reference-types --enable-multivalue \
   --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals \
   pkg/abp_wasm_bg.wasm -o pkg/abp_wasm_bg.wasm
+node scripts/finish-pkg.mjs
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
 node_modules/.bin/tsc -p tests/types/tsconfig.json && echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"

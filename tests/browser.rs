@@ -6,7 +6,9 @@
 //! completion, the whole cancel table, NOT_INITIALIZED, progress routing/coalescing/reset, elicitation,
 //! handler errors, handlers that ignore their signal, iframe removed or reloaded, shutdown, wrong source and
 //! wrong origin, cross-origin frames, garbage input, ArrayBuffers and transfer, capability changes,
-//! notifications, `window.abp`, MessagePorts, and option checking.
+//! notifications, `window.abp`, MessagePorts, and option checking. SPEC section 6: handler results shaped
+//! as ABPResponses, availability and requirements, descriptor checks, the manifest, the deprecation warning,
+//! elicitation timeouts, the `window.abp` contract of the ABP API reference and its bootstrap placeholder.
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen::prelude::*;
@@ -194,4 +196,34 @@ async fn ctx_notify_reaches_the_agent() {
 #[wasm_bindgen_test]
 async fn options_are_checked() {
     check("optionsAreChecked").await;
+}
+
+#[wasm_bindgen_test]
+async fn abp_responses_availability_and_requirements() {
+    check("abpResponsesAvailabilityAndRequirements").await;
+}
+
+#[wasm_bindgen_test]
+async fn register_checks_the_descriptor_and_builds_the_manifest() {
+    check("registerChecksTheDescriptorAndBuildsTheManifest").await;
+}
+
+#[wasm_bindgen_test]
+async fn a_deprecated_capability_warns_once() {
+    check("aDeprecatedCapabilityWarnsOnce").await;
+}
+
+#[wasm_bindgen_test]
+async fn an_elicitation_times_out_on_both_sides() {
+    check("anElicitationTimesOutOnBothSides").await;
+}
+
+#[wasm_bindgen_test]
+async fn window_abp_follows_the_api_reference() {
+    check("windowAbpFollowsTheApiReference").await;
+}
+
+#[wasm_bindgen_test]
+async fn bootstrap_placeholder_waits_for_expose_global() {
+    check("bootstrapPlaceholderWaitsForExposeGlobal").await;
 }

@@ -5,7 +5,7 @@ use crate::core::map::StrMap;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use js_sys::{Array, Function, Object, Promise};
+use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortController, MessagePort};
@@ -18,6 +18,8 @@ use super::value::{
     abort_with, id_prefix, is_aborted, js_string, make_ctx, opt_number, opt_string,
     promise_and_resolve, run_handler, take_controller, take_outcome, to_str, type_error,
 };
+use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
+use crate::core::capability::{self, Changes};
 use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
 use crate::core::message::text;
 use crate::core::message::IdGen;
@@ -41,12 +43,7 @@ pub(crate) struct AppShared {
 
 impl AppShared {
     pub(crate) fn capabilities(&self) -> JsValue {
-        self.registry
-            .borrow()
-            .iter()
-            .filter_map(|(_, d)| d.cloned())
-            .collect::<Array>()
-            .into()
+        self.registry.borrow().list()
     }
 }
 
@@ -59,6 +56,9 @@ pub(crate) trait Outlet {
         msg: JsValue,
         transfer: Option<JsValue>,
     ) -> Result<(), JsValue>;
+
+    /// The session ended (shutdown, a new initialize, the app closed).
+    fn session_closed(&self) {}
 }
 
 struct Running {
@@ -143,7 +143,9 @@ impl AbpApp {
         })
     }
 
-    /// Registers (or replaces) a capability. `handler(params, ctx)` returns a value or a Promise.
+    /// Registers (or replaces) a capability. `handler(params, ctx)` returns a value or a Promise. The
+    /// descriptor's fields are checked (a TypeError names the first bad one) and `available: true`,
+    /// `requirements: []`, `features: {}` filled in when missing. Connected agents are told.
     pub fn register(
         &self,
         name: &str,
@@ -156,21 +158,49 @@ impl AbpApp {
                 "app.register(name, handler): handler must be a function",
             ));
         };
-        let full = Object::new();
-        if let Some(d) = descriptor
-            .map(JsValue::from)
-            .and_then(|d| d.dyn_into::<Object>().ok())
-        {
-            Object::assign(&full, &d);
-        }
-        let mut full: JsValue = full.into();
-        full.set("name", JsValue::from_str(name));
-        self.shared.registry.borrow_mut().register(name, Some(full));
+        let descriptor = descriptor.map(JsValue::from);
+        let added = self
+            .shared
+            .registry
+            .borrow_mut()
+            .register(name, descriptor)
+            .map_err(|e| type_error(&text(&["app.register('", name, "'): ", &e])))?;
         self.shared
             .handlers
             .borrow_mut()
             .insert(name.to_owned(), handler);
-        self.capabilities_changed();
+        let names = vec![name.to_owned()];
+        self.capabilities_changed(if added {
+            Changes {
+                added: names,
+                ..Changes::default()
+            }
+        } else {
+            Changes {
+                changed: names,
+                ..Changes::default()
+            }
+        });
+        Ok(())
+    }
+
+    /// Changes a registered capability's descriptor: `app.update('camera.snap', { available: false })`, or
+    /// new `requirements`. Calls that arrive afterwards see the new state; running ones are not touched.
+    /// Connected agents are told. A TypeError for an unknown name or a field of the wrong type.
+    pub fn update(
+        &self,
+        name: &str,
+        #[wasm_bindgen(unchecked_param_type = "Partial<CapabilityOptions>")] patch: JsValue,
+    ) -> Result<(), JsValue> {
+        self.shared
+            .registry
+            .borrow_mut()
+            .update(name, &patch)
+            .map_err(|e| type_error(&text(&["app.update('", name, "'): ", &e])))?;
+        self.capabilities_changed(Changes {
+            changed: vec![name.to_owned()],
+            ..Changes::default()
+        });
         Ok(())
     }
 
@@ -179,9 +209,29 @@ impl AbpApp {
         let removed = self.shared.registry.borrow_mut().unregister(name);
         self.shared.handlers.borrow_mut().remove(name);
         if removed {
-            self.capabilities_changed();
+            self.capabilities_changed(Changes {
+                removed: vec![name.to_owned()],
+                ..Changes::default()
+            });
         }
         removed
+    }
+
+    /// The ABP manifest of this app, to serve as `/abp.json` (linked from the page's `<head>` with
+    /// `<link rel="abp-manifest" href="/abp.json">`): `{ abp, app, capabilities }` from the registry.
+    /// `extra` adds `description`, `homepage`, `icon` (a 192×192 PNG URL) or `support` to `app`.
+    #[wasm_bindgen(unchecked_return_type = "AbpManifest")]
+    pub fn manifest(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ManifestExtra")] extra: Option<JsValue>,
+    ) -> Result<JsValue, JsValue> {
+        let registry = self.shared.registry.borrow();
+        capability::manifest(
+            &self.shared.info,
+            registry.iter().map(|(_, d)| d),
+            extra.as_ref(),
+        )
+        .map_err(|e| type_error(&text(&["app.", &e])))
     }
 
     /// Serves agents over `transport`. An app may listen on several transports; each is its own session.
@@ -256,7 +306,13 @@ impl AbpApp {
         if let Some(g) = self.shared.global.borrow().as_ref() {
             return Ok(g.api());
         }
-        let conn = AppConnInner::new(&self.shared);
+        // A new `initialize` replaces an active `window.abp` session: a reattaching automation agent must
+        // not be locked out.
+        let config = AppConfig {
+            reinitialize: true,
+            ..self.shared.config.clone()
+        };
+        let conn = AppConnInner::with_config(&self.shared, config);
         let global = GlobalSession::install(&conn)?;
         *conn.outlet.borrow_mut() = Some(global.clone());
         let api = global.api();
@@ -284,51 +340,41 @@ impl AbpApp {
 }
 
 impl AbpApp {
-    fn capabilities_changed(&self) {
+    fn capabilities_changed(&self, changes: Changes) {
         let conns: Vec<_> = self.shared.conns.borrow().clone();
         for c in conns {
-            c.core.borrow_mut().capabilities_changed();
+            c.core.borrow_mut().capabilities_changed(&changes);
             c.drive();
         }
     }
 }
 
-/// Turns what a handler threw into an outcome.
-fn classify_throw(e: &JsValue, aborted: bool) -> Outcome<JsValue> {
-    let name = opt_string(e, "name");
-    if aborted || name.as_deref() == Some("AbortError") {
-        let reason = opt_string(e, "message");
-        return Outcome::Cancelled { reason };
-    }
-    if let Some(code) = opt_string(e, "code") {
-        let code = ErrorCode::parse(&code);
-        let mut error = AbpError::new(code, opt_string(e, "message").unwrap_or_default());
-        if let Some(r) = e.get("retryable").and_then(|r| r.as_bool()) {
-            error.retryable = r;
-        }
-        error.details = e.get("details");
-        return Outcome::Failure(error);
-    }
-    let message = opt_string(e, "message").unwrap_or_else(|| to_str(e));
-    Outcome::Failure(AbpError::new(ErrorCode::OperationFailed, message))
-}
-
-fn cancelled_elicitation() -> JsValue {
+/// What `ctx.elicit()` resolves to when there was no answer.
+fn unanswered_elicitation(end: ElicitEnd<JsValue>) -> JsValue {
+    let error = match end {
+        ElicitEnd::Answer(r) => return r,
+        ElicitEnd::Ended => AbpError::cancelled(Some("The call ended first")),
+        ElicitEnd::TimedOut => AbpError::new(ErrorCode::Timeout, "The elicitation timed out"),
+    };
+    let cancelled = error.code == ErrorCode::Cancelled;
     let mut r = JsValue::object();
     r.set("success", JsValue::FALSE);
-    r.set("cancelled", JsValue::TRUE);
-    r.set(
-        "error",
-        encode_error(AbpError::<JsValue>::cancelled(Some("The call ended first"))),
-    );
+    if cancelled {
+        r.set("cancelled", JsValue::TRUE);
+    }
+    r.set("error", encode_error(error));
     r
 }
 
 impl AppConnInner {
     pub(crate) fn new(shared: &Rc<AppShared>) -> Rc<AppConnInner> {
+        Self::with_config(shared, shared.config.clone())
+    }
+
+    pub(crate) fn with_config(shared: &Rc<AppShared>, config: AppConfig) -> Rc<AppConnInner> {
         let conn = Rc::new(AppConnInner {
             shared: Rc::downgrade(shared),
-            core: RefCell::new(AppConn::new(shared.config.clone(), id_prefix())),
+            core: RefCell::new(AppConn::new(config, id_prefix())),
             running: RefCell::new(StrMap::new()),
             elicits: RefCell::new(StrMap::new()),
             link: RefCell::new(None),
@@ -405,7 +451,7 @@ impl AppConnInner {
                 "elicit(request): request must be { method: string, params? }",
             ));
         }
-        let asked = self.core.borrow_mut().elicit(call_id, request);
+        let asked = self.core.borrow_mut().elicit(call_id, request, now());
         match asked {
             Ok(id) => {
                 let (promise, resolve) = promise_and_resolve();
@@ -456,15 +502,18 @@ impl AppConnInner {
                     abort_with(&r.controller, &js_string(message));
                 }
             }
-            AppOutput::ElicitDone { id, response } => {
+            AppOutput::ElicitDone { id, end } => {
                 let resolve = self.elicits.borrow_mut().remove(&id);
                 if let Some(resolve) = resolve {
-                    let value = response.unwrap_or_else(cancelled_elicitation);
-                    let _ = resolve.call1(&JsValue::NULL, &value);
+                    let _ = resolve.call1(&JsValue::NULL, &unanswered_elicitation(end));
                 }
             }
             AppOutput::SessionOpened { .. } => {}
             AppOutput::SessionClosed => {
+                let outlet = self.outlet.borrow().clone();
+                if let Some(o) = outlet {
+                    o.session_closed();
+                }
                 if let Some(link) = self.link.borrow().as_ref() {
                     link.set_reply_origin(None);
                     link.drop_port();
@@ -581,9 +630,8 @@ impl AppConnInner {
         };
         let aborted = is_aborted(&running.controller);
         let outcome = match result {
-            Ok(_) if aborted => Outcome::Cancelled { reason: None },
-            Ok(data) => Outcome::Success { data },
-            Err(e) => classify_throw(&e, aborted),
+            Ok(value) => outcome_of_return(value, aborted),
+            Err(e) => outcome_of_throw(&e, aborted, || to_str(&e)),
         };
         self.core
             .borrow_mut()

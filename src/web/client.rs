@@ -1,7 +1,8 @@
 //! `AbpClient`: the agent side. Calls return Promises that always resolve to an `ABPResponse`;
 //! an `AbortSignal` or a timeout cancels them on the app too.
 
-use crate::core::map::StrMap;
+use crate::core::capability::{apply_changes, support_info};
+use crate::core::map::{StrMap, StrSet};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
@@ -14,9 +15,9 @@ use super::dom::{now, timestamp, Timer};
 use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
-    console_error2, id_prefix, is_thenable, js_error, js_string, keep_id, local_response,
-    new_call_id, opt_function, opt_number, opt_string, promise_and_resolve, to_str, try_call,
-    type_error, watch_abort,
+    console_error2, console_warn, id_prefix, is_thenable, js_error, js_string, keep_id,
+    local_response, new_call_id, opt_function, opt_number, opt_string, promise_and_resolve, to_str,
+    try_call, type_error, watch_abort,
 };
 use crate::core::codec::{decode, encode, Hello, Wire};
 use crate::core::message::text;
@@ -55,7 +56,59 @@ struct ClientJs {
     elicits: StrMap<AbortController>,
     connect: Option<(Function, Function)>,
     capabilities: JsValue,
+    /// Deprecated or experimental capabilities not warned about yet: name → the warning.
+    warn_once: StrMap<String>,
+    warned: StrSet,
     app: JsValue,
+}
+
+impl ClientInner {
+    /// Warns (once per name, in the console) before the first call to a deprecated or experimental
+    /// capability.
+    fn warn_once(&self, capability: &str) {
+        let warning = {
+            let mut js = self.js.borrow_mut();
+            if js.warn_once.is_empty() {
+                return;
+            }
+            let w = js.warn_once.remove(capability);
+            if w.is_some() {
+                js.warned.insert(capability.to_owned());
+            }
+            w
+        };
+        if let Some(w) = warning {
+            console_warn(&w);
+        }
+    }
+}
+
+impl ClientJs {
+    /// Takes the app's capability list, and notes which ones deserve a warning on first use.
+    fn set_capabilities(&mut self, list: JsValue) {
+        for d in Array::from(&list).iter() {
+            let Some(name) = opt_string(&d, "name") else {
+                continue;
+            };
+            let flag = |key: &str| d.get(key).and_then(|v| v.as_bool()) == Some(true);
+            let warning = if flag("deprecated") {
+                let why = opt_string(&d, "deprecationMessage").unwrap_or_default();
+                text(&["abp-wasm: capability '", &name, "' is deprecated. ", &why])
+            } else if flag("experimental") {
+                text(&[
+                    "abp-wasm: capability '",
+                    &name,
+                    "' is experimental and may change",
+                ])
+            } else {
+                continue;
+            };
+            if !self.warned.contains(&name) {
+                self.warn_once.insert(name, warning);
+            }
+        }
+        self.capabilities = list;
+    }
 }
 
 type AbortHook = Closure<dyn FnMut(String, JsValue)>;
@@ -163,6 +216,8 @@ impl AbpClient {
                 elicits: StrMap::new(),
                 connect: None,
                 capabilities: Array::new().into(),
+                warn_once: StrMap::new(),
+                warned: StrSet::new(),
                 app: JsValue::UNDEFINED,
             }),
             hooks: RefCell::new(hooks),
@@ -240,6 +295,7 @@ impl AbpClient {
             let r = local_response(AbpError::cancelled(reason.as_deref()), true, Some(&call_id));
             return Promise::resolve(&r);
         }
+        self.inner.warn_once(&capability);
         let on_progress = options.and_then(|o| opt_function(o, "onProgress"));
         let wants_progress =
             on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
@@ -340,23 +396,17 @@ impl AbpClient {
             .unwrap_or(JsValue::NULL)
     }
 
-    /// `{ supported, available, reason? }` for a capability name.
+    /// `{ supported, available, reason?, requirements?, features?, alternatives? }` for a capability name,
+    /// from the descriptor the app sent (`available` is false while not connected).
     #[wasm_bindgen(unchecked_return_type = "SupportInfo")]
     pub fn supports(&self, name: &str) -> JsValue {
-        let supported = !self.describe_capability(name).is_null();
-        let connected = self.inner.core.borrow().is_ready();
-        let mut r = JsValue::object();
-        r.set("supported", JsValue::from_bool(supported));
-        r.set("available", JsValue::from_bool(supported && connected));
-        if !supported {
-            r.set(
-                "reason",
-                JsValue::from_str("The app does not offer this capability"),
-            );
-        } else if !connected {
-            r.set("reason", JsValue::from_str("Not connected"));
+        let d = Some(self.describe_capability(name)).filter(|d| !d.is_null());
+        let mut info = support_info(d.as_ref());
+        if d.is_some() && !self.inner.core.borrow().is_ready() {
+            info.set("available", JsValue::FALSE);
+            info.set("reason", JsValue::from_str("Not connected"));
         }
-        r
+        info
     }
 
     #[wasm_bindgen(getter, js_name = sessionId)]
@@ -439,9 +489,7 @@ impl AbpClient {
     #[wasm_bindgen(setter = onCapabilitiesChanged)]
     pub fn set_on_capabilities_changed(
         &self,
-        #[wasm_bindgen(
-            unchecked_param_type = "((capabilities: CapabilityDescriptor[]) => void) | null"
-        )]
+        #[wasm_bindgen(unchecked_param_type = "((changes: CapabilityChanges) => void) | null")]
         f: JsValue,
     ) {
         self.inner.hooks.borrow_mut().on_capabilities_changed = f.dyn_into().ok();
@@ -483,7 +531,7 @@ impl ClientInner {
                     .unwrap_or_else(|| Array::new().into());
                 let connect = {
                     let mut js = self.js.borrow_mut();
-                    js.capabilities = caps;
+                    js.set_capabilities(caps);
                     js.app = payload.get("app").unwrap_or(JsValue::UNDEFINED);
                     js.connect.take()
                 };
@@ -559,14 +607,15 @@ impl ClientInner {
                 }
             }
             AgentOutput::CapabilitiesChanged { payload } => {
-                let caps = payload
-                    .get("capabilities")
-                    .filter(Array::is_array)
-                    .unwrap_or_else(|| Array::new().into());
-                self.js.borrow_mut().capabilities = caps.clone();
+                let changes = {
+                    let mut js = self.js.borrow_mut();
+                    let (list, changes) = apply_changes(&js.capabilities, &payload);
+                    js.set_capabilities(list);
+                    changes
+                };
                 let hook = self.hooks.borrow().on_capabilities_changed.clone();
                 if let Some(f) = hook {
-                    call_hook(&f, &caps);
+                    call_hook(&f, &changes);
                 }
             }
             AgentOutput::Elicitation { id, payload, .. } => self.elicit(id, payload),

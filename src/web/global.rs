@@ -1,5 +1,8 @@
-//! `window.abp`: the in-page ABP API for Puppeteer/Playwright agents, a session of its own over the same
-//! app core. Calls become messages fed to the core; its answers resolve the Promises the page returned.
+//! `window.abp`: the in-page ABP API for Puppeteer/Playwright agents, exactly as the ABP API reference
+//! types it, as a session of its own over the same app core. Calls become messages fed to the core; its
+//! answers resolve the Promises the page returned. There is no agent library on this path, so the page
+//! itself enforces a call's `timeout`, and a new `initialize` replaces an active session (a reattaching
+//! automation agent must not be locked out).
 
 use crate::core::map::StrMap;
 use std::cell::RefCell;
@@ -9,27 +12,35 @@ use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::app::{AppConnInner, Outlet};
+use super::dom::{now, Timer};
 use super::value::{
-    is_thenable, make_global, new_call_id, opt_string, promise_and_resolve, type_error,
+    ask_global, emit_global, is_thenable, js_string, local_response, make_global, new_call_id,
+    opt_string, promise_and_resolve, type_error,
 };
+use crate::core::capability::{apply_changes, support_info};
 use crate::core::codec::Wire;
 use crate::core::message::{types, PROTOCOL_VERSION};
 use crate::core::schema::{Kind, Payload};
+use crate::core::{AbpError, ErrorCode};
 
-/// The one closure behind every `window.abp` method: `(op, a, b, c)`.
-type GlobalDispatch = Closure<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>;
+/// The one closure behind every `window.abp` method: `(method name, a, b, c)`.
+type GlobalDispatch = Closure<dyn Fn(String, JsValue, JsValue, JsValue) -> JsValue>;
+
+/// What a page's Promise waits for, by the id of the message fed to the core.
+enum Waiting {
+    Initialize(Function),
+    Call { call_id: String, resolve: Function },
+    Cancel(Function),
+}
 
 pub(crate) struct GlobalSession {
     conn: Weak<AppConnInner>,
-    pending: RefCell<StrMap<Function>>,
+    waiting: RefCell<StrMap<Waiting>>,
+    /// Calls with a `timeout`: call id → (message id, deadline).
+    deadlines: RefCell<StrMap<(String, f64)>>,
+    timer: RefCell<Option<Timer>>,
     api: RefCell<JsValue>,
     _dispatch: RefCell<Option<GlobalDispatch>>,
-}
-
-fn window_hook(name: &str) -> Option<Function> {
-    Reflect::get(&js_sys::global(), &JsValue::from_str(name))
-        .ok()
-        .and_then(|f| f.dyn_into::<Function>().ok())
 }
 
 fn message(ty: &str, id: &str, payload: JsValue) -> JsValue {
@@ -40,27 +51,52 @@ fn message(ty: &str, id: &str, payload: JsValue) -> JsValue {
     m
 }
 
-use wasm_bindgen::JsCast;
+fn resolved(v: &JsValue) -> JsValue {
+    Promise::resolve(v).into()
+}
+
+fn rejected(message: &str) -> JsValue {
+    Promise::reject(&type_error(message)).into()
+}
 
 impl GlobalSession {
     pub(crate) fn install(conn: &Rc<AppConnInner>) -> Result<Rc<GlobalSession>, JsValue> {
         let session = Rc::new(GlobalSession {
             conn: Rc::downgrade(conn),
-            pending: RefCell::new(StrMap::new()),
+            waiting: RefCell::new(StrMap::new()),
+            deadlines: RefCell::new(StrMap::new()),
+            timer: RefCell::new(None),
             api: RefCell::new(JsValue::UNDEFINED),
             _dispatch: RefCell::new(None),
         });
         let weak = Rc::downgrade(&session);
-        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue, JsValue) -> JsValue>::new(
-            move |op, a, b, c| match weak.upgrade() {
-                Some(s) => s.op(op, a, b, c),
-                None => Promise::reject(&type_error("window.abp is no longer served")).into(),
+        *session.timer.borrow_mut() = Some(Timer::new(move || {
+            if let Some(s) = weak.upgrade() {
+                if let Some(t) = s.timer.borrow().as_ref() {
+                    t.fired();
+                }
+                s.expire(now());
+            }
+        }));
+        let weak = Rc::downgrade(&session);
+        let dispatch = Closure::<dyn Fn(String, JsValue, JsValue, JsValue) -> JsValue>::new(
+            move |method: String, a, b, c| match weak.upgrade() {
+                Some(s) => s.method(&method, a, b, c),
+                None => rejected("window.abp is no longer served"),
             },
         );
         let api = make_global(dispatch.as_ref(), PROTOCOL_VERSION, &conn.info());
-        Reflect::set(&js_sys::global(), &JsValue::from_str("abp"), &api)?;
-        *session.api.borrow_mut() = api;
+        *session.api.borrow_mut() = api.clone();
         *session._dispatch.borrow_mut() = Some(dispatch);
+        // Replace the bootstrap's placeholder (if the page has one) and wake whatever waits on it.
+        let global = js_sys::global();
+        Reflect::set(&global, &JsValue::from_str("abp"), &api)?;
+        let ready = Reflect::get(&global, &JsValue::from_str("__abpReadyResolve"))
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok());
+        if let Some(ready) = ready {
+            let _ = ready.call1(&JsValue::NULL, &api);
+        }
         Ok(session)
     }
 
@@ -68,118 +104,225 @@ impl GlobalSession {
         self.api.borrow().clone()
     }
 
-    fn request(&self, conn: &Rc<AppConnInner>, ty: &str, payload: JsValue) -> JsValue {
+    /// Feeds a request to the core; the returned Promise resolves with its answer. `waiting` makes what
+    /// waits from the Promise's resolve function.
+    fn request(
+        &self,
+        conn: &Rc<AppConnInner>,
+        ty: &str,
+        payload: JsValue,
+        waiting: impl FnOnce(Function) -> Waiting,
+    ) -> (String, JsValue) {
         let id = conn.next_id();
         let (promise, resolve) = promise_and_resolve();
-        self.pending.borrow_mut().insert(id.clone(), resolve);
+        self.waiting
+            .borrow_mut()
+            .insert(id.clone(), waiting(resolve));
         conn.feed(message(ty, &id, payload));
-        promise.into()
+        (id, promise.into())
     }
 
-    fn op(self: &Rc<Self>, op: u32, a: JsValue, b: JsValue, c: JsValue) -> JsValue {
+    fn method(self: &Rc<Self>, method: &str, a: JsValue, b: JsValue, c: JsValue) -> JsValue {
         let Some(conn) = self.conn.upgrade() else {
-            return Promise::reject(&type_error("window.abp is no longer served")).into();
+            return rejected("window.abp is no longer served");
         };
         let session = conn.core.borrow().session_id().map(str::to_owned);
-        match op {
-            0 => JsValue::from_bool(session.is_some()),
-            1 => session
-                .map(|s| JsValue::from_str(&s))
-                .unwrap_or(JsValue::NULL),
-            2 => {
+        match method {
+            "initialized" => JsValue::from_bool(session.is_some()),
+            "sessionId" => session.map(|s| js_string(&s)).unwrap_or(JsValue::NULL),
+            "initialize" => {
                 let params = if a.kind() == Kind::Object {
                     a
                 } else {
                     JsValue::object()
                 };
-                self.request(&conn, types::INITIALIZE, params)
+                self.request(&conn, types::INITIALIZE, params, Waiting::Initialize)
+                    .1
             }
-            3 => {
+            "shutdown" => {
+                // `shutdown({ reason })` as the reference types it, or `shutdown(reason)`.
+                let reason = a.as_string().or_else(|| opt_string(&a, "reason"));
                 let mut p = JsValue::object();
-                if let Some(r) = a.as_string() {
+                if let Some(r) = reason {
                     p.set("reason", JsValue::from_str(&r));
                 }
                 conn.feed(message(types::SHUTDOWN, &conn.next_id(), p));
-                Promise::resolve(&JsValue::UNDEFINED).into()
+                resolved(&JsValue::UNDEFINED)
             }
-            4 => {
-                let Some(capability) = a.as_string() else {
-                    return Promise::reject(&type_error("abp.call: capability must be a string"))
-                        .into();
+            "call" => self.call(&conn, a, b, c),
+            "cancel" => {
+                // `cancel(callId, reason)` or `cancel({ callId, reason })`.
+                let (call_id, reason) = if a.kind() == Kind::Object {
+                    (opt_string(&a, "callId"), opt_string(&a, "reason"))
+                } else {
+                    (a.as_string(), b.as_string())
                 };
-                let call_id = opt_string(&c, "callId").unwrap_or_else(new_call_id);
-                let mut options = JsValue::object();
-                for key in ["timeout", "progressToken"] {
-                    if let Some(v) = c.get(key) {
-                        options.set(key, v);
-                    }
-                }
-                let mut p = JsValue::object();
-                p.set("callId", JsValue::from_str(&call_id));
-                p.set("capability", JsValue::from_str(&capability));
-                p.set("params", b);
-                p.set("options", options);
-                self.request(&conn, types::CALL, p)
-            }
-            5 => {
-                let Some(call_id) = a.as_string() else {
-                    return Promise::reject(&type_error("abp.cancel: callId must be a string"))
-                        .into();
+                let Some(call_id) = call_id else {
+                    return rejected("abp.cancel: callId must be a string");
                 };
                 let mut p = JsValue::object();
                 p.set("callId", JsValue::from_str(&call_id));
-                if let Some(r) = b.as_string() {
+                if let Some(r) = reason {
                     p.set("reason", JsValue::from_str(&r));
                 }
-                self.request(&conn, types::CANCEL, p)
+                self.request(&conn, types::CANCEL, p, Waiting::Cancel).1
             }
-            6 => conn.capabilities(),
-            7 => {
+            "listCapabilities" => resolved(&conn.capabilities()),
+            "describeCapability" => {
                 let name = a.as_string().unwrap_or_default();
-                Array::from(&conn.capabilities())
-                    .iter()
-                    .find(|d| opt_string(d, "name").as_deref() == Some(name.as_str()))
-                    .unwrap_or(JsValue::NULL)
+                resolved(&describe(&conn.capabilities(), &name).unwrap_or(JsValue::NULL))
             }
-            8 => {
+            "supports" => {
                 let name = a.as_string().unwrap_or_default();
-                let supported = Array::from(&conn.capabilities())
-                    .iter()
-                    .any(|d| opt_string(&d, "name").as_deref() == Some(name.as_str()));
-                let mut r = JsValue::object();
-                r.set("supported", JsValue::from_bool(supported));
-                r.set("available", JsValue::from_bool(supported));
-                if !supported {
-                    r.set(
-                        "reason",
-                        JsValue::from_str("The app does not offer this capability"),
-                    );
-                }
-                r
+                resolved(&support_info(
+                    describe(&conn.capabilities(), &name).as_ref(),
+                ))
             }
-            9 => {
-                let event = a.as_string().unwrap_or_default();
+            "notify" => {
+                let Some(event) = a.as_string() else {
+                    return JsValue::FALSE;
+                };
                 let told = conn.core.borrow_mut().notify(&event, b);
                 conn.drive();
                 JsValue::from_bool(told)
             }
-            10 => {
-                let call_id = opt_string(&a, "callId").unwrap_or_default();
-                if a.kind() == Kind::Object {
-                    conn.core
-                        .borrow_mut()
-                        .progress(&call_id, a, super::dom::now());
-                    conn.drive();
-                }
+            "notifyProgress" => {
+                self.notify_progress(&conn, a);
                 JsValue::UNDEFINED
             }
-            11 => {
+            "elicit" => {
                 let call_id = opt_string(&a, "callId");
                 conn.elicit(call_id.as_deref(), a).into()
             }
             _ => JsValue::UNDEFINED,
         }
     }
+
+    fn call(
+        self: &Rc<Self>,
+        conn: &Rc<AppConnInner>,
+        cap: JsValue,
+        params: JsValue,
+        options: JsValue,
+    ) -> JsValue {
+        let Some(capability) = cap.as_string() else {
+            return rejected("abp.call: capability must be a string");
+        };
+        let call_id = opt_string(&options, "callId").unwrap_or_else(new_call_id);
+        // `params = {}` as the reference declares it.
+        let params = if params.is_undefined() {
+            JsValue::object()
+        } else {
+            params
+        };
+        let timeout = options
+            .get_f64("timeout")
+            .filter(|t| t.is_finite() && *t >= 0.0);
+        let mut opts = JsValue::object();
+        if let Some(t) = timeout {
+            opts.set("timeout", JsValue::from_f64(t));
+        }
+        if let Some(token) = options.get("progressToken") {
+            opts.set("progressToken", token);
+        }
+        let mut p = JsValue::object();
+        p.set("callId", JsValue::from_str(&call_id));
+        p.set("capability", JsValue::from_str(&capability));
+        p.set("params", params);
+        p.set("options", opts);
+        if let Some(t) = timeout {
+            // Before feeding: a refused call is answered (and forgets its deadline) inside `request`.
+            self.deadlines
+                .borrow_mut()
+                .insert(call_id.clone(), (String::new(), now() + t));
+        }
+        let waiting = |resolve| Waiting::Call {
+            call_id: call_id.clone(),
+            resolve,
+        };
+        let (id, promise) = self.request(conn, types::CALL, p, waiting);
+        if let Some(d) = self.deadlines.borrow_mut().get_mut(&call_id) {
+            d.0 = id;
+        }
+        self.arm();
+        promise
+    }
+
+    /// `notifyProgress(info)`: progress of a running call (named by `callId`, or by `operationId` when that
+    /// is the call's progress token) goes through the call's coalescing; progress of any other operation of
+    /// the page is reported as it is.
+    fn notify_progress(&self, conn: &Rc<AppConnInner>, info: JsValue) {
+        if info.kind() != Kind::Object {
+            return;
+        }
+        let operation = opt_string(&info, "operationId");
+        let call_id = {
+            let core = conn.core.borrow();
+            opt_string(&info, "callId")
+                .or_else(|| operation.as_deref().and_then(|t| core.call_of_token(t)))
+        };
+        match (call_id, operation) {
+            (Some(call_id), _) => conn.core.borrow_mut().progress(&call_id, info, now()),
+            (None, Some(op)) => {
+                conn.core.borrow_mut().free_progress(&op, info);
+            }
+            (None, None) => {}
+        }
+        conn.drive();
+    }
+
+    fn arm(&self) {
+        let next = self
+            .deadlines
+            .borrow()
+            .values()
+            .map(|(_, d)| *d)
+            .min_by(|a, b| a.total_cmp(b));
+        if let Some(t) = self.timer.borrow().as_ref() {
+            t.arm(next);
+        }
+    }
+
+    /// Calls past their `timeout`: resolved TIMEOUT (retryable) now, then cancelled in the core, whose
+    /// answers then find nobody waiting.
+    fn expire(&self, at: f64) {
+        let due = self.deadlines.borrow_mut().take_where(|(_, d)| *d <= at);
+        let conn = self.conn.upgrade();
+        for (call_id, (msg_id, _)) in due {
+            let waiting = self.waiting.borrow_mut().remove(&msg_id);
+            if let Some(Waiting::Call { resolve, .. }) = waiting {
+                let r = local_response(AbpError::timeout(), true, Some(&call_id));
+                let _ = resolve.call1(&JsValue::NULL, &r);
+            }
+            if let Some(conn) = &conn {
+                let mut p = JsValue::object();
+                p.set("callId", JsValue::from_str(&call_id));
+                p.set("reason", JsValue::from_str("timeout"));
+                conn.feed(message(types::CANCEL, &conn.next_id(), p));
+            }
+        }
+        self.arm();
+    }
+
+    fn settle(&self, id: Option<String>, payload: &JsValue) {
+        let Some(w) = id.and_then(|id| self.waiting.borrow_mut().remove(&id)) else {
+            return;
+        };
+        let resolve = match w {
+            Waiting::Initialize(f) | Waiting::Cancel(f) => f,
+            Waiting::Call { call_id, resolve } => {
+                self.deadlines.borrow_mut().remove(&call_id);
+                resolve
+            }
+        };
+        let _ = resolve.call1(&JsValue::NULL, payload);
+    }
+}
+
+fn describe(list: &JsValue, name: &str) -> Option<JsValue> {
+    Array::from(list)
+        .iter()
+        .find(|d| opt_string(d, "name").as_deref() == Some(name))
 }
 
 impl Outlet for GlobalSession {
@@ -192,26 +335,21 @@ impl Outlet for GlobalSession {
         let ty = opt_string(&msg, "type").unwrap_or_default();
         let payload = msg.get("payload").unwrap_or(JsValue::UNDEFINED);
         let id = opt_string(&msg, "id");
+        let api = self.api();
         match ty.as_str() {
             types::INITIALIZE_RESULT | types::CALL_RESULT | types::CANCEL_RESULT => {
-                let resolve = id.and_then(|id| self.pending.borrow_mut().remove(&id));
-                if let Some(resolve) = resolve {
-                    let _ = resolve.call1(&JsValue::NULL, &payload);
-                }
+                self.settle(id, &payload);
             }
-            types::PROGRESS => {
-                if let Some(f) = window_hook("__abp_progress") {
-                    let _ = f.call1(&JsValue::NULL, &payload);
-                }
-            }
+            types::PROGRESS => emit_global(&api, "progress", &payload),
             types::NOTIFICATION => {
                 let event = opt_string(&payload, "event");
                 if event.as_deref() == Some(types::CAPABILITIES_CHANGED) {
-                    if let Some(f) = window_hook("__abp_capabilities_changed") {
-                        let _ = f.call1(&JsValue::NULL, &conn.capabilities());
-                    }
-                } else if let Some(f) = window_hook("__abp_notification") {
-                    let _ = f.call1(&JsValue::NULL, &payload);
+                    // `{ added, removed, changed, capabilities }`, as agents receive it.
+                    let data = payload.get("data").unwrap_or_else(JsValue::object);
+                    let (_, changes) = apply_changes(&conn.capabilities(), &data);
+                    emit_global(&api, "capabilitiesChanged", &changes);
+                } else {
+                    emit_global(&api, "notification", &payload);
                 }
             }
             types::ELICITATION_REQUEST => {
@@ -222,61 +360,71 @@ impl Outlet for GlobalSession {
                         c.feed(message(types::ELICITATION_RESPONSE, &id, response));
                     }
                 };
-                match window_hook("__abp_elicitation") {
-                    Some(f) => {
-                        let r = f.call1(&JsValue::NULL, &payload);
-                        wasm_bindgen_futures::spawn_local(async move {
-                            let r = match r {
-                                Ok(v) if is_thenable(&v) => {
-                                    wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await
-                                }
-                                other => other,
-                            };
-                            answer(elicitation_answer(r));
-                        });
-                    }
-                    None => {
-                        let mut r = JsValue::object();
-                        r.set("success", JsValue::FALSE);
-                        let mut e = JsValue::object();
-                        e.set("code", JsValue::from_str("NOT_SUPPORTED"));
-                        e.set(
-                            "message",
-                            JsValue::from_str("No __abp_elicitation handler is exposed"),
-                        );
-                        e.set("retryable", JsValue::FALSE);
-                        r.set("error", e);
-                        wasm_bindgen_futures::spawn_local(async move { answer(r) });
-                    }
-                }
+                let asked = ask_global(&api, &payload);
+                wasm_bindgen_futures::spawn_local(async move {
+                    let r = match asked {
+                        Some(Ok(v)) if is_thenable(&v) => {
+                            wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await
+                        }
+                        Some(other) => other,
+                        None => {
+                            return answer(local_response(
+                                AbpError::new(
+                                    ErrorCode::NotSupported,
+                                    "Nobody answers elicitations on this page (expose __abp_elicitation or call abp.onElicitation)",
+                                ),
+                                false,
+                                None,
+                            ))
+                        }
+                    };
+                    answer(elicitation_answer(r));
+                });
             }
             _ => {}
         }
         Ok(())
     }
+
+    fn session_closed(&self) {
+        // The calls of the ended session will get no answer: they were cancelled with it.
+        let calls = self
+            .waiting
+            .borrow_mut()
+            .take_where(|w| matches!(w, Waiting::Call { .. }));
+        self.deadlines.borrow_mut().clear();
+        for (_, w) in calls {
+            let Waiting::Call { call_id, resolve } = w else {
+                continue;
+            };
+            let r = local_response(
+                AbpError::cancelled(Some("The session ended")),
+                true,
+                Some(&call_id),
+            );
+            let _ = resolve.call1(&JsValue::NULL, &r);
+        }
+    }
 }
 
+/// The agent's answer to an elicitation: an `ElicitationResponse` object as it is, any other value as its
+/// `data`, a thrown error as OPERATION_FAILED.
 fn elicitation_answer(r: Result<JsValue, JsValue>) -> JsValue {
     match r {
-        Ok(v) if v.kind() == Kind::Object => v,
+        Ok(v) if v.kind() == Kind::Object && v.get("success").is_some() => v,
         Ok(v) => {
             let mut o = JsValue::object();
             o.set("success", JsValue::TRUE);
             o.set("data", v);
             o
         }
-        Err(e) => {
-            let mut o = JsValue::object();
-            o.set("success", JsValue::FALSE);
-            let mut err = JsValue::object();
-            err.set("code", JsValue::from_str("OPERATION_FAILED"));
-            err.set(
-                "message",
-                JsValue::from_str(&opt_string(&e, "message").unwrap_or_default()),
-            );
-            err.set("retryable", JsValue::FALSE);
-            o.set("error", err);
-            o
-        }
+        Err(e) => local_response(
+            AbpError::new(
+                ErrorCode::OperationFailed,
+                opt_string(&e, "message").unwrap_or_default(),
+            ),
+            false,
+            None,
+        ),
     }
 }

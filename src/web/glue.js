@@ -104,6 +104,16 @@ export function isAborted(controller) {
   return controller.signal.aborted;
 }
 
+/** Whether string `s` matches a schema `pattern` (as a Unicode RegExp, else a plain one); undefined when
+ *  `s` is not a string or the pattern is not a regular expression here. */
+export function matchesPattern(s, pattern) {
+  if (typeof s !== 'string') return undefined;
+  for (const flags of ['u', '']) {
+    try { return new RegExp(pattern, flags).test(s); } catch (_) { /* try without the u flag */ }
+  }
+  return undefined;
+}
+
 export function isThenable(v) {
   return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
 }
@@ -119,27 +129,78 @@ export function errorWithCode(code, message) {
   return e;
 }
 
+// ---- window.abp ----
+
+// Where each kind of event reaches a Puppeteer/Playwright agent: the function it exposed on the page.
+const HOOKS = {
+  progress: '__abp_progress',
+  notification: '__abp_notification',
+  elicitation: '__abp_elicitation',
+  capabilitiesChanged: '__abp_capabilities_changed',
+};
+const LISTENERS = Symbol('abp listeners');
+
+/** Calls `f(arg)`, ignoring what it throws or rejects with (an automation client that went away). */
+function quietly(f, arg) {
+  try {
+    const r = f(arg);
+    if (isThenable(r)) Promise.resolve(r).catch(() => {});
+  } catch (_) { /* the listener's own failure is not the session's */ }
+}
+
+/** The `window.abp` object of the ABP API reference. Every method goes to `dispatch(methodName, …)` in
+ *  wasm; the registrars (`onProgress` …) keep their callbacks here and return a function that removes them. */
 export function makeGlobal(dispatch, protocolVersion, app) {
+  const listeners = { progress: new Set(), notification: new Set(), elicitation: new Set(), capabilitiesChanged: new Set() };
+  const registrar = (set, name) => (callback) => {
+    if (typeof callback !== 'function') throw new TypeError(`abp.${name}(callback): callback must be a function`);
+    set.add(callback);
+    return () => { set.delete(callback); };
+  };
   const api = {
     protocolVersion,
     app,
-    get initialized() { return dispatch(0) === true; },
-    get sessionId() { return dispatch(1); },
-    initialize(params) { return dispatch(2, params); },
-    shutdown(reason) { return dispatch(3, reason); },
-    call(capability, params, options) { return dispatch(4, capability, params, options); },
-    cancel(callId, reason) {
-      if (callId !== null && typeof callId === 'object') return dispatch(5, callId.callId, callId.reason);
-      return dispatch(5, callId, reason);
-    },
-    listCapabilities() { return dispatch(6); },
-    describeCapability(name) { return dispatch(7, name); },
-    supports(name) { return dispatch(8, name); },
-    notify(event, data) { return dispatch(9, event, data); },
-    notifyProgress(info) { return dispatch(10, info); },
-    elicit(request) { return dispatch(11, request); },
+    get initialized() { return dispatch('initialized') === true; },
+    get sessionId() { return dispatch('sessionId'); },
+    initialize(params) { return dispatch('initialize', params); },
+    shutdown(params) { return dispatch('shutdown', params); },
+    call(capability, params, options) { return dispatch('call', capability, params, options); },
+    cancel(callId, reason) { return dispatch('cancel', callId, reason); },
+    listCapabilities() { return dispatch('listCapabilities'); },
+    describeCapability(name) { return dispatch('describeCapability', name); },
+    supports(name) { return dispatch('supports', name); },
+    notify(event, data) { return dispatch('notify', event, data); },
+    notifyProgress(info) { return dispatch('notifyProgress', info); },
+    elicit(request) { return dispatch('elicit', request); },
+    onProgress: registrar(listeners.progress, 'onProgress'),
+    onNotification: registrar(listeners.notification, 'onNotification'),
+    onElicitation: registrar(listeners.elicitation, 'onElicitation'),
+    onCapabilitiesChanged: registrar(listeners.capabilitiesChanged, 'onCapabilitiesChanged'),
   };
+  Object.defineProperty(api, LISTENERS, { value: listeners });
   return api;
+}
+
+/** Tells the page's automation agent: the exposed `window.__abp_<kind>` function, then every callback
+ *  registered with `abp.on<Kind>`. */
+export function emitGlobal(api, kind, value) {
+  const hook = globalThis[HOOKS[kind]];
+  if (typeof hook === 'function') quietly(hook, value);
+  for (const callback of api[LISTENERS][kind]) quietly(callback, value);
+}
+
+/** Asks the page's automation agent an elicitation: `window.__abp_elicitation` if exposed, else the first
+ *  `abp.onElicitation` callback. `undefined` when nobody answers, else `{ ok, value }` (value: what it
+ *  returned, or threw). */
+export function askGlobal(api, request) {
+  let answer = globalThis[HOOKS.elicitation];
+  if (typeof answer !== 'function') answer = api[LISTENERS].elicitation.values().next().value;
+  if (typeof answer !== 'function') return undefined;
+  try {
+    return { ok: true, value: answer(request) };
+  } catch (e) {
+    return { ok: false, value: e };
+  }
 }
 
 // ---- WebSocket frames: JSON text, with binary values as ABP BinaryData (base64) ----

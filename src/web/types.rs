@@ -5,15 +5,26 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
-/** An ABP error. `code` is one of the ABP error codes, or an app's own. */
+/** The error codes of the ABP error table. */
+export type ABPErrorCode =
+  | 'NOT_INITIALIZED' | 'ALREADY_INITIALIZED' | 'SESSION_EXPIRED' | 'SESSION_INVALID'
+  | 'UNKNOWN_CAPABILITY' | 'CAPABILITY_UNAVAILABLE' | 'REQUIREMENT_NOT_MET'
+  | 'PERMISSION_DENIED' | 'PERMISSION_REQUIRED'
+  | 'INVALID_PARAMS' | 'MISSING_PARAM' | 'INVALID_TYPE'
+  | 'OPERATION_FAILED' | 'PRECONDITION_FAILED' | 'TIMEOUT' | 'CANCELLED' | 'RATE_LIMITED'
+  | 'NOT_IMPLEMENTED' | 'NOT_SUPPORTED' | 'BROWSER_ERROR' | 'INTERNAL_ERROR' | 'DISCONNECTED' | 'TRANSPORT_ERROR';
+
+/** An ABP error. `code` is one of the ABP error codes, or an app's own. A handler that throws
+ * `{ code, message, retryable?, details?, retryAfter?, alternatives? }` has all of them reach the agent. */
 export interface ABPError {
-  code: 'NOT_INITIALIZED' | 'ALREADY_INITIALIZED' | 'UNKNOWN_CAPABILITY' | 'INVALID_PARAMS' | 'OPERATION_FAILED'
-    | 'TIMEOUT' | 'CANCELLED' | 'DISCONNECTED' | 'TRANSPORT_ERROR' | 'RATE_LIMITED' | 'NOT_SUPPORTED'
-    | 'PERMISSION_DENIED' | 'CAPABILITY_UNAVAILABLE' | (string & {});
+  code: ABPErrorCode | (string & {});
   message: string;
+  /** Whether trying again may succeed. Defaults from the ABP error table unless the thrower set it. */
   retryable: boolean;
   details?: unknown;
+  /** Milliseconds to wait before retrying (RATE_LIMITED and the like). */
   retryAfter?: number;
+  /** Capability names to try instead. */
   alternatives?: string[];
 }
 
@@ -86,21 +97,49 @@ export interface ClientOptions {
   onProgress?: (progress: ProgressInfo) => void;
   onNotification?: (notification: NotificationInfo) => void;
   onElicitation?: ElicitationHandler;
-  onCapabilitiesChanged?: (capabilities: CapabilityDescriptor[]) => void;
+  onCapabilitiesChanged?: (changes: CapabilityChanges) => void;
 }
 
 export interface NotificationInfo { event: string; data?: unknown }
 
+/** Something a capability needs before it can run. A call while one is not `met` answers REQUIREMENT_NOT_MET. */
+export interface Requirement {
+  type: 'permission' | 'context' | 'gesture' | 'browser' | 'hardware' | 'state';
+  description: string;
+  met: boolean;
+  /** How the user or agent can meet it. */
+  resolution?: unknown;
+}
+
+/** A capability as the app describes it (the SDK fills `available`, `requirements`, `features`). */
 export interface CapabilityDescriptor {
+  /** `namespace.action` in camelCase; vendors use a reverse-domain prefix. */
   name: string;
   description?: string;
   inputSchema?: JsonSchema;
   outputSchema?: JsonSchema;
+  /** False: calls answer CAPABILITY_UNAVAILABLE without running the handler. */
+  available: boolean;
+  requirements: Requirement[];
+  features: Record<string, unknown>;
+  experimental?: boolean;
+  deprecated?: boolean;
+  deprecationMessage?: string;
+  alternatives?: string[];
   [extra: string]: unknown;
 }
 
-/** The subset of JSON Schema the app validates: type, required, properties, enum, minimum, maximum,
- * minLength, maxLength, items. */
+/** What changed in the app's capabilities (`onCapabilitiesChanged`, `__abp_capabilities_changed`). */
+export interface CapabilityChanges {
+  added: string[];
+  removed: string[];
+  changed: string[];
+  /** The whole list after the change. */
+  capabilities: CapabilityDescriptor[];
+}
+
+/** The subset of JSON Schema the app validates: type, required, properties, enum, const, minimum, maximum,
+ * minLength, maxLength, pattern, format (date-time, email, uri, uuid), items. */
 export interface JsonSchema {
   type?: 'object' | 'array' | 'string' | 'number' | 'integer' | 'boolean' | 'null' | string[];
   required?: string[];
@@ -110,12 +149,42 @@ export interface JsonSchema {
   maximum?: number;
   minLength?: number;
   maxLength?: number;
+  const?: unknown;
+  pattern?: string;
+  format?: 'date-time' | 'email' | 'uri' | 'uuid' | (string & {});
   items?: JsonSchema;
   [extra: string]: unknown;
 }
 
-export interface SupportInfo { supported: boolean; available: boolean; reason?: string }
+/** `supports(name)`: whether the app offers a capability and whether it can run now. */
+export interface SupportInfo {
+  supported: boolean;
+  available: boolean;
+  reason?: string;
+  requirements?: Requirement[];
+  features?: Record<string, unknown>;
+  alternatives?: string[];
+}
 
+/** The standard elicitation methods of ABP, their params and what a successful answer's `data` holds. */
+export interface StandardElicitations {
+  'elicitation/input': { params: { prompt: string; schema?: JsonSchema }; result: { value: unknown } };
+  'elicitation/preference': { params: { prompt: string; schema?: JsonSchema; default?: unknown }; result: { value: unknown } };
+  'elicitation/confirm': { params: { message: string; destructive?: boolean }; result: { confirmed: boolean } };
+  'elicitation/select': {
+    params: { prompt: string; options: { value: unknown; label: string }[]; default?: unknown };
+    result: { selected: unknown };
+  };
+  'elicitation/resource': { params: { type: string; uri?: string }; result: { content: unknown; mimeType: string } };
+  'sampling/create': { params: { task: string; context?: unknown }; result: { result: unknown } };
+}
+
+/** A standard elicitation request, typed by its method. */
+export type StandardElicitationRequest = {
+  [M in keyof StandardElicitations]: { method: M; params: StandardElicitations[M]['params']; timeout?: number; callId?: string }
+}[keyof StandardElicitations];
+
+/** An elicitation request: a standard one, or an app's own method. `timeout` (ms) is enforced on both sides. */
 export interface ElicitationRequest { method: string; params?: unknown; timeout?: number; callId?: string }
 export interface ElicitationResponse<T = unknown> { success: boolean; data?: T; error?: ABPError; cancelled?: boolean }
 export type ElicitationHandler = (request: ElicitationRequest, options: { signal: AbortSignal })
@@ -130,7 +199,10 @@ export interface CallContext {
   progressToken?: string;
   /** Report progress. Cheap to call in a loop: updates are coalesced, and the last one is sent before the result. */
   progress(info: ProgressInfo | number): void;
-  /** Ask the agent something; resolves `cancelled: true` if this call is cancelled first. */
+  /** Ask the agent something; resolves `cancelled: true` if this call is cancelled first, TIMEOUT when the
+   * request's `timeout` passes, NOT_SUPPORTED when the agent did not enable elicitation or that method. */
+  elicit<M extends keyof StandardElicitations>(request: { method: M; params: StandardElicitations[M]['params']; timeout?: number }):
+    Promise<ElicitationResponse<StandardElicitations[M]['result']>>;
   elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
   notify(event: string, data?: unknown): void;
   /** Transfer (move) these buffers with the result instead of copying them. */
@@ -149,33 +221,99 @@ export interface AppOptions {
   maxConcurrent?: number;
 }
 
+/** A capability's descriptor as given to `register` (every field optional; checked, defaults filled). */
 export interface CapabilityOptions {
   description?: string;
   inputSchema?: JsonSchema;
   outputSchema?: JsonSchema;
+  available?: boolean;
+  requirements?: Requirement[];
+  features?: Record<string, unknown>;
+  experimental?: boolean;
+  deprecated?: boolean;
+  deprecationMessage?: string;
+  alternatives?: string[];
   [extra: string]: unknown;
 }
 
-/** `window.abp`, installed by `app.exposeGlobal()` for Puppeteer/Playwright agents (a session of its own).
- * Reports through `window.__abp_progress`, `__abp_notification`, `__abp_elicitation` and
- * `__abp_capabilities_changed` when the automation client has exposed them. */
+/** What `app.manifest(extra)` adds to the manifest's `app`. */
+export interface ManifestExtra {
+  description?: string;
+  homepage?: string;
+  /** URL of a 192×192 PNG. */
+  icon?: string;
+  support?: string | Record<string, unknown>;
+}
+
+/** The ABP manifest an app serves (e.g. at `/abp.json`, linked with `<link rel="abp-manifest">`). */
+export interface AbpManifest {
+  abp: string;
+  app: AppInfo & ManifestExtra;
+  capabilities: {
+    name: string; description?: string; inputSchema?: JsonSchema; outputSchema?: JsonSchema;
+    experimental?: boolean; deprecated?: boolean;
+  }[];
+}
+
+/** What `window.abp.initialize` resolves to: the session, or `{ error }` (NOT_SUPPORTED for another major
+ * protocol version). */
+export interface InitializeResult {
+  sessionId?: string;
+  protocolVersion?: string;
+  app?: AppInfo;
+  capabilities?: CapabilityDescriptor[];
+  /** What was agreed: the features the agent enabled, plus `dynamicCapabilities`. */
+  features?: { notifications: boolean; progress: boolean; elicitation: boolean; dynamicCapabilities?: boolean };
+  error?: ABPError;
+}
+
+export interface InitializeParams {
+  agent?: AgentInfo;
+  protocolVersion?: string;
+  /** Turn off what the agent does not want: no progress messages, notifications or elicitations are sent. */
+  features?: { notifications?: boolean; progress?: boolean; elicitation?: boolean };
+  requestedCapabilities?: string[];
+  /** Which elicitation methods the agent answers (others resolve NOT_SUPPORTED in the app). */
+  agentCapabilities?: { allowedRequests?: string[] };
+}
+
+/** `window.abp`, installed by `app.exposeGlobal()` for Puppeteer/Playwright agents (a session of its own),
+ * as the ABP API reference types it. Reports through `window.__abp_progress`, `__abp_notification`,
+ * `__abp_elicitation` (its return value is the answer) and `__abp_capabilities_changed` when the automation
+ * client exposed them, and through the registrars. */
 export interface AbpGlobal {
   readonly protocolVersion: string;
   readonly app: AppInfo;
   readonly initialized: boolean;
   readonly sessionId: string | null;
-  initialize(params?: { agent?: AgentInfo; protocolVersion?: string; features?: Record<string, boolean> }): Promise<{
-    sessionId?: string; protocolVersion?: string; app?: AppInfo; capabilities?: CapabilityDescriptor[]; error?: ABPError }>;
-  shutdown(reason?: string): Promise<void>;
+  /** Starts a session. On a page whose session is active, ends it (its calls resolve cancelled) and starts
+   * a new one. */
+  initialize(params?: InitializeParams): Promise<InitializeResult>;
+  shutdown(params?: { reason?: string } | string): Promise<void>;
+  /** `timeout` (ms) is enforced by the page: the call is cancelled and resolves TIMEOUT (retryable). */
   call(capability: string, params?: unknown, options?: { callId?: string; timeout?: number; progressToken?: string }): Promise<ABPResponse>;
   cancel(callId: string, reason?: string): Promise<CancelResponse>;
   cancel(request: { callId: string; reason?: string }): Promise<CancelResponse>;
-  listCapabilities(): CapabilityDescriptor[];
-  describeCapability(name: string): CapabilityDescriptor | null;
-  supports(name: string): SupportInfo;
+  listCapabilities(): Promise<CapabilityDescriptor[]>;
+  describeCapability(name: string): Promise<CapabilityDescriptor | null>;
+  supports(name: string): Promise<SupportInfo>;
+  /** Whether an agent with notifications on was told. */
   notify(event: string, data?: unknown): boolean;
-  notifyProgress(info: ProgressInfo & { callId: string }): void;
+  /** Progress of a call (by `callId`, or `operationId` = its progress token) or of another operation. */
+  notifyProgress(info: ProgressInfo & ({ callId: string } | { operationId: string })): void;
   elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
+  /** Each returns a function that removes the callback. */
+  onProgress(callback: (progress: ProgressInfo) => void): () => void;
+  onNotification(callback: (notification: NotificationInfo) => void): () => void;
+  onElicitation(callback: (request: ElicitationRequest) => ElicitationResponse | unknown | Promise<ElicitationResponse | unknown>): () => void;
+  onCapabilitiesChanged(callback: (changes: CapabilityChanges) => void): () => void;
+}
+
+declare global {
+  interface Window {
+    /** Installed by `app.exposeGlobal()` (or the placeholder of the ABP bootstrap script until then). */
+    abp?: AbpGlobal;
+  }
 }
 
 export interface IframeOptions { targetOrigin: string }

@@ -35,6 +35,8 @@ extern "C" {
     ) -> u32;
     #[wasm_bindgen(js_name = takeOutcome)]
     pub(crate) fn take_outcome() -> JsValue;
+    #[wasm_bindgen(js_name = matchesPattern)]
+    fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
     #[wasm_bindgen(js_name = isThenable)]
     pub(crate) fn is_thenable(v: &JsValue) -> bool;
     #[wasm_bindgen(js_name = toStr)]
@@ -92,6 +94,24 @@ extern "C" {
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
+    #[wasm_bindgen(js_name = emitGlobal)]
+    pub(crate) fn emit_global(api: &JsValue, kind: &str, value: &JsValue);
+    #[wasm_bindgen(js_name = askGlobal)]
+    fn ask_global_js(api: &JsValue, request: &JsValue) -> JsValue;
+}
+
+/// Asks `window.abp`'s automation agent an elicitation: `None` when nobody answers, else what its answer
+/// function returned (`Ok`) or threw (`Err`).
+pub(crate) fn ask_global(api: &JsValue, request: &JsValue) -> Option<Result<JsValue, JsValue>> {
+    let r = ask_global_js(api, request);
+    if r.is_undefined() {
+        return None;
+    }
+    let value = r.get("value").unwrap_or(JsValue::UNDEFINED);
+    Some(match r.get("ok").and_then(|ok| ok.as_bool()) {
+        Some(true) => Ok(value),
+        _ => Err(value),
+    })
 }
 
 #[wasm_bindgen]
@@ -155,16 +175,21 @@ impl Payload for JsValue {
         self.dyn_ref::<Array>().map(|a| a.get(i as u32))
     }
     fn keys(&self) -> Vec<String> {
-        match self.dyn_ref::<Object>() {
-            Some(o) => Object::keys(o)
-                .iter()
-                .filter_map(|k| k.as_string())
-                .collect(),
-            None => Vec::new(),
+        // By kind, not `instanceof Object`: an object made in another realm (a parent page calling into an
+        // iframe's SDK) is still an object.
+        if self.kind() != Kind::Object {
+            return Vec::new();
         }
+        Object::keys(self.unchecked_ref::<Object>())
+            .iter()
+            .filter_map(|k| k.as_string())
+            .collect()
     }
     fn same_value(&self, other: &Self) -> bool {
         Object::is(self, other)
+    }
+    fn matches_pattern(&self, pattern: &str) -> Option<bool> {
+        matches_pattern_js(self, pattern)
     }
 }
 
@@ -220,8 +245,9 @@ impl Wire for JsValue {
     }
     fn shallow_copy(&self) -> Self {
         let target = Object::new();
-        if let Some(o) = self.dyn_ref::<Object>() {
-            return Object::assign(&target, o).into();
+        if self.kind() == Kind::Object {
+            // By kind, not `instanceof Object`, as in `keys`.
+            return Object::assign(&target, self.unchecked_ref::<Object>()).into();
         }
         target.into()
     }

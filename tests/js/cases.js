@@ -54,7 +54,7 @@ export async function connectAndDescribe() {
   assert(names.includes('echo') && names.includes('slow'), `capabilities listed: ${names}`);
   eq(t.abp.describeCapability('slow').inputSchema.required, ['ms'], 'descriptor kept');
   eq(t.abp.describeCapability('nope'), null, 'unknown descriptor');
-  eq(t.abp.supports('echo'), { supported: true, available: true }, 'supports');
+  eq(t.abp.supports('echo'), { supported: true, available: true, requirements: [], features: {} }, 'supports');
   eq(t.abp.supports('nope').supported, false, 'not supported');
   const r = await t.abp.call('echo', { a: 1, nested: { b: [1, 2] } });
   eq(r.success, true, 'success');
@@ -325,12 +325,13 @@ export async function elicitationAnswered() {
   const t = await setup();
   t.abp.onElicitation = (request) => ({ success: true, data: `${request.method}!` });
   const r = await t.abp.call('elicit', {});
-  eq(r.data, { success: true, data: 'confirm!' }, 'the answer reached the handler');
+  // The handler returns the ElicitationResponse itself, which is ABPResponse-shaped: it is the call's response.
+  eq([r.success, r.data], [true, 'confirm!'], 'the answer reached the handler');
   t.abp.onElicitation = async () => { await sleep(10); return { success: true, data: 'later' }; };
-  eq((await t.abp.call('elicit', {})).data.data, 'later', 'async answer');
+  eq((await t.abp.call('elicit', {})).data, 'later', 'async answer');
   t.abp.onElicitation = null;
   const none = await t.abp.call('elicit', {});
-  eq([none.data.success, none.data.error.code], [false, 'NOT_SUPPORTED'], 'no handler: NOT_SUPPORTED');
+  eq([none.success, none.error.code], [false, 'NOT_SUPPORTED'], 'no handler: NOT_SUPPORTED');
   await t.done();
 }
 
@@ -354,8 +355,9 @@ export async function handlerThatIgnoresItsSignal() {
 export async function handlerErrorsBecomeAbpErrors() {
   const t = await setup();
   const code = await t.abp.call('throwCode', {});
-  eq([code.success, code.error.code, code.error.message, code.error.retryable, code.error.details],
-    [false, 'RATE_LIMITED', 'slow down', true, { retryAfter: 5 }], 'thrown { code }');
+  eq([code.success, code.error.code, code.error.message, code.error.retryable, code.error.details,
+    code.error.retryAfter, code.error.alternatives],
+  [false, 'RATE_LIMITED', 'slow down', true, { retryAfter: 5 }, 5000, ['echo']], 'thrown { code }');
   const plain = await t.abp.call('throwError', {});
   eq([plain.error.code, plain.error.message, plain.error.retryable], ['OPERATION_FAILED', 'boom', false], 'thrown Error');
   const abort = await t.abp.call('throwAbort', {});
@@ -559,15 +561,26 @@ export async function arrayBuffersSurviveAndTransferMoves() {
 export async function capabilitiesChangeAndNotifications() {
   const t = await setup();
   let changed = null, note = null;
-  t.abp.onCapabilitiesChanged = (caps) => { changed = caps; };
+  t.abp.onCapabilitiesChanged = (changes) => { changed = changes; };
   t.abp.onNotification = (n) => { note = n; };
   t.win.addCapability('late.cap');
   await until(() => changed, 'list_changed');
-  assert(changed.some((c) => c.name === 'late.cap'), 'the new capability is listed');
+  eq([changed.added, changed.removed, changed.changed], [['late.cap'], [], []], 'what changed');
+  assert(changed.capabilities.some((c) => c.name === 'late.cap'), 'the new capability is listed');
   eq(t.abp.supports('late.cap').supported, true, 'supports sees it');
   eq((await t.abp.call('late.cap', {})).data, 'late.cap', 'and it can be called');
+  changed = null;
+  t.win.updateCapability('late.cap', { available: false });
+  await until(() => changed, 'the update');
+  eq([changed.added, changed.changed], [[], ['late.cap']], 'an update is a change');
+  eq(t.abp.describeCapability('late.cap').available, false, 'the new descriptor is kept');
+  eq((await t.abp.call('late.cap', {})).error.code, 'CAPABILITY_UNAVAILABLE', 'and calls are refused');
+  changed = null;
   t.win.removeCapability('late.cap');
-  await until(() => !t.abp.supports('late.cap').supported, 'removal');
+  await until(() => changed, 'removal');
+  eq(changed.removed, ['late.cap'], 'removed');
+  eq(t.abp.supports('late.cap').supported, false, 'gone');
+  eq(t.abp.listCapabilities().length > 5, true, 'the rest of the list stays');
   eq(t.win.app.notify('doc.saved', { id: 7 }), 1, 'one session told');
   await until(() => note, 'the notification');
   eq(note, { event: 'doc.saved', data: { id: 7 } }, 'notification');
@@ -586,8 +599,8 @@ export async function exposeGlobalForPuppeteerAgents() {
   w.__abp_notification = (n) => notes.push(n.event);
   const init = await g.initialize({ agent: { name: 'puppeteer', version: '1' } });
   assert(init.sessionId && g.initialized && g.sessionId === init.sessionId, 'initialized');
-  assert(g.listCapabilities().some((c) => c.name === 'echo'), 'capabilities');
-  eq(g.supports('echo').supported, true, 'supports');
+  assert((await g.listCapabilities()).some((c) => c.name === 'echo'), 'capabilities');
+  eq((await g.supports('echo')).supported, true, 'supports');
   eq((await g.call('echo', { x: 1 })).data, { x: 1 }, 'call');
   const p = g.call('slow', { ms: 5000, steps: 50 }, { callId: 'G', progressToken: 'G' });
   await until(() => w.fixtureLog.some((e) => e.event === 'start' && e.callId === 'G'), 'start');
@@ -686,6 +699,163 @@ export async function optionsAreChecked() {
 }
 
 
+export async function abpResponsesAvailabilityAndRequirements() {
+  const t = await setup();
+  const ok = await t.abp.call('docsShaped', { ok: true });
+  eq([ok.success, ok.data], [true, { done: true }], 'a returned { success:true, data } is the response');
+  assert(typeof ok.metadata.duration === 'number', 'with the duration added');
+  const failed = await t.abp.call('docsShaped', { ok: false });
+  eq([failed.success, failed.error.code, failed.error.message, failed.error.retryable],
+    [false, 'PERMISSION_DENIED', 'not allowed', true], 'a returned { success:false, error } is a failure');
+  const cam = await t.abp.call('camera.snap', {});
+  eq([cam.success, cam.error.code, cam.error.retryable, cam.error.alternatives],
+    [false, 'CAPABILITY_UNAVAILABLE', false, ['echo']], 'available:false refuses the call');
+  const geo = await t.abp.call('geo.locate', {});
+  eq([geo.error.code, geo.error.details.requirements],
+    ['REQUIREMENT_NOT_MET', [{ type: 'permission', description: 'geolocation', met: false }]], 'unmet requirement');
+  assert(!t.log().some((e) => e.event === 'camera-ran' || e.event === 'geo-ran'), 'neither handler ran');
+  const echo = t.abp.describeCapability('echo');
+  eq([echo.available, echo.requirements, echo.features], [true, [], {}], 'defaults are filled');
+  const s = t.abp.supports('geo.locate');
+  eq([s.supported, s.available, s.requirements.length], [true, false, 1], 'supports reflects the descriptor');
+  assert(typeof s.reason === 'string', 'with a reason');
+  await t.done();
+}
+
+export async function registerChecksTheDescriptorAndBuildsTheManifest() {
+  const app = new AbpApp({ id: 'com.example.pdf', name: 'PDF', version: '1.2.0' });
+  const bad = [
+    [{ available: 'yes' }, 'descriptor.available must be a boolean'],
+    [{ description: 7 }, 'descriptor.description must be a string'],
+    [{ requirements: [{ type: 'permission', description: 'x' }] }, 'descriptor.requirements[0].met must be a boolean'],
+  ];
+  for (const [descriptor, message] of bad) {
+    let error = null;
+    try { app.register('pdf.export', () => 1, descriptor); } catch (e) { error = e; }
+    assert(error instanceof TypeError, `TypeError for ${JSON.stringify(descriptor)}`);
+    assert(error.message.includes(message), `names the field: ${error.message}`);
+  }
+  app.register('pdf.export', () => 1, { description: 'Export', inputSchema: { type: 'object' }, experimental: true });
+  let error = null;
+  try { app.update('nope', { available: false }); } catch (e) { error = e; }
+  assert(error instanceof TypeError, 'update of an unknown name is a TypeError');
+  eq(app.manifest({ homepage: 'https://pdf.example' }), {
+    abp: '0.1',
+    app: { id: 'com.example.pdf', name: 'PDF', version: '1.2.0', homepage: 'https://pdf.example' },
+    capabilities: [{ name: 'pdf.export', description: 'Export', inputSchema: { type: 'object' }, experimental: true }],
+  }, 'the manifest');
+  error = null;
+  try { app.manifest({ icon: 5 }); } catch (e) { error = e; }
+  assert(error instanceof TypeError && error.message.includes('icon'), 'a bad extra field is named');
+  app.close();
+}
+
+export async function aDeprecatedCapabilityWarnsOnce() {
+  const t = await setup();
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => { warnings.push(args.join(' ')); };
+  try {
+    await t.abp.call('old.echo', { a: 1 });
+    await t.abp.call('old.echo', { a: 2 });
+    await t.abp.call('echo', {});
+  } finally {
+    console.warn = warn;
+  }
+  eq(warnings.length, 1, 'one warning');
+  assert(warnings[0].includes("'old.echo' is deprecated") && warnings[0].includes('Use echo.'), warnings[0]);
+  await t.done();
+}
+
+export async function anElicitationTimesOutOnBothSides() {
+  const t = await setup();
+  let agentSignal = null;
+  t.abp.onElicitation = (request, { signal }) => {
+    agentSignal = signal;
+    return new Promise(() => {}); // never answers
+  };
+  const t0 = performance.now();
+  const r = await t.abp.call('askWithTimeout', { timeout: 150 });
+  assert(performance.now() - t0 < 1000, 'did not wait beyond the timeout');
+  eq([r.success, r.data.answer.success, r.data.answer.error.code], [true, false, 'TIMEOUT'], 'ctx.elicit resolved TIMEOUT');
+  await until(() => agentSignal && agentSignal.aborted, "the agent's elicitation signal to abort");
+  await t.done();
+}
+
+export async function windowAbpFollowsTheApiReference() {
+  const iframe = frame('?global=1');
+  await until(() => iframe.contentWindow.fixtureReady, 'the app to load');
+  const w = iframe.contentWindow;
+  const g = w.abp;
+  const seen = { progress: [], notification: [], changes: [], viaHook: [] };
+  w.__abp_capabilities_changed = (c) => seen.viaHook.push(c);
+  const offs = [g.onProgress((p) => seen.progress.push(p)), g.onNotification((n) => seen.notification.push(n)),
+    g.onCapabilitiesChanged((c) => seen.changes.push(c))];
+  g.onElicitation(() => ({ success: true, data: { confirmed: true } }));
+  for (const m of ['listCapabilities', 'describeCapability', 'supports']) {
+    assert(typeof g[m]('echo').then === 'function', `${m} returns a Promise`);
+  }
+  const early = await g.call('echo');
+  eq([early.error.code, early.error.retryable], ['NOT_INITIALIZED', true], 'before initialize, retryable');
+  const bad = await g.initialize({ protocolVersion: '1.0' });
+  eq(bad.error.code, 'NOT_SUPPORTED', 'another major version');
+  const first = await g.initialize({ agent: { name: 'pw', version: '1' }, protocolVersion: '0.1',
+    features: { notifications: true, progress: true, elicitation: true } });
+  eq(first.features, { notifications: true, progress: true, elicitation: true, dynamicCapabilities: true }, 'agreed features');
+  eq((await g.call('echo')).data, {}, 'params default to {}');
+  // The page enforces the timeout itself.
+  const t0 = performance.now();
+  const timed = await g.call('slow', { ms: 3000, steps: 30 }, { timeout: 100, callId: 'T1' });
+  assert(performance.now() - t0 < 1000, 'the timeout settled the call');
+  eq([timed.success, timed.cancelled, timed.error.code, timed.error.retryable], [false, true, 'TIMEOUT', true], 'TIMEOUT');
+  await until(() => w.fixtureLog.some((e) => e.event === 'abort' && e.callId === 'T1'), 'the handler signal to abort');
+  g.notifyProgress({ operationId: 'page-op', progress: 3, total: 10 });
+  await until(() => seen.progress.some((p) => p.operationId === 'page-op'), 'progress of a page operation');
+  w.app.notify('hello', { n: 1 });
+  await until(() => seen.notification.some((n) => n.event === 'hello'), 'onNotification');
+  w.addCapability('late.global');
+  await until(() => seen.changes.length && seen.viaHook.length, 'onCapabilitiesChanged and the hook');
+  eq([seen.viaHook[0].added, seen.viaHook[0].removed, seen.viaHook[0].changed], [['late.global'], [], []], 'change shape');
+  assert(seen.viaHook[0].capabilities.some((c) => c.name === 'late.global'), 'with the list');
+  const asked = await g.call('askWithTimeout', { timeout: 2000 });
+  eq(asked.data.answer, { success: true, data: { confirmed: true } }, 'onElicitation answers');
+  // A new initialize ends the old session: its call resolves cancelled, a new session starts.
+  const pending = g.call('slow', { ms: 5000, steps: 50 }, { callId: 'R1' });
+  await until(() => w.fixtureLog.some((e) => e.event === 'start' && e.callId === 'R1'), 'R1 to start');
+  const second = await g.initialize({ agent: { name: 'pw', version: '2' }, features: { progress: false } });
+  assert(second.sessionId && second.sessionId !== first.sessionId, 'a new session');
+  eq(second.features.progress, false, 'progress turned off');
+  eq((await pending).cancelled, true, 'the old call resolved cancelled');
+  await until(() => w.fixtureLog.some((e) => e.event === 'abort' && e.callId === 'R1'), 'its handler signal aborted');
+  const before = seen.progress.length;
+  await g.call('slow', { ms: 60, steps: 3 }, { progressToken: 'P2' });
+  await sleep(30);
+  eq(seen.progress.length, before, 'no progress when the agent turned it off');
+  for (const off of offs) off();
+  w.app.notify('after', 1);
+  await sleep(30);
+  assert(!seen.notification.some((n) => n.event === 'after'), 'a removed callback is not called');
+  await g.shutdown({ reason: 'done' });
+  eq(g.initialized, false, 'shut down');
+  iframe.remove();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
+export async function bootstrapPlaceholderWaitsForExposeGlobal() {
+  const iframe = frame('?delay=300', ORIGIN, 'bootstrap.html');
+  await until(() => iframe.contentWindow && iframe.contentWindow.abp, 'the placeholder');
+  const w = iframe.contentWindow;
+  const placeholder = w.abp;
+  const calledAt = performance.now();
+  const init = await placeholder.initialize({ agent: { name: 'early', version: '1' } });
+  assert(typeof init.sessionId === 'string', 'answered once the SDK loaded');
+  assert(w.exposedAt !== undefined && w.abp !== placeholder, 'the placeholder was replaced');
+  assert(performance.now() - calledAt >= 250, 'it waited for the delayed load');
+  eq((await placeholder.call('echo', { x: 1 })).data, { x: 1 }, 'calls through the placeholder work too');
+  eq(w.abp.initialized, true, 'the real window.abp has the session');
+  iframe.remove();
+}
+
 const cases = {
   abortListenerGoesWhenTheCallSettles, heartbeatSettlesCallsToASilentPort,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
@@ -697,7 +867,9 @@ const cases = {
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
   arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,
-  popupWindowAndItsClosing, optionsAreChecked,
+  popupWindowAndItsClosing, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
+  registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
+  windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */

@@ -206,7 +206,8 @@ export async function wsProgress() {
 export async function wsElicitation() {
   const t = await pair();
   t.abp.onElicitation = (request) => ({ success: true, data: `${request.method}!` });
-  eq((await t.abp.call('elicit', {})).data, { success: true, data: 'confirm!' }, 'answered');
+  // The handler returns the ElicitationResponse, which is ABPResponse-shaped: it is the call's response.
+  eq((await t.abp.call('elicit', {})).data, 'confirm!', 'answered');
   let aborted = false;
   t.abp.onElicitation = (request, { signal }) => new Promise((resolve) => {
     signal.addEventListener('abort', () => { aborted = true; resolve({ success: false }); });
@@ -235,7 +236,7 @@ export async function wsMaxMessageBytes() {
   const limit = { maxMessageBytes: 64 * 1024 };
   const t = await pair({ appWs: limit, agentWs: limit });
   const r = await t.abp.call('echo', { big: 'x'.repeat(100 * 1024) }, { callId: 'toolarge' });
-  eq([r.success, r.error.code], [false, 'TRANSPORT_ERROR'], 'an outgoing call over the limit');
+  eq([r.success, r.error.code, r.error.retryable], [false, 'TRANSPORT_ERROR', false], 'an outgoing call over the limit (resending fails again)');
   assert(/maxMessageBytes/.test(r.error.message), `says why: ${r.error.message}`);
   assert(!t.started('toolarge'), 'it never reached the app');
   const res = await t.abp.call('big', { n: 100 * 1024 });
@@ -406,7 +407,7 @@ export async function nativeAgentDrivesABrowserApp() {
   eq(n.ctl.frames.find((e) => e.ref === 'nc').response.error.code, 'CANCELLED', 'nc cancelled');
   // Elicitation answered by the native agent.
   n.send({ op: 'elicitation', answer: { success: true, data: 'yes from rust' } });
-  const el = (await n.ask({ op: 'call', capability: 'elicit' }, 'settled')).response.data;
+  const el = (await n.ask({ op: 'call', capability: 'elicit' }, 'settled')).response;
   eq([el.success, el.data], [true, 'yes from rust'], 'elicitation');
   // A 5 MB binary result reaches the native side as BinaryData.
   const size = 5 * 1024 * 1024;

@@ -3,7 +3,8 @@
 import init, {
   AbpApp, AbpClient, PostMessageTransport, WebSocketTransport, type WebSocketOptions,
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
-  type SupportInfo, type CapabilityDescriptor,
+  type SupportInfo, type CapabilityDescriptor, type CapabilityChanges, type AbpManifest, type InitializeResult,
+  ABP_BOOTSTRAP,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -20,6 +21,7 @@ export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement)
   abp.onElicitation = async (request, { signal }): Promise<ElicitationResponse> =>
     signal.aborted ? { success: false, cancelled: true } : { success: true, data: request.method };
   abp.onProgress = null;
+  abp.onCapabilitiesChanged = (changes: CapabilityChanges) => { bar.title = changes.added.join(', '); };
   await abp.shutdown();
   const code: string | undefined = result.error?.code;
   return `${result.cancelled} ${code} ${cancelled.cancelled} ${support.available} ${caps.length} ${abp.pendingCalls + 0}`;
@@ -41,6 +43,33 @@ export function app(): void {
   void g.call('export.pdf', { pages: 1 }).then((r: ABPResponse) => r.success);
   const n: number = app.activeCalls + app.notify('saved', { id: 1 });
   void n;
+  app.register('camera.snap', () => 'snap', {
+    requirements: [{ type: 'permission', description: 'camera', met: false }], alternatives: ['camera.upload'] });
+  app.update('camera.snap', { available: false });
+  const manifest: AbpManifest = app.manifest({ homepage: 'https://pdf.example', icon: 'https://pdf.example/icon.png' });
+  void manifest.capabilities[0].name;
+  void app.register('confirming', async (_params, ctx) => {
+    const r = await ctx.elicit({ method: 'elicitation/confirm', params: { message: 'Delete?', destructive: true }, timeout: 5000 });
+    return r.success && r.data?.confirmed === true;
+  });
+  const head: string = `<script>${ABP_BOOTSTRAP}</script>`;
+  void head;
+}
+
+/** A Playwright/Puppeteer agent's view of the page (what `page.evaluate` runs). */
+export async function automationAgent(): Promise<boolean> {
+  const abp = window.abp;
+  if (!abp) return false;
+  const off = abp.onCapabilitiesChanged((c: CapabilityChanges) => console.log(c.removed));
+  const init: InitializeResult = await abp.initialize({ agent: { name: 'pw', version: '1' }, protocolVersion: '0.1',
+    features: { notifications: true, progress: false, elicitation: true } });
+  const caps: CapabilityDescriptor[] = await abp.listCapabilities();
+  const support: SupportInfo = await abp.supports('camera.snap');
+  const r: ABPResponse = await abp.call('echo', undefined, { timeout: 1000 });
+  abp.notifyProgress({ operationId: 'op-1', progress: 1, total: 2 });
+  await abp.shutdown({ reason: 'done' });
+  off();
+  return init.features?.progress === false && caps.length > 0 && support.supported && r.success;
 }
 
 export async function overWebSocket(): Promise<boolean> {

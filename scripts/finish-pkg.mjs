@@ -1,0 +1,32 @@
+// Adds what wasm-pack cannot generate to pkg/: the ABP bootstrap script, shipped as `abp-wasm/bootstrap.js`
+// (a classic script for the page's <head>) and as the string export `ABP_BOOTSTRAP` (to inline it in
+// server-rendered HTML). Run by scripts/build.sh after wasm-pack.
+import { readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+
+const source = readFileSync('src/web/bootstrap.js', 'utf8');
+copyFileSync('src/web/bootstrap.js', 'pkg/bootstrap.js');
+
+const js = 'pkg/abp_wasm.js';
+let code = readFileSync(js, 'utf8');
+if (!code.includes('export const ABP_BOOTSTRAP')) {
+  code += `\n/** The ABP bootstrap script (the text of bootstrap.js), to inline in the page's <head>. */\n`
+    + `export const ABP_BOOTSTRAP = ${JSON.stringify(source)};\n`;
+  writeFileSync(js, code);
+}
+
+const dts = 'pkg/abp_wasm.d.ts';
+let types = readFileSync(dts, 'utf8');
+if (!types.includes('ABP_BOOTSTRAP')) {
+  const decl = '/** The ABP bootstrap script (the text of `abp-wasm/bootstrap.js`): inline it as a classic `<script>` at the\n'
+    + ' * top of the page\'s `<head>`, so `window.abp` calls made before the wasm loads wait for `exposeGlobal()`. */\n'
+    + 'export const ABP_BOOTSTRAP: string;\n\n';
+  const at = types.indexOf('export type InitInput');
+  types = at >= 0 ? types.slice(0, at) + decl + types.slice(at) : types + '\n' + decl;
+  writeFileSync(dts, types);
+}
+
+const manifest = 'pkg/package.json';
+const pkg = JSON.parse(readFileSync(manifest, 'utf8'));
+if (Array.isArray(pkg.files) && !pkg.files.includes('bootstrap.js')) pkg.files.push('bootstrap.js');
+writeFileSync(manifest, JSON.stringify(pkg, null, 2) + '\n');
+console.log('finish-pkg: added bootstrap.js and ABP_BOOTSTRAP to pkg/');
