@@ -349,7 +349,7 @@ export interface AbpGlobal {
         close(): void;
         /**
          * Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
-         * DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options.
+         * DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options (never throws).
          */
         static connect(url: string, options?: WebSocketOptions | null): Promise<WebSocketTransport>;
         /**

@@ -342,27 +342,39 @@ export async function wsHeartbeatNoticesAHungApp() {
   assert(hung.frames.some((f) => f.type === 'capabilities/cancel' && f.payload.reason === 'heartbeat'), 'a probe was sent');
 }
 
+/** `WebSocketTransport.connect(...args)` must return a Promise (nothing thrown synchronously) whose `.catch`
+ *  receives a TypeError mentioning `word`. */
+async function rejectsWithTypeError(args, word, what) {
+  let p;
+  try { p = WebSocketTransport.connect(...args); } catch (err) { fail(`${what}: thrown synchronously (${err}) instead of rejecting`); }
+  assert(p instanceof Promise, `${what}: connect returned a Promise`);
+  const e = await p.then(() => null, (err) => err);
+  assert(e instanceof TypeError, `${what}: .catch receives a TypeError (got ${e})`);
+  assert(word.test(e.message), `${what}: the message says what is wrong: ${e.message}`);
+}
+
 export async function wsOptionsAreChecked() {
+  const ok = `${BASE}/relay/x/app`;
+  await rejectsWithTypeError(['ftp://127.0.0.1/'], /connect/, 'a scheme no WebSocket can open');
+  await rejectsWithTypeError(['ws://[::1/'], /connect/, 'an unparsable URL');
+  await rejectsWithTypeError([42], /url/, 'a URL that is not a string');
+  await rejectsWithTypeError([], /url/, 'no URL');
+  await rejectsWithTypeError([ok, { maxMessageBytes: 'lots' }], /maxMessageBytes/, 'bad maxMessageBytes');
+  await rejectsWithTypeError([ok, { maxMessageBytes: 10 }], /maxMessageBytes/, 'maxMessageBytes below 64');
+  await rejectsWithTypeError([ok, { reconnect: 'yes' }], /reconnect/, 'bad reconnect');
+  await rejectsWithTypeError([ok, { protocols: 7 }], /protocols/, 'bad protocols');
+  // The style of the README: `.catch` on the returned promise sees the error, nothing escapes.
+  let caught = null;
+  await WebSocketTransport.connect('ftp://127.0.0.1/').catch((err) => { caught = err; });
+  assert(caught instanceof TypeError, `connect('ftp://…').catch(…) gets the TypeError: ${caught}`);
   let e = null;
-  try { await WebSocketTransport.connect('ftp://127.0.0.1/'); } catch (err) { e = err; }
-  assert(e instanceof TypeError, `a URL no WebSocket can open is a TypeError: ${e}`);
-  e = null;
-  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { maxMessageBytes: 'lots' }); } catch (err) { e = err; }
-  assert(e instanceof TypeError && /maxMessageBytes/.test(e.message), `bad maxMessageBytes: ${e}`);
-  e = null;
-  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { reconnect: 'yes' }); } catch (err) { e = err; }
-  assert(e instanceof TypeError && /reconnect/.test(e.message), `bad reconnect: ${e}`);
   // Nothing listens on port 9 of 127.0.0.1: rejected, code DISCONNECTED.
-  e = null;
   try { await WebSocketTransport.connect('ws://127.0.0.1:9/'); } catch (err) { e = err; }
   eq(e && e.code, 'DISCONNECTED', `an unreachable server: ${e}`);
   // Subprotocols: the peer speaks "abp" when offered.
   const sub = await WebSocketTransport.connect(`${BASE}/relay/${room()}/app`, { protocols: ['abp'] });
   eq(sub.protocol, 'abp', 'the negotiated subprotocol');
   sub.close();
-  e = null;
-  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { protocols: 7 }); } catch (err) { e = err; }
-  assert(e instanceof TypeError && /protocols/.test(e.message), `bad protocols: ${e}`);
   // A transport serves one connection.
   const tr = await WebSocketTransport.connect(`${BASE}/relay/${room()}/app`);
   const app = new AbpApp({ id: 'a', name: 'a', version: '1' });
