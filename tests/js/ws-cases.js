@@ -60,7 +60,18 @@ function makeApp() {
     bytes: Array.from(new Uint8Array(params.buf)),
   }));
   app.register('big', (params) => 'x'.repeat(params.n));
+  // What the handler received, with every ArrayBuffer spelled out (so the agent can see the app's view).
+  app.register('describe', (params) => describe(params));
+  app.register('picture', () => ({ content: new Uint8Array([137, 80, 78, 71]).buffer, mimeType: 'image/png', filename: 'a.png' }));
   return { app, log, started: (id) => log.some((e) => e.event === 'start' && e.callId === id) };
+}
+
+/** `v` as JSON-able data, ArrayBuffers as `{ ArrayBuffer: [bytes] }` and keys sorted, for comparing. */
+function describe(v) {
+  if (v instanceof ArrayBuffer) return { ArrayBuffer: Array.from(new Uint8Array(v)) };
+  if (Array.isArray(v)) return v.map(describe);
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, describe(v[k])]));
+  return v;
 }
 
 function checkPattern(buf, size, what) {
@@ -149,6 +160,45 @@ export async function wsCallRoundTrips() {
   const look = { content: '!!', encoding: 'base64', mimeType: 'x', size: 9 };
   eq((await t.abp.call('echo', { look })).data.look, look, 'a look-alike passes through');
   eq(t.abp.pendingCalls, 0, 'nothing pending');
+}
+
+export async function wsBinaryDataKeepsItsFields() {
+  const t = await pair();
+  const ab = (...bytes) => ({ ArrayBuffer: bytes });
+  // Both ways: the app's view (describe) and the agent's view after the echo back.
+  const both = async (params, expected, what) => {
+    eq((await t.abp.call('describe', params)).data, expected, `${what}: as the app received it`);
+    eq(describe((await t.abp.call('echo', params)).data), expected, `${what}: echoed back to the agent`);
+  };
+  // Raw bytes: an ArrayBuffer on the other side.
+  await both({ raw: new Uint8Array([1, 2, 255]) }, { raw: ab(1, 2, 255) }, 'raw bytes');
+  // A BinaryData with bytes as its content keeps mimeType and filename; content is the same bytes.
+  const png = new Uint8Array([137, 80, 78, 71, 13, 10]);
+  await both({ file: { content: png.buffer, mimeType: 'image/png', filename: 'a.png' } },
+    { file: { content: ab(137, 80, 78, 71, 13, 10), filename: 'a.png', mimeType: 'image/png', size: 6 } }, 'ArrayBuffer content');
+  await both({ file: { content: png.subarray(1, 3), mimeType: 'image/png' } },
+    { file: { content: ab(80, 78), mimeType: 'image/png', size: 2 } }, 'typed-array content (only the view)');
+  // A base64-string BinaryData with a real mimeType arrives decoded, its fields kept.
+  await both({ doc: { content: btoa('hello'), encoding: 'base64', mimeType: 'text/plain', size: 5, filename: 'h.txt' } },
+    { doc: { content: ab(104, 101, 108, 108, 111), filename: 'h.txt', mimeType: 'text/plain', size: 5 } }, 'base64 text content');
+  // The raw-bytes shape plus a filename is not "just bytes": it stays a BinaryData.
+  await both({ f: { content: btoa('\x01\x02'), encoding: 'base64', mimeType: 'application/octet-stream', size: 2, filename: 'x.bin' } },
+    { f: { content: ab(1, 2), filename: 'x.bin', mimeType: 'application/octet-stream', size: 2 } }, 'octet-stream with a filename');
+  // utf-8 content is left alone.
+  const text = { content: 'héllo ✓', encoding: 'utf-8', mimeType: 'text/plain', filename: 't.txt' };
+  await both({ text }, { text: describe(text) }, 'utf-8 content');
+  // Look-alikes pass through: not base64, or a size that does not match.
+  const bad = { content: '!!not base64!!', encoding: 'base64', mimeType: 'image/png', filename: 'x.png' };
+  await both({ bad }, { bad: describe(bad) }, 'invalid base64');
+  const wrongSize = { content: btoa('abc'), encoding: 'base64', mimeType: 'application/octet-stream', size: 9 };
+  await both({ wrongSize }, { wrongSize: describe(wrongSize) }, 'a size that does not match');
+  // A result built by the handler (not an echo) arrives the same way.
+  const pic = (await t.abp.call('picture', {})).data;
+  eq(describe(pic), { content: ab(137, 80, 78, 71), filename: 'a.png', mimeType: 'image/png', size: 4 }, 'a BinaryData result');
+  // A Blob cannot travel: the call says so instead of sending "{}".
+  const blob = await t.abp.call('echo', { file: { content: new Blob(['x']), mimeType: 'text/plain' } });
+  eq([blob.success, blob.error.code], [false, 'INVALID_PARAMS'], 'Blob content is refused');
+  assert(/Blob/.test(blob.error.message), `says why: ${blob.error.message}`);
 }
 
 export async function wsAbortInFlight() {
@@ -426,6 +476,10 @@ export async function nativeAgentDrivesABrowserApp() {
   eq([bin.encoding, bin.size, bin.mimeType], ['base64', size, 'application/octet-stream'], 'BinaryData');
   const bytes = Uint8Array.from(atob(bin.content), (c) => c.charCodeAt(0));
   checkPattern(bytes.buffer, size, 'the bytes the native agent received');
+  // A BinaryData result with a real mimeType and filename reaches the native agent with both.
+  const pic = (await n.ask({ op: 'call', capability: 'picture' }, 'settled')).response.data;
+  eq(describe(pic), describe({ content: btoa('\x89PNG'), encoding: 'base64', filename: 'a.png', mimeType: 'image/png', size: 4 }),
+    'BinaryData with its fields on the wire');
   eq(n.app.activeCalls, 0, 'nothing active');
   eq((await n.ask({ op: 'status' }, 'status')).pending, 0, 'nothing pending on the native side');
 }
@@ -443,7 +497,7 @@ export async function nativeAgentServerKilled() {
 }
 
 const cases = {
-  wsCallRoundTrips, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
+  wsCallRoundTrips, wsBinaryDataKeepsItsFields, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
   wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
   wsHeartbeatNoticesAHungApp,
   nativeAgentDrivesABrowserApp, nativeAgentServerKilled,
