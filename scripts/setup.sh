@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building, the demo and the tests need, skipping whatever is already there (a warm machine
-# takes seconds). `scripts/setup.sh browsers` also installs Chromium, Firefox and their WebDriver servers.
+# takes seconds). `scripts/setup.sh browsers` also installs Chromium, Firefox and their WebDriver servers;
+# `scripts/setup.sh chromium` only Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -44,17 +45,21 @@ if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] 
   npm ci --no-audit --no-fund
 fi
 
-if [ "${1:-}" = browsers ]; then
+# `browsers`: what the browser tests need; `chromium`: only the headless Chromium that the demo check, the
+# benchmarks and the consumer test drive with playwright-core.
+if [ "${1:-}" = browsers ] || [ "${1:-}" = chromium ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
-  [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
-  command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)
+  if [ "$1" = browsers ]; then
+    [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+    command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}"
   fi
-  if [ "$(geckodriver --version 2>/dev/null | awk 'NR==1 {print $2}')" != "$GECKODRIVER_VERSION" ]; then
+  if [ "$1" = browsers ] && [ "$(geckodriver --version 2>/dev/null | awk 'NR==1 {print $2}')" != "$GECKODRIVER_VERSION" ]; then
     say "installing geckodriver $GECKODRIVER_VERSION (a few minutes)"
     cargo install geckodriver --version "$GECKODRIVER_VERSION" --force
   fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI runs: setup (incl. browsers), the native core tests, the browser tests in headless Chrome
-# and Firefox (postMessage, and WebSocket against a real abp-peer on 127.0.0.1), the release build with its typings check, the demo driven in headless Chromium, and the
-# packed package consumed by a Vite app.
+# and Firefox (postMessage, and WebSocket against a real abp-peer on 127.0.0.1), the release build with its
+# typings check, a clean console while connecting to a cross-origin iframe, the demo driven in headless
+# Chromium, and the packed package consumed by a Vite app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -28,6 +29,9 @@ bash scripts/peer.sh stop
 
 echo "== release build, typings"
 bash scripts/build.sh
+
+echo "== console stays clean while connecting to a cross-origin iframe (headless Chromium)"
+node scripts/console-check.mjs
 
 echo "== demo in headless Chromium"
 node scripts/demo-check.mjs

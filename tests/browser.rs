@@ -5,10 +5,11 @@
 //! handshake before the iframe loads, already-aborted signals, abort in flight, timeouts, abort racing
 //! completion, the whole cancel table, NOT_INITIALIZED, progress routing/coalescing/reset, elicitation,
 //! handler errors, handlers that ignore their signal, iframe removed or reloaded, shutdown, wrong source and
-//! wrong origin, cross-origin frames, garbage input, ArrayBuffers and transfer, capability changes,
-//! notifications, `window.abp`, MessagePorts, and option checking. SPEC section 6: handler results shaped
-//! as ABPResponses, availability and requirements, descriptor checks, the manifest, the deprecation warning,
-//! elicitation timeouts, the `window.abp` contract of the ABP API reference and its bootstrap placeholder.
+//! wrong origin, cross-origin frames (nothing posted to their first about:blank), garbage input, ArrayBuffers
+//! and transfer, capability changes, notifications, `window.abp`, MessagePorts, and option checking. SPEC
+//! section 6: handler results shaped as ABPResponses, availability and requirements, descriptor checks, the
+//! manifest, the deprecation warning, elicitation timeouts, the `window.abp` contract of the ABP API reference
+//! and its bootstrap placeholder.
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen::prelude::*;
@@ -146,6 +147,11 @@ async fn app_ignores_agents_from_other_origins() {
 #[wasm_bindgen_test]
 async fn cross_origin_iframe() {
     check("crossOriginIframe").await;
+}
+
+#[wasm_bindgen_test]
+async fn nothing_is_posted_to_the_blank_frame() {
+    check("nothingIsPostedToTheBlankFrame").await;
 }
 
 #[wasm_bindgen_test]

@@ -2,9 +2,10 @@
 //!
 //! `scripts/test.sh` starts the peer (restarting it whenever a case kills it), passes its URL in
 //! `ABP_PEER_URL` at build time, and stops it afterwards. The cases are in `tests/js/ws-cases.js`: calls,
-//! abort and timeout, the cancel table, progress, elicitation, a 5 MB binary result, `maxMessageBytes`, the
-//! server killed mid-call (with and without reconnect), garbage and floods both ways, option checking, and the
-//! native agent driving a browser app.
+//! BinaryData (raw bytes ↔ ArrayBuffer; mimeType and filename kept; utf-8 and look-alikes left alone), abort
+//! and timeout, the cancel table, progress, elicitation, a 5 MB binary result, `maxMessageBytes`, the server
+//! killed mid-call (with and without reconnect), garbage and floods both ways, option checking (every bad
+//! argument rejects, nothing throws), and the native agent driving a browser app.
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen::prelude::*;
@@ -35,6 +36,11 @@ async fn check(name: &str) {
 #[wasm_bindgen_test]
 async fn ws_call_round_trips() {
     check("wsCallRoundTrips").await;
+}
+
+#[wasm_bindgen_test]
+async fn ws_binary_data_keeps_its_fields() {
+    check("wsBinaryDataKeepsItsFields").await;
 }
 
 #[wasm_bindgen_test]

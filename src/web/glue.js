@@ -226,22 +226,54 @@ function binaryData(bytes) {
   return { content: toBase64(bytes), encoding: 'base64', mimeType: 'application/octet-stream', size: bytes.length };
 }
 
+/** The bytes of an ArrayBuffer or a view (only the view's own bytes), else undefined. */
+function bytesOf(value) {
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  return undefined;
+}
+
+function isRecord(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** JSON.stringify replacer: raw bytes become BinaryData; a BinaryData whose `content` is bytes keeps its
+ *  other fields (mimeType, filename, …) with the content as base64. */
 function encodeBinary(_key, value) {
-  if (value instanceof ArrayBuffer) return binaryData(new Uint8Array(value));
-  if (ArrayBuffer.isView(value)) return binaryData(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+  const bytes = bytesOf(value);
+  if (bytes) return binaryData(bytes);
   if (typeof Blob !== 'undefined' && value instanceof Blob) {
     throw errorWithCode('INVALID_PARAMS', 'A Blob cannot travel over WebSocket; send await blob.arrayBuffer() instead');
+  }
+  if (isRecord(value) && typeof value.mimeType === 'string') {
+    const content = bytesOf(value.content);
+    if (content) return Object.assign({}, value, { content: toBase64(content), encoding: 'base64', size: content.length });
   }
   return value;
 }
 
+/** Exactly what `binaryData` makes: nothing the sender said beyond "these bytes". */
+function isRawBytes(v) {
+  return v.mimeType === 'application/octet-stream' && typeof v.size === 'number' && Object.keys(v).length === 4;
+}
+
+/** JSON.parse reviver: BinaryData (base64 content, a mimeType, a size matching the bytes if given) is decoded.
+ *  The exact shape `binaryData` makes becomes an ArrayBuffer; any other BinaryData stays an object with its
+ *  `content` as an ArrayBuffer (and no `encoding`). Anything that does not decode (a look-alike) is left as it is. */
 function decodeBinary(_key, v) {
-  if (v !== null && typeof v === 'object' && v.encoding === 'base64' && typeof v.content === 'string'
-      && typeof v.size === 'number' && !Array.isArray(v)) {
+  if (isRecord(v) && v.encoding === 'base64' && typeof v.content === 'string' && typeof v.mimeType === 'string'
+      && (v.size === undefined || typeof v.size === 'number')) {
+    let bytes;
     try {
-      const bytes = fromBase64(v.content);
-      if (bytes.length === v.size) return bytes.buffer;
-    } catch (_) { /* not base64 after all: leave the object as it is */ }
+      bytes = fromBase64(v.content);
+    } catch (_) {
+      return v; // not base64 after all
+    }
+    if (v.size !== undefined && bytes.length !== v.size) return v;
+    if (isRawBytes(v)) return bytes.buffer;
+    const out = Object.assign({}, v, { content: bytes.buffer });
+    delete out.encoding; // it described the base64 text, which is gone
+    return out;
   }
   return v;
 }

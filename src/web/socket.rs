@@ -106,49 +106,14 @@ pub struct WebSocketTransport {
 #[wasm_bindgen]
 impl WebSocketTransport {
     /// Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
-    /// DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options.
+    /// DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options (never throws).
     #[wasm_bindgen(unchecked_return_type = "Promise<WebSocketTransport>")]
-    pub fn connect(url: &str, options: Option<WebSocketOptions>) -> Result<Promise, JsValue> {
-        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
-        let protocols =
-            match options.get("protocols") {
-                None => JsValue::UNDEFINED,
-                Some(p) if p.is_string() => Array::of1(&p).into(),
-                Some(p) if Array::is_array(&p) => p,
-                Some(_) => return Err(type_error(
-                    "WebSocketTransport.connect: protocols must be a string or an array of strings",
-                )),
-            };
-        let max_bytes = match options.get("maxMessageBytes") {
-            None => DEFAULT_MAX_BYTES,
-            Some(v) => v
-                .as_f64()
-                .filter(|m| m.is_finite() && *m >= 64.0)
-                .ok_or_else(|| {
-                    type_error("WebSocketTransport.connect: maxMessageBytes must be a number ≥ 64")
-                })?,
-        };
-        let reconnect = parse_reconnect(&options)?;
-        let socket = Rc::new(Socket {
-            url: url.to_owned(),
-            protocols,
-            max_bytes,
-            reconnect,
-            ws: RefCell::new(None),
-            listeners: RefCell::new(Vec::new()),
-            sink: RefCell::new(None),
-            early: RefCell::new(Vec::new()),
-            retry: RefCell::new(None),
-            attempt: Cell::new(0),
-            closed: Cell::new(false),
-            opening: RefCell::new(None),
-        });
-        socket.open()?;
-        let mut slot = None;
-        let promise = Promise::new(&mut |resolve, reject| slot = Some((resolve, reject)));
-        *socket.opening.borrow_mut() = slot;
-        OPENING.with(|o| o.borrow_mut().push(socket));
-        Ok(promise)
+    pub fn connect(
+        #[wasm_bindgen(unchecked_param_type = "string")] url: JsValue,
+        options: Option<WebSocketOptions>,
+    ) -> Promise {
+        // Every failure becomes a rejection, so `connect(…).catch(…)` sees it as the typings promise.
+        Self::open_socket(url, options).unwrap_or_else(|e| Promise::reject(&e))
     }
 
     /// Closes the socket of a transport that was never handed to a client or app (once handed over, the
@@ -175,6 +140,52 @@ impl WebSocketTransport {
 }
 
 impl WebSocketTransport {
+    fn open_socket(url: JsValue, options: Option<WebSocketOptions>) -> Result<Promise, JsValue> {
+        let url = url.as_string().ok_or_else(|| {
+            type_error("WebSocketTransport.connect: url must be a string (ws:// or wss://)")
+        })?;
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let protocols =
+            match options.get("protocols") {
+                None => JsValue::UNDEFINED,
+                Some(p) if p.is_string() => Array::of1(&p).into(),
+                Some(p) if Array::is_array(&p) => p,
+                Some(_) => return Err(type_error(
+                    "WebSocketTransport.connect: protocols must be a string or an array of strings",
+                )),
+            };
+        let max_bytes = match options.get("maxMessageBytes") {
+            None => DEFAULT_MAX_BYTES,
+            Some(v) => v
+                .as_f64()
+                .filter(|m| m.is_finite() && *m >= 64.0)
+                .ok_or_else(|| {
+                    type_error("WebSocketTransport.connect: maxMessageBytes must be a number ≥ 64")
+                })?,
+        };
+        let reconnect = parse_reconnect(&options)?;
+        let socket = Rc::new(Socket {
+            url,
+            protocols,
+            max_bytes,
+            reconnect,
+            ws: RefCell::new(None),
+            listeners: RefCell::new(Vec::new()),
+            sink: RefCell::new(None),
+            early: RefCell::new(Vec::new()),
+            retry: RefCell::new(None),
+            attempt: Cell::new(0),
+            closed: Cell::new(false),
+            opening: RefCell::new(None),
+        });
+        socket.open()?;
+        let mut slot = None;
+        let promise = Promise::new(&mut |resolve, reject| slot = Some((resolve, reject)));
+        *socket.opening.borrow_mut() = slot;
+        OPENING.with(|o| o.borrow_mut().push(socket));
+        Ok(promise)
+    }
+
     pub(crate) fn take(&self) -> Result<Rc<Socket>, JsValue> {
         self.socket.borrow_mut().take().ok_or_else(|| {
             type_error(

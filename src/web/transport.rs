@@ -371,11 +371,16 @@ impl Link {
     }
 
     /// Agent side: sends `initialize`, offering a new private channel with it (frames and windows only).
+    /// Until the app's page is there (an iframe still on its first `about:blank`), nothing is sent: the connect
+    /// loop sends again shortly.
     pub(crate) fn send_initialize(&self, msg: &JsValue) -> Result<(), JsValue> {
         if self.port.borrow().is_some()
             || !matches!(self.target, Target::Iframe { .. } | Target::Window { .. })
         {
             return self.send(msg, None);
+        }
+        if !self.recipient_ready() {
+            return Ok(());
         }
         let channel = web_sys::MessageChannel::new()?;
         let (mine, theirs) = (channel.port1(), channel.port2());
@@ -391,6 +396,30 @@ impl Link {
         self.offered.borrow_mut().push((mine, listener));
         let transfer: JsValue = Array::of1(&theirs).into();
         self.send_window(msg, Some(&transfer))
+    }
+
+    /// Whether a window message to the target could arrive. A frame starts on an `about:blank` document of
+    /// this page's origin (until the app's page commits); posting to it with another `targetOrigin` is dropped
+    /// and the browser logs "Failed to execute 'postMessage' … does not match the recipient window's origin"
+    /// for every attempt. A frame's document is readable only while it is same-origin with this page
+    /// (`contentDocument` is null otherwise, without throwing), so only then is its origin compared.
+    fn recipient_ready(&self) -> bool {
+        let Target::Iframe { iframe, origin } = &self.target else {
+            return true;
+        };
+        if origin == "*" || origin == "/" || iframe.content_document().is_none() {
+            return true;
+        }
+        let theirs = iframe
+            .content_window()
+            .and_then(|w| js_sys::Reflect::get(&w, &JsValue::from_str("origin")).ok())
+            .and_then(|o| o.as_string());
+        let wanted = web_sys::Url::new(origin).map(|u| u.origin());
+        match (theirs, wanted) {
+            (Some(theirs), Ok(wanted)) => theirs == wanted,
+            // Cannot tell (or a targetOrigin postMessage will reject): post and let it say so.
+            _ => true,
+        }
     }
 
     /// Agent side: the app answered on `port`; talk over it from now on and drop the other offers.

@@ -331,6 +331,33 @@ export interface WebSocketOptions {
    *  DISCONNECTED at the drop; a client then starts a new session by itself. */
   reconnect?: boolean | { initialDelay?: number; maxDelay?: number; maxAttempts?: number };
 }
+
+/** ABP binary data: a file or blob of bytes with its type. Over postMessage every form travels as it is (structured
+ *  clone). Over WebSocket, content given as bytes is sent as base64 (`encoding: 'base64'`, `size` set) keeping
+ *  `mimeType`, `filename` and any other field, and a received BinaryData in base64 arrives with its `content` as
+ *  an `ArrayBuffer` (and no `encoding`). Plain bytes (an `ArrayBuffer` or typed array anywhere in a payload) travel
+ *  as `{ content, encoding: 'base64', mimeType: 'application/octet-stream', size }` and arrive as an `ArrayBuffer`. */
+export interface BinaryData {
+  /** base64 text (`encoding: 'base64'`), plain text (`'utf-8'`), or the bytes. A Blob cannot travel over WebSocket. */
+  content: string | ArrayBuffer | ArrayBufferView | Blob;
+  mimeType: string;
+  encoding?: 'base64' | 'utf-8';
+  /** Bytes of the decoded content. */
+  size?: number;
+  filename?: string;
+}
+
+/** Where to fetch a large result (over about 10 MB) instead of carrying it inline, as ABP describes it. */
+export interface BinaryDataReference {
+  downloadUrl: string;
+  mimeType: string;
+  size: number;
+  filename?: string;
+  /** When `downloadUrl` stops working (an ISO 8601 date-time, or Unix milliseconds). */
+  expiresAt?: string | number;
+  /** How to authenticate the download (for example `{ type: 'bearer', token }`), as the app describes it. */
+  auth?: Record<string, unknown>;
+}
 "#;
 
 #[wasm_bindgen]

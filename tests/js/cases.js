@@ -494,6 +494,21 @@ export async function crossOriginIframe() {
   iframe.remove();
 }
 
+export async function nothingIsPostedToTheBlankFrame() {
+  // Until the app's page commits, a cross-origin frame holds an about:blank of this page's origin. A message to
+  // the app's origin posted there is dropped and logged as a console error, so connect must not post there.
+  const iframe = frame(`?allowed=${encodeURIComponent(ORIGIN)}`, OTHER);
+  eq(iframe.contentWindow.location.href, 'about:blank', 'the frame starts on about:blank');
+  const posted = [];
+  // An own property of the about:blank window (readable: same origin); it goes when the app's page arrives.
+  iframe.contentWindow.postMessage = (msg, target) => posted.push(`${msg && msg.type} to ${target}`);
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }), AGENT);
+  eq(posted, [], 'nothing was posted to the about:blank window');
+  eq((await abp.call('echo', 'after load')).data, 'after load', 'the handshake still works');
+  await abp.shutdown();
+  iframe.remove();
+}
+
 export async function garbageNeitherThrowsNorPanics() {
   const t = await setup();
   const deep = {}; let d = deep;
@@ -863,7 +878,7 @@ const cases = {
   progressIsCoalescedAndTheLastArrivesFirst, resetTimeoutOnProgressAndMaxTotal, elicitationIsCancelledWithItsCall,
   elicitationAnswered, handlerThatIgnoresItsSignal, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
-  messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe,
+  messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe, nothingIsPostedToTheBlankFrame,
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
   arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,

@@ -60,7 +60,18 @@ function makeApp() {
     bytes: Array.from(new Uint8Array(params.buf)),
   }));
   app.register('big', (params) => 'x'.repeat(params.n));
+  // What the handler received, with every ArrayBuffer spelled out (so the agent can see the app's view).
+  app.register('describe', (params) => describe(params));
+  app.register('picture', () => ({ content: new Uint8Array([137, 80, 78, 71]).buffer, mimeType: 'image/png', filename: 'a.png' }));
   return { app, log, started: (id) => log.some((e) => e.event === 'start' && e.callId === id) };
+}
+
+/** `v` as JSON-able data, ArrayBuffers as `{ ArrayBuffer: [bytes] }` and keys sorted, for comparing. */
+function describe(v) {
+  if (v instanceof ArrayBuffer) return { ArrayBuffer: Array.from(new Uint8Array(v)) };
+  if (Array.isArray(v)) return v.map(describe);
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, describe(v[k])]));
+  return v;
 }
 
 function checkPattern(buf, size, what) {
@@ -149,6 +160,45 @@ export async function wsCallRoundTrips() {
   const look = { content: '!!', encoding: 'base64', mimeType: 'x', size: 9 };
   eq((await t.abp.call('echo', { look })).data.look, look, 'a look-alike passes through');
   eq(t.abp.pendingCalls, 0, 'nothing pending');
+}
+
+export async function wsBinaryDataKeepsItsFields() {
+  const t = await pair();
+  const ab = (...bytes) => ({ ArrayBuffer: bytes });
+  // Both ways: the app's view (describe) and the agent's view after the echo back.
+  const both = async (params, expected, what) => {
+    eq((await t.abp.call('describe', params)).data, expected, `${what}: as the app received it`);
+    eq(describe((await t.abp.call('echo', params)).data), expected, `${what}: echoed back to the agent`);
+  };
+  // Raw bytes: an ArrayBuffer on the other side.
+  await both({ raw: new Uint8Array([1, 2, 255]) }, { raw: ab(1, 2, 255) }, 'raw bytes');
+  // A BinaryData with bytes as its content keeps mimeType and filename; content is the same bytes.
+  const png = new Uint8Array([137, 80, 78, 71, 13, 10]);
+  await both({ file: { content: png.buffer, mimeType: 'image/png', filename: 'a.png' } },
+    { file: { content: ab(137, 80, 78, 71, 13, 10), filename: 'a.png', mimeType: 'image/png', size: 6 } }, 'ArrayBuffer content');
+  await both({ file: { content: png.subarray(1, 3), mimeType: 'image/png' } },
+    { file: { content: ab(80, 78), mimeType: 'image/png', size: 2 } }, 'typed-array content (only the view)');
+  // A base64-string BinaryData with a real mimeType arrives decoded, its fields kept.
+  await both({ doc: { content: btoa('hello'), encoding: 'base64', mimeType: 'text/plain', size: 5, filename: 'h.txt' } },
+    { doc: { content: ab(104, 101, 108, 108, 111), filename: 'h.txt', mimeType: 'text/plain', size: 5 } }, 'base64 text content');
+  // The raw-bytes shape plus a filename is not "just bytes": it stays a BinaryData.
+  await both({ f: { content: btoa('\x01\x02'), encoding: 'base64', mimeType: 'application/octet-stream', size: 2, filename: 'x.bin' } },
+    { f: { content: ab(1, 2), filename: 'x.bin', mimeType: 'application/octet-stream', size: 2 } }, 'octet-stream with a filename');
+  // utf-8 content is left alone.
+  const text = { content: 'héllo ✓', encoding: 'utf-8', mimeType: 'text/plain', filename: 't.txt' };
+  await both({ text }, { text: describe(text) }, 'utf-8 content');
+  // Look-alikes pass through: not base64, or a size that does not match.
+  const bad = { content: '!!not base64!!', encoding: 'base64', mimeType: 'image/png', filename: 'x.png' };
+  await both({ bad }, { bad: describe(bad) }, 'invalid base64');
+  const wrongSize = { content: btoa('abc'), encoding: 'base64', mimeType: 'application/octet-stream', size: 9 };
+  await both({ wrongSize }, { wrongSize: describe(wrongSize) }, 'a size that does not match');
+  // A result built by the handler (not an echo) arrives the same way.
+  const pic = (await t.abp.call('picture', {})).data;
+  eq(describe(pic), { content: ab(137, 80, 78, 71), filename: 'a.png', mimeType: 'image/png', size: 4 }, 'a BinaryData result');
+  // A Blob cannot travel: the call says so instead of sending "{}".
+  const blob = await t.abp.call('echo', { file: { content: new Blob(['x']), mimeType: 'text/plain' } });
+  eq([blob.success, blob.error.code], [false, 'INVALID_PARAMS'], 'Blob content is refused');
+  assert(/Blob/.test(blob.error.message), `says why: ${blob.error.message}`);
 }
 
 export async function wsAbortInFlight() {
@@ -343,27 +393,39 @@ export async function wsHeartbeatNoticesAHungApp() {
   assert(hung.frames.some((f) => f.type === 'capabilities/cancel' && f.payload.reason === 'heartbeat'), 'a probe was sent');
 }
 
+/** `WebSocketTransport.connect(...args)` must return a Promise (nothing thrown synchronously) whose `.catch`
+ *  receives a TypeError mentioning `word`. */
+async function rejectsWithTypeError(args, word, what) {
+  let p;
+  try { p = WebSocketTransport.connect(...args); } catch (err) { fail(`${what}: thrown synchronously (${err}) instead of rejecting`); }
+  assert(p instanceof Promise, `${what}: connect returned a Promise`);
+  const e = await p.then(() => null, (err) => err);
+  assert(e instanceof TypeError, `${what}: .catch receives a TypeError (got ${e})`);
+  assert(word.test(e.message), `${what}: the message says what is wrong: ${e.message}`);
+}
+
 export async function wsOptionsAreChecked() {
+  const ok = `${BASE}/relay/x/app`;
+  await rejectsWithTypeError(['ftp://127.0.0.1/'], /connect/, 'a scheme no WebSocket can open');
+  await rejectsWithTypeError(['ws://[::1/'], /connect/, 'an unparsable URL');
+  await rejectsWithTypeError([42], /url/, 'a URL that is not a string');
+  await rejectsWithTypeError([], /url/, 'no URL');
+  await rejectsWithTypeError([ok, { maxMessageBytes: 'lots' }], /maxMessageBytes/, 'bad maxMessageBytes');
+  await rejectsWithTypeError([ok, { maxMessageBytes: 10 }], /maxMessageBytes/, 'maxMessageBytes below 64');
+  await rejectsWithTypeError([ok, { reconnect: 'yes' }], /reconnect/, 'bad reconnect');
+  await rejectsWithTypeError([ok, { protocols: 7 }], /protocols/, 'bad protocols');
+  // The style of the README: `.catch` on the returned promise sees the error, nothing escapes.
+  let caught = null;
+  await WebSocketTransport.connect('ftp://127.0.0.1/').catch((err) => { caught = err; });
+  assert(caught instanceof TypeError, `connect('ftp://…').catch(…) gets the TypeError: ${caught}`);
   let e = null;
-  try { await WebSocketTransport.connect('ftp://127.0.0.1/'); } catch (err) { e = err; }
-  assert(e instanceof TypeError, `a URL no WebSocket can open is a TypeError: ${e}`);
-  e = null;
-  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { maxMessageBytes: 'lots' }); } catch (err) { e = err; }
-  assert(e instanceof TypeError && /maxMessageBytes/.test(e.message), `bad maxMessageBytes: ${e}`);
-  e = null;
-  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { reconnect: 'yes' }); } catch (err) { e = err; }
-  assert(e instanceof TypeError && /reconnect/.test(e.message), `bad reconnect: ${e}`);
   // Nothing listens on port 9 of 127.0.0.1: rejected, code DISCONNECTED.
-  e = null;
   try { await WebSocketTransport.connect('ws://127.0.0.1:9/'); } catch (err) { e = err; }
   eq(e && e.code, 'DISCONNECTED', `an unreachable server: ${e}`);
   // Subprotocols: the peer speaks "abp" when offered.
   const sub = await WebSocketTransport.connect(`${BASE}/relay/${room()}/app`, { protocols: ['abp'] });
   eq(sub.protocol, 'abp', 'the negotiated subprotocol');
   sub.close();
-  e = null;
-  try { await WebSocketTransport.connect(`${BASE}/relay/x/app`, { protocols: 7 }); } catch (err) { e = err; }
-  assert(e instanceof TypeError && /protocols/.test(e.message), `bad protocols: ${e}`);
   // A transport serves one connection.
   const tr = await WebSocketTransport.connect(`${BASE}/relay/${room()}/app`);
   const app = new AbpApp({ id: 'a', name: 'a', version: '1' });
@@ -415,6 +477,10 @@ export async function nativeAgentDrivesABrowserApp() {
   eq([bin.encoding, bin.size, bin.mimeType], ['base64', size, 'application/octet-stream'], 'BinaryData');
   const bytes = Uint8Array.from(atob(bin.content), (c) => c.charCodeAt(0));
   checkPattern(bytes.buffer, size, 'the bytes the native agent received');
+  // A BinaryData result with a real mimeType and filename reaches the native agent with both.
+  const pic = (await n.ask({ op: 'call', capability: 'picture' }, 'settled')).response.data;
+  eq(describe(pic), describe({ content: btoa('\x89PNG'), encoding: 'base64', filename: 'a.png', mimeType: 'image/png', size: 4 }),
+    'BinaryData with its fields on the wire');
   eq(n.app.activeCalls, 0, 'nothing active');
   eq((await n.ask({ op: 'status' }, 'status')).pending, 0, 'nothing pending on the native side');
 }
@@ -432,7 +498,7 @@ export async function nativeAgentServerKilled() {
 }
 
 const cases = {
-  wsCallRoundTrips, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
+  wsCallRoundTrips, wsBinaryDataKeepsItsFields, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
   wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
   wsHeartbeatNoticesAHungApp,
   nativeAgentDrivesABrowserApp, nativeAgentServerKilled,

@@ -4,7 +4,7 @@ import init, {
   AbpApp, AbpClient, PostMessageTransport, WebSocketTransport, type WebSocketOptions,
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
   type SupportInfo, type CapabilityDescriptor, type CapabilityChanges, type AbpManifest, type InitializeResult,
-  ABP_BOOTSTRAP,
+  type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -81,4 +81,22 @@ export async function overWebSocket(): Promise<boolean> {
   const r: ABPResponse<ArrayBuffer> = await abp.call('bytes', { data: new Uint8Array([1, 2]) }) as ABPResponse<ArrayBuffer>;
   const channel: 'channel' | 'window' | 'socket' | 'closed' = abp.channel;
   return r.success && channel === 'socket' && transport.url.length > 0;
+}
+
+export async function binary(abp: AbpClient, png: Uint8Array): Promise<number> {
+  // A BinaryData keeps its mimeType and filename over WebSocket; its content arrives as an ArrayBuffer.
+  const file: BinaryData = { content: png, mimeType: 'image/png', filename: 'a.png' };
+  const text: BinaryData = { content: 'aGVsbG8=', encoding: 'base64', mimeType: 'text/plain', size: 5 };
+  const r = await abp.call('thumbnail', { file, text }) as ABPResponse<BinaryData | BinaryDataReference>;
+  const out = r.data;
+  if (out === undefined) return 0;
+  if ('downloadUrl' in out) {
+    const expires: string | number | undefined = out.expiresAt;
+    return out.size + (typeof expires === 'number' ? expires : 0);
+  }
+  const bytes: number = out.content instanceof ArrayBuffer ? out.content.byteLength : out.size ?? 0;
+  const name: string = out.filename ?? out.mimeType;
+  // A bad URL rejects (it does not throw), so `.catch` sees it.
+  const failed: WebSocketTransport | TypeError = await WebSocketTransport.connect('ftp://x').catch((e: TypeError) => e);
+  return bytes + name.length + (failed instanceof TypeError ? 1 : 0);
 }
