@@ -12,6 +12,7 @@
 // Run by `npm test` after the release build: `node tests/abp-reference/run.mjs` (needs pkg/ from `npm run build`
 // and /usr/bin/chromium, or CHROMIUM=path). Prints one line per case, then `abp-reference: N passed, M failed`;
 // exits 1 if any case failed. `node tests/abp-reference/run.mjs caseName…` runs only those cases.
+import { existsSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { chromium } from 'playwright-core';
 import { serve } from '../../www/serve.mjs';
@@ -680,7 +681,8 @@ async function shutdown() {
     });
     settled(out.s, 'shutdown()');
     eq(out.initialized, false, 'window.abp.initialized after shutdown()');
-    settled(out.call, 'a call in flight at shutdown()');
+    ok(!out.call?.__refTimedOut, 'a call in flight at shutdown() must settle (success:false: cancelled or DISCONNECTED), ' +
+      'it was still pending 2 s later');
     ok(out.call.success === false, `a call in flight at shutdown() must resolve success:false, got ${fmt(out.call)}`);
     ok(aborted(await handlerLog(h), 'ref-shutdown'), 'shutdown() must abort the running handler');
     for (const arg of [{ reason: 'agent done' }, 'agent done']) {
@@ -702,8 +704,10 @@ async function wrongMajorVersion() {
     }, { ...INIT, protocolVersion: '1.0' });
     if (out.resolved) settled(out.resolved, "initialize({ protocolVersion:'1.0' })");
     const err = out.resolved ? out.resolved.error : out.rejected;
+    const got = out.resolved?.sessionId ? `a session (sessionId ${fmt(out.resolved.sessionId)}, protocolVersion ` +
+      `${fmt(out.resolved.protocolVersion)})` : fmt(out);
     ok(err?.code === 'NOT_SUPPORTED',
-      `initialize({ protocolVersion:'1.0' }) must be answered with error NOT_SUPPORTED, got ${fmt(out)}`);
+      `initialize({ protocolVersion:'1.0' }) (another major version) must be answered with error NOT_SUPPORTED, got ${got}`);
     eq((await props(h)).initialized, false, "window.abp.initialized after a refused initialize");
   } finally { await h.close(); }
 }
@@ -771,6 +775,11 @@ const unknown = only.filter((n) => !(n in CASES));
 if (unknown.length) {
   console.error(`abp-reference: unknown case(s) ${unknown.join(', ')}; cases: ${Object.keys(CASES).join(', ')}`);
   process.exit(2);
+}
+
+if (!existsSync(new URL('../../pkg/abp_wasm.js', import.meta.url))) {
+  console.error('abp-reference: pkg/abp_wasm.js is missing; build the package first (`npm run build`)');
+  process.exit(1);
 }
 
 const server = await serve(0);
