@@ -30,6 +30,9 @@ bash scripts/peer.sh stop
 echo "== release build, typings"
 bash scripts/build.sh
 
+echo "== an ABP client written from the API reference drives window.abp (Playwright, headless Chromium)"
+node tests/abp-reference/run.mjs
+
 echo "== console stays clean while connecting to a cross-origin iframe (headless Chromium)"
 node scripts/console-check.mjs
 
