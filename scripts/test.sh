@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI runs: setup (incl. browsers), the native core tests, the browser tests in headless Chrome
 # and Firefox (postMessage, and WebSocket against a real abp-peer on 127.0.0.1), the release build with its
-# typings check, a clean console while connecting to a cross-origin iframe, the demo driven in headless
+# typings check, an ABP client written from the API reference driving window.abp, a clean console while
+# connecting to a cross-origin iframe, the demo driven in headless
 # Chromium, and the packed package consumed by a Vite app.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,23 +1,17 @@
-//! Owned event listeners and timers: each holds its `Closure` and unregisters it on drop
-//! (the gloo pattern), so nothing outlives the connection that made it.
+//! Owned event listeners and timers: each holds its `Closure` (timers: gloo-timers' `Timeout`/`Interval`)
+//! and unregisters it on drop, so nothing outlives the connection that made it.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
-use js_sys::Function;
+use gloo_timers::callback::Timeout;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, EventTarget};
 
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(handler: &Function, ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(handle: &JsValue);
-    #[wasm_bindgen(js_name = setInterval)]
-    fn set_interval(handler: &Function, ms: f64) -> JsValue;
-    #[wasm_bindgen(js_name = clearInterval)]
-    fn clear_interval(handle: &JsValue);
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
@@ -64,21 +58,22 @@ impl Drop for Listener {
     }
 }
 
-/// One re-armable timeout driving a core's `poll_timeout`. Only re-scheduled when the deadline moves earlier
-/// or the armed one has fired.
+/// One re-armable timeout driving a core's `poll_timeout`, on `gloo_timers`' `Timeout` (cleared on drop).
+/// Only re-scheduled when the deadline moves earlier or the armed one has fired, so a call with a timeout
+/// rarely makes a new one.
 #[must_use = "the timer is cleared when this is dropped"]
 pub(crate) struct Timer {
-    closure: Closure<dyn FnMut()>,
+    callback: Rc<dyn Fn()>,
     armed_at: Cell<Option<f64>>,
-    handle: RefCell<JsValue>,
+    pending: RefCell<Option<Timeout>>,
 }
 
 impl Timer {
-    pub(crate) fn new(f: impl FnMut() + 'static) -> Timer {
+    pub(crate) fn new(f: impl Fn() + 'static) -> Timer {
         Timer {
-            closure: Closure::<dyn FnMut()>::new(f),
+            callback: Rc::new(f),
             armed_at: Cell::new(None),
-            handle: RefCell::new(JsValue::UNDEFINED),
+            pending: RefCell::new(None),
         }
     }
 
@@ -91,10 +86,11 @@ impl Timer {
             (None, _) => {}
             (Some(t), Some(a)) if a <= t => {} // an earlier wake-up is pending; it re-arms when it fires
             (Some(t), _) => {
-                self.clear();
-                let delay = (t - now()).max(0.0).ceil();
-                *self.handle.borrow_mut() =
-                    set_timeout(self.closure.as_ref().unchecked_ref(), delay);
+                // Whole milliseconds, at most what setTimeout takes (about 24.8 days).
+                let delay = (t - now()).clamp(0.0, 2_147_483_647.0).ceil() as u32;
+                let callback = self.callback.clone();
+                // Replacing the old Timeout clears it (gloo's Drop).
+                *self.pending.borrow_mut() = Some(Timeout::new(delay, move || callback()));
                 self.armed_at.set(Some(t));
             }
         }
@@ -104,40 +100,7 @@ impl Timer {
     pub(crate) fn fired(&self) {
         self.armed_at.set(None);
     }
-
-    fn clear(&self) {
-        if self.armed_at.take().is_some() {
-            clear_timeout(&self.handle.borrow());
-        }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        self.clear();
-    }
 }
 
 /// A repeating interval, cleared on drop.
-#[must_use = "the interval is cleared when this is dropped"]
-pub(crate) struct Interval {
-    _closure: Closure<dyn FnMut()>,
-    handle: JsValue,
-}
-
-impl Interval {
-    pub(crate) fn new(ms: f64, f: impl FnMut() + 'static) -> Interval {
-        let closure = Closure::<dyn FnMut()>::new(f);
-        let handle = set_interval(closure.as_ref().unchecked_ref(), ms);
-        Interval {
-            _closure: closure,
-            handle,
-        }
-    }
-}
-
-impl Drop for Interval {
-    fn drop(&mut self) {
-        clear_interval(&self.handle);
-    }
-}
+pub(crate) type Interval = gloo_timers::callback::Interval;

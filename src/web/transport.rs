@@ -244,7 +244,7 @@ impl Link {
                 let (iframe, origin) = (iframe.clone(), origin.clone());
                 let w = sink.clone();
                 let frame = iframe.clone();
-                watchdog = Some(Interval::new(200.0, move || {
+                watchdog = Some(Interval::new(200, move || {
                     if !frame.is_connected() || frame.content_window().is_none() {
                         if let Some(s) = w.upgrade() {
                             s.on_lost();
@@ -264,7 +264,7 @@ impl Link {
                 let (win, origin) = (win.clone(), origin.clone());
                 let w = sink.clone();
                 let watched = win.clone();
-                watchdog = Some(Interval::new(200.0, move || {
+                watchdog = Some(Interval::new(200, move || {
                     if watched.closed().unwrap_or(true) {
                         if let Some(s) = w.upgrade() {
                             s.on_lost();
