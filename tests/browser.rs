@@ -233,3 +233,8 @@ async fn window_abp_follows_the_api_reference() {
 async fn bootstrap_placeholder_waits_for_expose_global() {
     check("bootstrapPlaceholderWaitsForExposeGlobal").await;
 }
+
+#[wasm_bindgen_test]
+async fn docs_shaped_capability_changes_never_empty_the_list() {
+    check("docsShapedCapabilityChangesNeverEmptyTheList").await;
+}

@@ -871,6 +871,36 @@ export async function bootstrapPlaceholderWaitsForExposeGlobal() {
   iframe.remove();
 }
 
+export async function docsShapedCapabilityChangesNeverEmptyTheList() {
+  // A hand-written app sends list_changed the way the ABP docs show it: names only, no list.
+  const iframe = frame('', ORIGIN, 'manual-app.html');
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), AGENT);
+  const seen = [];
+  abp.onCapabilitiesChanged = (c) => seen.push(c);
+  const names = () => abp.listCapabilities().map((c) => c.name);
+  const send = (data, ownType) => iframe.contentWindow.sendToAgent(ownType
+    ? { type: 'notifications/capabilities/list_changed', timestamp: Date.now(), payload: data }
+    : { type: 'notification', timestamp: Date.now(), payload: { event: 'notifications/capabilities/list_changed', data } });
+  send({ changed: ['hang'] });
+  await until(() => seen.length === 1, 'the changed-only notice');
+  eq(names(), ['hang'], 'a changed-only notice keeps the list');
+  eq(seen[0], { added: [], removed: [], changed: ['hang'], capabilities: [{ name: 'hang' }] }, 'reported in full');
+  send({ added: ['late.one'] }, true);
+  await until(() => seen.length === 2, 'the added notice (as its own message type)');
+  eq(names(), ['hang', 'late.one'], 'an added name becomes a name-only entry');
+  eq(abp.supports('late.one').supported, true, 'and is supported');
+  send({ removed: ['hang'] });
+  await until(() => seen.length === 3, 'the removed notice');
+  eq(names(), ['late.one'], 'removed');
+  send({});
+  send({ capabilities: 'not a list', added: 'nor this' });
+  await until(() => seen.length === 5, 'the empty notices');
+  eq(names(), ['late.one'], 'missing or broken fields never empty the list');
+  await abp.shutdown();
+  iframe.remove();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
 const cases = {
   abortListenerGoesWhenTheCallSettles, heartbeatSettlesCallsToASilentPort,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
@@ -884,7 +914,7 @@ const cases = {
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,
   popupWindowAndItsClosing, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
-  windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal,
+  windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
