@@ -4,6 +4,8 @@
 pub mod agent;
 pub mod app;
 pub mod codec;
+#[cfg(feature = "discovery")]
+pub mod discovery;
 pub mod error;
 pub mod map;
 pub mod message;
