@@ -36,7 +36,7 @@ pub use url::Url;
 use serde::Serialize;
 
 use crate::core::message::{push_u64, text};
-use url::excerpt;
+use url::{excerpt, excerpt_n};
 
 /// How much of the page is read: at most this many bytes, up to `</head>`.
 pub const MAX_PAGE_BYTES: usize = 50 * 1024;
@@ -355,9 +355,14 @@ impl Discovery {
                 ")",
             ]),
             Failure::Aborted(why) => text(&["aborted while fetching ", what, ": ", &excerpt(&why)]),
-            Failure::Network(why) => {
-                text(&["could not fetch ", what, " (", &url, "): ", &excerpt(&why)])
-            }
+            Failure::Network(why) => text(&[
+                "could not fetch ",
+                what,
+                " (",
+                &url,
+                "): ",
+                &excerpt_n(&why, 300),
+            ]),
         };
         self.finish_with(reason);
     }

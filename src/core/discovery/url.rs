@@ -306,8 +306,13 @@ fn remove_dot_segments(path: &str) -> String {
 
 /// At most 80 characters of untrusted text, for a reason string.
 pub(crate) fn excerpt(s: &str) -> String {
-    let mut out: String = s.chars().take(80).filter(|c| !c.is_control()).collect();
-    if s.chars().count() > 80 {
+    excerpt_n(s, 80)
+}
+
+/// At most `n` characters of `s`, without control characters.
+pub(crate) fn excerpt_n(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).filter(|c| !c.is_control()).collect();
+    if s.chars().count() > n {
         out.push('…');
     }
     out
