@@ -192,6 +192,58 @@ export interface AbpGlobal {
 
 
 
+    export interface DiscoverOptions {
+        /** Time limit for the whole discovery (page, redirects and manifest), in ms. Default 10000. */
+        timeout?: number;
+        /** Aborting it ends the discovery: it resolves `{ supported: false, reason }`. */
+        signal?: AbortSignal;
+    }
+
+    /** The `app` of an ABP manifest. */
+    export interface AbpManifestApp {
+        id: string;
+        name: string;
+        version: string;
+        description?: string;
+        homepage?: string;
+        /** A URL (the ABP docs suggest a 192×192 PNG); discovery does not fetch it. */
+        icon?: string;
+        support?: string | Record<string, string>;
+    }
+
+    /** A capability as an ABP manifest lists it (the app's own claim, until `initialize` confirms it). */
+    export interface AbpManifestCapability {
+        name: string;
+        description?: string;
+        inputSchema?: JsonSchema | boolean;
+        outputSchema?: JsonSchema | boolean;
+        experimental?: boolean;
+        deprecated?: boolean;
+    }
+
+    /** The manifest an ABP app serves at its `<link rel="abp-manifest" href="…">`. */
+    export interface AbpManifest {
+        /** The ABP version, `major.minor`. */
+        abp: string;
+        app: AbpManifestApp;
+        capabilities: AbpManifestCapability[];
+    }
+
+    /** What `discover` resolves to. Nothing in it is trusted before `initialize` confirms it. */
+    export interface DiscoveryResult {
+        supported: boolean;
+        /** The checked manifest (known fields only), when supported. */
+        manifest?: AbpManifest;
+        /** Where the manifest was found, once known (the link's href resolved against the page URL). */
+        manifestUrl?: string;
+        /** Why the page is not supported. */
+        reason?: string;
+        /** Things that did not stop discovery: a newer major ABP version, optional fields left out. */
+        warnings?: string[];
+    }
+
+
+
     /**
      * The app side: register capabilities, then `listen` on one or more transports.
      */
@@ -361,3 +413,12 @@ export interface AbpGlobal {
          */
         readonly url: string;
     }
+
+    /**
+     * Finds out whether the page at `url` is an ABP app: reads its `<head>` (at most 50 KB) for
+     * `<link rel="abp-manifest">`, fetches the manifest it names (at most 1 MB, JSON) and checks it. Resolves to a
+     * `DiscoveryResult`; never rejects for network or format problems (`supported` is then false and `reason`
+     * says why). Rejects with a `TypeError` if `url` is not a string or the options are wrong. A relative `url`
+     * is resolved against this page's URL, as `fetch` does. The app's server must allow this origin (CORS).
+     */
+    export function discover(url: string, options?: DiscoverOptions | null): Promise<DiscoveryResult>;

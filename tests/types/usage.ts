@@ -3,7 +3,7 @@
 import init, {
   AbpApp, AbpClient, PostMessageTransport, WebSocketTransport, type WebSocketOptions,
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
-  type SupportInfo, type CapabilityDescriptor,
+  type SupportInfo, type CapabilityDescriptor, discover, type DiscoveryResult, type AbpManifest,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -52,4 +52,12 @@ export async function overWebSocket(): Promise<boolean> {
   const r: ABPResponse<ArrayBuffer> = await abp.call('bytes', { data: new Uint8Array([1, 2]) }) as ABPResponse<ArrayBuffer>;
   const channel: 'channel' | 'window' | 'socket' | 'closed' = abp.channel;
   return r.success && channel === 'socket' && transport.url.length > 0;
+}
+
+export async function discovery(signal: AbortSignal): Promise<string[]> {
+  const r: DiscoveryResult = await discover('https://app.example/', { timeout: 5000, signal });
+  if (!r.supported) return [r.reason ?? ''];
+  const manifest: AbpManifest | undefined = r.manifest;
+  const deprecated: boolean = manifest?.capabilities.some((c) => c.deprecated === true) ?? false;
+  return [manifest?.app.name ?? '', String(deprecated), ...(r.warnings ?? [])];
 }
