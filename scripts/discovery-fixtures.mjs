@@ -7,6 +7,7 @@
 //   /missing-link/      a head without the link
 //   /late-link/         the link after 60 KB of head
 //   /bad-json/          → a manifest that is not JSON
+//   /deep-json/         → a manifest nested 100,000 levels deep
 //   /wrong-type/        → a manifest served as text/html
 //   /missing-fields/    → a manifest without app.version
 //   /too-many/          → a manifest with 101 capabilities
@@ -44,6 +45,8 @@ const routes = {
   '/late-link/': html(page(`<meta name="filler" content="${'x'.repeat(60 * 1024)}">${link('/good/abp.json')}`)),
   '/bad-json/': html(page(link('/bad-json/abp.json'))),
   '/bad-json/abp.json': { type: 'application/json', body: '{"abp": "0.1", "app": {' },
+  '/deep-json/': html(page(link('/deep-json/abp.json'))),
+  '/deep-json/abp.json': { type: 'application/json', body: `{"abp":"0.1","x":${'['.repeat(100000)}${']'.repeat(100000)}}` },
   '/wrong-type/': html(page(link('/wrong-type/abp.json'))),
   '/wrong-type/abp.json': { type: 'text/html', body: JSON.stringify(manifest()) },
   '/missing-fields/': html(page(link('/missing-fields/abp.json'))),

@@ -1,9 +1,10 @@
 //! `abp-peer discover URL` as a process, against the discovery fixture server (scripts/discovery-fixtures.mjs,
 //! the same pages and manifests the browser tests use), started here with Node on 127.0.0.1 unless
-//! `ABP_DISCOVERY_URL` names a running one. Covers: good, missing link, link after 50 KB, bad JSON, wrong
-//! content type, missing fields, 101 capabilities, a redirect loop (more than 5 redirects), 3 redirects
-//! (followed), a newer major version (warning), a manifest over 1 MB, a slow server (timeout), a page whose
-//! body never ends (reading stops at `</head>`), https (refused), a refused connection, and bad arguments.
+//! `ABP_DISCOVERY_URL` names a running one. Covers: good, missing link, link after 50 KB, bad JSON (and JSON
+//! nested 100,000 deep), wrong content type, missing fields, 101 capabilities, a redirect loop (more than 5
+//! redirects), 3 redirects (followed), a newer major version (warning), a manifest over 1 MB, a slow server
+//! (timeout), a page whose body never ends (reading stops at `</head>`), https (refused), a refused
+//! connection, and bad arguments.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -115,6 +116,13 @@ fn bad_json() {
     assert_eq!(code, 1);
     assert!(
         reason(&v).starts_with("the manifest is not valid JSON"),
+        "{v}"
+    );
+    // Valid JSON nested 100,000 deep: refused with a reason, not a stack overflow.
+    let (code, v) = case("/deep-json/");
+    assert_eq!(code, 1);
+    assert!(
+        reason(&v).starts_with("the manifest is not valid JSON: recursion limit exceeded"),
         "{v}"
     );
 }

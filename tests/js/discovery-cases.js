@@ -58,6 +58,8 @@ const cases = {
     const r = await discover(`${BASE}/bad-json/`);
     unsupported(r, 'the manifest is not valid JSON');
     eq(r.manifestUrl, `${BASE}/bad-json/abp.json`, 'manifestUrl');
+    // Valid JSON nested 100,000 deep: refused with a reason, not a stack overflow.
+    unsupported(await discover(`${BASE}/deep-json/`), 'the manifest is not valid JSON: recursion limit exceeded');
   },
 
   async wrongContentType() {
@@ -120,6 +122,8 @@ const cases = {
   async problemsResolveAndProgrammerErrorsReject() {
     unsupported(await discover('ftp://127.0.0.1/'), 'invalid page URL');
     unsupported(await discover(`${BASE}/no-such-page/`), /^the page answered HTTP 404/);
+    // A relative URL is resolved against this page's URL, as fetch() does (the test runner has no /good/).
+    unsupported(await discover('good/?x=1#y'), `the page answered HTTP 404 (${new URL('good/?x=1', location.href)})`);
     const port = new URL(BASE).port;
     unsupported(await discover(`http://127.0.0.1:${port === '1' ? 2 : 1}/`), /^could not fetch the page/);
     await rejectsWithTypeError(() => discover(42), 'a number url');
