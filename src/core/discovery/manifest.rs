@@ -162,13 +162,60 @@ fn index_path(i: usize, field: &str) -> String {
     s
 }
 
+/// The start of every reason the parser gives.
+pub const NOT_JSON: &str = "the manifest is not valid JSON: ";
+
+/// The most nested arrays and objects a manifest may have (serde_json's own recursion limit).
+pub const MAX_DEPTH: usize = 128;
+
+/// How deeply arrays and objects nest in JSON text (brackets inside strings do not count).
+pub fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// Parses and checks a manifest's bytes. `Ok` carries the typed manifest and the warnings (a newer major
 /// version, optional fields left out); `Err` the reason it is not usable, naming the field.
 pub fn check_manifest(bytes: &[u8]) -> Result<(AbpManifest, Vec<String>), String> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if nesting_depth(bytes) > MAX_DEPTH {
+        return Err(text(&[
+            NOT_JSON,
+            "arrays and objects nest deeper than 128 levels",
+        ]));
+    }
+    // The error's position, not its `Display`: that would bring the formatting machinery into the wasm.
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        let mut s = String::from("the manifest is not valid JSON: ");
-        s.push_str(&e.to_string());
+        let mut s = String::from(NOT_JSON);
+        s.push_str(match e.classify() {
+            serde_json::error::Category::Eof => "it ends too early",
+            serde_json::error::Category::Syntax => "syntax error",
+            _ => "unreadable",
+        });
+        s.push_str(" at line ");
+        push_u64(&mut s, e.line() as u64);
+        s.push_str(", column ");
+        push_u64(&mut s, e.column() as u64);
         s
     })?;
     let Value::Object(root) = value else {

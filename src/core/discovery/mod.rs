@@ -29,7 +29,8 @@ mod url;
 
 pub use html::{find_manifest_link, LinkScan, MANIFEST_REL};
 pub use manifest::{
-    check_manifest, compare_versions, AbpManifest, ManifestApp, ManifestCapability, VersionCheck,
+    check_manifest, compare_versions, nesting_depth, AbpManifest, ManifestApp, ManifestCapability,
+    VersionCheck, MAX_DEPTH,
 };
 pub use url::Url;
 

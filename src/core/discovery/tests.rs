@@ -661,3 +661,34 @@ fn garbage_pages_and_manifests_never_panic() {
     d.on_end();
     assert!(reason(&d.result()).contains("first 50 KB"));
 }
+
+#[test]
+fn json_errors_give_a_position_and_nesting_is_measured_outside_strings() {
+    let r = run(
+        &page_with("/abp.json"),
+        Some("application/json"),
+        b"{\n  \"abp\": 0.1,,\n}",
+    );
+    assert_eq!(
+        reason(&r),
+        "the manifest is not valid JSON: syntax error at line 2, column 14"
+    );
+    let r = run(
+        &page_with("/abp.json"),
+        Some("application/json"),
+        b"{\"abp\": [",
+    );
+    assert_eq!(
+        reason(&r),
+        "the manifest is not valid JSON: it ends too early at line 1, column 9"
+    );
+    assert_eq!(nesting_depth(b"{}"), 1);
+    assert_eq!(nesting_depth(br#"{"a":[{"b":"[[[[\"{{"}]}"#), 3);
+    assert_eq!(nesting_depth(b"]]]][[x"), 2);
+    let deep = [b"[".repeat(129), b"]".repeat(129)].concat();
+    let r = run(&page_with("/abp.json"), Some("application/json"), &deep);
+    assert_eq!(
+        reason(&r),
+        "the manifest is not valid JSON: arrays and objects nest deeper than 128 levels"
+    );
+}
