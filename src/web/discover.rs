@@ -142,7 +142,8 @@ fn read_options(options: &JsValue) -> Result<(f64, Option<AbortSignal>), JsValue
     let timeout = match options.get("timeout") {
         None => f64::from(TIMEOUT_MS),
         Some(t) => match t.as_f64() {
-            Some(ms) if ms.is_finite() && ms >= 0.0 => ms,
+            // setTimeout treats delays over 2^31 - 1 ms (24.8 days) as 0: clamp, or a long limit would fire at once.
+            Some(ms) if ms.is_finite() && ms >= 0.0 => ms.min(2_147_483_647.0),
             _ => {
                 return Err(type_error(
                     "discover: timeout must be a finite number of milliseconds, 0 or more",

@@ -44,6 +44,9 @@ const cases = {
     assert(Object.getPrototypeOf(schema) === Object.prototype, 'schemas are plain objects, not Maps');
     eq(schema.properties.text.type, 'string', 'schema content');
     assert(!('reason' in r) && !('warnings' in r), `no reason or warnings: ${JSON.stringify(r)}`);
+    // A limit longer than setTimeout can wait (2^31 - 1 ms) must not fire at once.
+    const long = await discover(`${BASE}/good/`, { timeout: 1e12 });
+    eq(long.supported, true, `supported with a very long timeout (${JSON.stringify(long)})`);
   },
 
   async missingLink() {
