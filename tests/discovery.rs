@@ -6,7 +6,7 @@
 //! capabilities, a redirect loop, redirects followed, a newer major version (warning), a manifest over 1 MB, a
 //! slow server (timeout), a body that never ends (reading stops at `</head>`), the caller's signal, and what
 //! resolves (bad URLs, HTTP errors, refused connections, relative URLs) versus what rejects (TypeErrors).
-#![cfg(target_arch = "wasm32")]
+#![cfg(all(target_arch = "wasm32", feature = "discovery"))]
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::*;
