@@ -193,8 +193,14 @@ impl Discovery {
             }
         };
         let what = req.resource.name();
+        // Where a shell followed redirects itself, the final URL must not have left https either.
         if let Some(u) = head.url.and_then(|u| Url::parse(u).ok()) {
+            let refused = self.downgrade(&u, what);
             self.current = Some(u);
+            if let Some(reason) = refused {
+                self.finish_with(reason);
+                return false;
+            }
         }
         if (300..400).contains(&head.status) {
             let Some(location) = head.location else {

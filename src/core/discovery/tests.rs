@@ -692,3 +692,18 @@ fn json_errors_give_a_position_and_nesting_is_measured_outside_strings() {
         "the manifest is not valid JSON: arrays and objects nest deeper than 128 levels"
     );
 }
+
+#[test]
+fn a_shell_that_follows_redirects_cannot_leave_https_either() {
+    // The browser follows redirects itself and reports where it ended.
+    let mut d = Discovery::new("https://a.example/");
+    let head = ResponseHead {
+        status: 200,
+        url: Some("http://a.example/"),
+        content_type: Some("text/html"),
+        location: None,
+    };
+    assert!(!d.on_response(head));
+    assert!(reason(&d.result())
+        .starts_with("the page leads from https to plain http (http://a.example/)"));
+}
