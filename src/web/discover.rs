@@ -21,12 +21,12 @@
 //! | build | wasm gzipped | JS glue gzipped |
 //! |---|---|---|
 //! | before discovery | 67,952 B | 13,841 B |
-//! | discovery with serde (this file) | 103,180 B (+35,228) | 15,064 B |
+//! | discovery with serde (this file) | 103,231 B (+35,279) | 15,064 B |
 //! | the same, but serde_json's error text through `Display` (pulls in more of `core::fmt`) | 104,739 B | 15,064 B |
 //! | discovery, manifest check and result conversion stubbed out (no serde reachable) | 84,205 B | 14,954 B |
 //! | `JSON.parse`, then `serde_wasm_bindgen::from_value::<serde_json::Value>` instead of serde_json's parser | 109,099 B | 16,157 B |
 //!
-//! So serde accounts for about 19 KB of the 35.2 KB (and brings `core::fmt`, which the rest of the package
+//! So serde accounts for about 19 KB of the 35.3 KB (and brings `core::fmt`, which the rest of the package
 //! avoids), and parsing with `JSON.parse` does not help (reading the parsed value back through
 //! serde-wasm-bindgen costs more than serde_json's parser). That is why all of it sits behind the cargo
 //! feature `discovery` (on by default): a role build that does not discover leaves it out.
