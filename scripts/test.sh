@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Everything CI runs: setup (incl. browsers), the native core tests, the browser tests in headless Chrome
-# and Firefox (postMessage, and WebSocket against a real abp-peer on 127.0.0.1), the release build with its
-# typings check, an ABP client written from the API reference driving window.abp, a clean console while
-# connecting to a cross-origin iframe, the demo driven in headless
-# Chromium, and the packed package consumed by a Vite app.
+# and Firefox (postMessage, WebSocket against a real abp-peer on 127.0.0.1, discover() against the discovery
+# fixture server on 127.0.0.1), the release build with its typings check, an ABP client written from the API
+# reference driving window.abp, a clean console while connecting to a cross-origin iframe, the demo driven in
+# headless Chromium, and the packed package consumed by a Vite app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -20,13 +20,16 @@ cargo test --quiet --workspace
 echo "== browser tests: headless Chrome and Firefox (real iframes; WebSocket against abp-peer on 127.0.0.1)"
 # Also set in .cargo/config.toml; repeated here so the script does not depend on cargo reading it.
 export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=300
-# The peer runs in a restart loop (tests kill it); it is stopped however this script ends.
-trap 'bash scripts/peer.sh stop' EXIT
+# The peer runs in a restart loop (tests kill it); it and the discovery fixture server are stopped however this
+# script ends.
+trap 'bash scripts/peer.sh stop; bash scripts/discovery-fixtures.sh stop' EXIT
 ABP_PEER_URL=$(bash scripts/peer.sh)
-export ABP_PEER_URL
-echo "abp-peer at $ABP_PEER_URL"
+ABP_DISCOVERY_URL=$(bash scripts/discovery-fixtures.sh)
+export ABP_PEER_URL ABP_DISCOVERY_URL
+echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL"
 wasm-pack test --headless --chrome --firefox
 bash scripts/peer.sh stop
+bash scripts/discovery-fixtures.sh stop
 
 echo "== release build, typings"
 bash scripts/build.sh

@@ -2,12 +2,14 @@
 //!
 //! - [`core`]: the protocol state machines, plain Rust, natively testable.
 //! - `web` (only on `wasm32`): the browser glue exported to JavaScript: `AbpClient`, `AbpApp`,
-//!   `PostMessageTransport`, `WebSocketTransport`.
+//!   `PostMessageTransport`, `WebSocketTransport`, and `discover()` (feature `discovery`, on by default).
 
 pub mod core;
 
 #[cfg(target_arch = "wasm32")]
 mod web;
 
+#[cfg(all(target_arch = "wasm32", feature = "discovery"))]
+pub use web::discover;
 #[cfg(target_arch = "wasm32")]
 pub use web::{AbpApp, AbpClient, PostMessageTransport, WebSocketTransport};

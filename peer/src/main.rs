@@ -8,10 +8,14 @@
 //!   forwards text frames both ways; when one side goes, the other is closed (see [`relay`]).
 //! - `/admin/exit` (only with `--allow-exit`): the process exits at once, as if killed. For tests.
 //!
+//! `abp-peer discover URL` instead runs ABP discovery on a page and prints the `DiscoveryResult` (see
+//! [`discover`]).
+//!
 //! Prints `abp-peer listening on ws://HOST:PORT` once it accepts connections.
 
 mod agent;
 mod conn;
+mod discover;
 mod relay;
 
 use std::collections::HashMap;
@@ -59,6 +63,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: abp-peer [--listen HOST:PORT] [--max-message-bytes N] [--stdin] [--allow-exit]
+       abp-peer discover URL [--timeout MS]
   --listen              where to accept WebSocket connections (default 127.0.0.1:8787; port 0 picks one)
   --max-message-bytes   largest frame accepted (default 16777216); a bigger one closes that connection
   --stdin               read agent commands (JSON, one per line) from stdin for /agent; print events to stdout
@@ -91,6 +96,10 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("discover") {
+        std::process::exit(discover::main(&argv[1..]));
+    }
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -5,6 +5,8 @@ pub mod agent;
 pub mod app;
 pub mod capability;
 pub mod codec;
+#[cfg(feature = "discovery")]
+pub mod discovery;
 pub mod error;
 pub mod map;
 pub mod message;

@@ -242,17 +242,37 @@ export interface ManifestExtra {
   homepage?: string;
   /** URL of a 192×192 PNG. */
   icon?: string;
-  support?: string | Record<string, unknown>;
+  support?: string | Record<string, string>;
 }
 
-/** The ABP manifest an app serves (e.g. at `/abp.json`, linked with `<link rel="abp-manifest">`). */
+/** The `app` of an ABP manifest. */
+export interface AbpManifestApp {
+  id: string;
+  name: string;
+  version: string;
+  description?: string;
+  homepage?: string;
+  /** A URL (the ABP docs suggest a 192×192 PNG); discovery does not fetch it. */
+  icon?: string;
+  support?: string | Record<string, string>;
+}
+
+/** A capability as an ABP manifest lists it (the app's own claim, until `initialize` confirms it). */
+export interface AbpManifestCapability {
+  name: string;
+  description?: string;
+  inputSchema?: JsonSchema | boolean;
+  outputSchema?: JsonSchema | boolean;
+  experimental?: boolean;
+  deprecated?: boolean;
+}
+
+/** The manifest an ABP app serves at its `<link rel="abp-manifest" href="…">`. */
 export interface AbpManifest {
+  /** The ABP version, `major.minor`. */
   abp: string;
-  app: AppInfo & ManifestExtra;
-  capabilities: {
-    name: string; description?: string; inputSchema?: JsonSchema; outputSchema?: JsonSchema;
-    experimental?: boolean; deprecated?: boolean;
-  }[];
+  app: AbpManifestApp;
+  capabilities: AbpManifestCapability[];
 }
 
 /** What `window.abp.initialize` resolves to: the session, or `{ error }` (NOT_SUPPORTED for another major

@@ -238,17 +238,37 @@ export interface ManifestExtra {
     homepage?: string;
     /** URL of a 192×192 PNG. */
     icon?: string;
-    support?: string | Record<string, unknown>;
+    support?: string | Record<string, string>;
 }
 
-/** The ABP manifest an app serves (e.g. at `/abp.json`, linked with `<link rel="abp-manifest">`). */
+/** The `app` of an ABP manifest. */
+export interface AbpManifestApp {
+    id: string;
+    name: string;
+    version: string;
+    description?: string;
+    homepage?: string;
+    /** A URL (the ABP docs suggest a 192×192 PNG); discovery does not fetch it. */
+    icon?: string;
+    support?: string | Record<string, string>;
+}
+
+/** A capability as an ABP manifest lists it (the app's own claim, until `initialize` confirms it). */
+export interface AbpManifestCapability {
+    name: string;
+    description?: string;
+    inputSchema?: JsonSchema | boolean;
+    outputSchema?: JsonSchema | boolean;
+    experimental?: boolean;
+    deprecated?: boolean;
+}
+
+/** The manifest an ABP app serves at its `<link rel="abp-manifest" href="…">`. */
 export interface AbpManifest {
+    /** The ABP version, `major.minor`. */
     abp: string;
-    app: AppInfo & ManifestExtra;
-    capabilities: {
-        name: string; description?: string; inputSchema?: JsonSchema; outputSchema?: JsonSchema;
-        experimental?: boolean; deprecated?: boolean;
-    }[];
+    app: AbpManifestApp;
+    capabilities: AbpManifestCapability[];
 }
 
 /** What `window.abp.initialize` resolves to: the session, or `{ error }` (NOT_SUPPORTED for another major
@@ -353,6 +373,28 @@ export interface BinaryDataReference {
     expiresAt?: string | number;
     /** How to authenticate the download (for example `{ type: 'bearer', token }`), as the app describes it. */
     auth?: Record<string, unknown>;
+}
+
+
+
+export interface DiscoverOptions {
+    /** Time limit for the whole discovery (page, redirects and manifest), in ms. Default 10000. */
+    timeout?: number;
+    /** Aborting it ends the discovery: it resolves `{ supported: false, reason }`. */
+    signal?: AbortSignal;
+}
+
+/** What `discover` resolves to. Nothing in it is trusted before `initialize` confirms it. */
+export interface DiscoveryResult {
+    supported: boolean;
+    /** The checked manifest (known fields only), when supported. */
+    manifest?: AbpManifest;
+    /** Where the manifest was found, once known (the link's href resolved against the page URL). */
+    manifestUrl?: string;
+    /** Why the page is not supported. */
+    reason?: string;
+    /** Things that did not stop discovery: a newer major ABP version, optional fields left out. */
+    warnings?: string[];
 }
 
 
@@ -541,6 +583,15 @@ export class WebSocketTransport {
      */
     readonly url: string;
 }
+
+/**
+ * Finds out whether the page at `url` is an ABP app: reads its `<head>` (at most 50 KB) for
+ * `<link rel="abp-manifest">`, fetches the manifest it names (at most 1 MB, JSON) and checks it. Resolves to a
+ * `DiscoveryResult`; never rejects for network or format problems (`supported` is then false and `reason`
+ * says why). Rejects with a `TypeError` if `url` is not a string or the options are wrong. A relative `url`
+ * is resolved against this page's URL, as `fetch` does. The app's server must allow this origin (CORS).
+ */
+export function discover(url: string, options?: DiscoverOptions | null): Promise<DiscoveryResult>;
 
 /** The ABP bootstrap script (the text of `abp-wasm/bootstrap.js`): inline it as a classic `<script>` at the
  * top of the page's `<head>`, so `window.abp` calls made before the wasm loads wait for `exposeGlobal()`. */

@@ -4,7 +4,7 @@ import init, {
   AbpApp, AbpClient, PostMessageTransport, WebSocketTransport, type WebSocketOptions,
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
   type SupportInfo, type CapabilityDescriptor, type CapabilityChanges, type AbpManifest, type InitializeResult,
-  type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP,
+  type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP, discover, type DiscoveryResult,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -99,4 +99,12 @@ export async function binary(abp: AbpClient, png: Uint8Array): Promise<number> {
   // A bad URL rejects (it does not throw), so `.catch` sees it.
   const failed: WebSocketTransport | TypeError = await WebSocketTransport.connect('ftp://x').catch((e: TypeError) => e);
   return bytes + name.length + (failed instanceof TypeError ? 1 : 0);
+}
+
+export async function discovery(signal: AbortSignal): Promise<string[]> {
+  const r: DiscoveryResult = await discover('https://app.example/', { timeout: 5000, signal });
+  if (!r.supported) return [r.reason ?? ''];
+  const manifest: AbpManifest | undefined = r.manifest;
+  const deprecated: boolean = manifest?.capabilities.some((c) => c.deprecated === true) ?? false;
+  return [manifest?.app.name ?? '', String(deprecated), ...(r.warnings ?? [])];
 }
