@@ -24,6 +24,19 @@ try {
   const session = await page.textContent('#session');
   console.log(`demo-check: connected (${session.trim()})`);
 
+  // The app follows the ABP checklist: discover() finds its manifest, and the manifest served is the one the
+  // app's registry makes (app.manifest()).
+  await page.waitForFunction(() => window.discovered, null, { timeout: 10000 });
+  const discovered = await page.evaluate(() => window.discovered);
+  const made = await page.frame({ url: /app\.html/ }).evaluate(() => window.app.manifest());
+  const canonical = (v) => JSON.stringify(v, (_k, x) => (x && typeof x === 'object' && !Array.isArray(x)
+    ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => a.localeCompare(b))) : x));
+  if (!discovered.supported) fail(`discover() did not find the app's manifest: ${discovered.reason}`);
+  if (canonical(discovered.manifest) !== canonical(made)) {
+    fail(`www/abp.json differs from app.manifest():\n${canonical(discovered.manifest)}\n${canonical(made)}`);
+  }
+  console.log(`demo-check: discover() found ${discovered.manifestUrl}, the same manifest as app.manifest()`);
+
   await page.click('#start');
   await page.waitForFunction(() => document.getElementById('bar').value >= 5, null, { timeout: 10000 });
   mkdirSync('target', { recursive: true });

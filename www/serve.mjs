@@ -25,6 +25,10 @@ export function serve(port = 8080) {
       const body = await readFile(file);
       const headers = { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store',
         'cross-origin-resource-policy': 'same-origin' };
+      if (path.startsWith('/www/')) {
+        // The demo's host page discovers the app (another origin) by fetching its page and manifest.
+        headers['access-control-allow-origin'] = '*';
+      }
       if (path.startsWith('/bench/')) {
         // Cross-origin isolation gives the benchmark 5 µs timers instead of 100 µs.
         headers['cross-origin-opener-policy'] = 'same-origin';
