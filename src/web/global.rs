@@ -19,7 +19,7 @@ use super::value::{
 };
 use crate::core::capability::{apply_changes, support_info};
 use crate::core::codec::Wire;
-use crate::core::message::{types, PROTOCOL_VERSION};
+use crate::core::message::{text, types, PROTOCOL_VERSION};
 use crate::core::schema::{Kind, Payload};
 use crate::core::{AbpError, ErrorCode};
 
@@ -209,6 +209,19 @@ impl GlobalSession {
             return rejected("abp.call: capability must be a string");
         };
         let call_id = opt_string(&options, "callId").unwrap_or_else(new_call_id);
+        let in_flight = self
+            .waiting
+            .borrow()
+            .values()
+            .any(|w| matches!(w, Waiting::Call { call_id: c, .. } if *c == call_id));
+        if in_flight {
+            // The app would take it for a duplicated delivery and never answer it.
+            let error = AbpError::new(
+                ErrorCode::InvalidParams,
+                text(&["callId '", &call_id, "' is already in flight"]),
+            );
+            return resolved(&local_response(error, false, Some(&call_id)));
+        }
         // `params = {}` as the reference declares it.
         let params = if params.is_undefined() {
             JsValue::object()

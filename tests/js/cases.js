@@ -823,6 +823,9 @@ export async function windowAbpFollowsTheApiReference() {
   const timed = await g.call('slow', { ms: 3000, steps: 30 }, { timeout: 100, callId: 'T1' });
   assert(performance.now() - t0 < 1000, 'the timeout settled the call');
   eq([timed.success, timed.cancelled, timed.error.code, timed.error.retryable], [false, true, 'TIMEOUT', true], 'TIMEOUT');
+  const twice = [g.call('slow', { ms: 200, steps: 2 }, { callId: 'D1' }), g.call('echo', {}, { callId: 'D1' })];
+  eq((await twice[1]).error.code, 'INVALID_PARAMS', 'a callId already in flight is refused, not left hanging');
+  eq((await twice[0]).success, true, 'the first call goes on');
   await until(() => w.fixtureLog.some((e) => e.event === 'abort' && e.callId === 'T1'), 'the handler signal to abort');
   g.notifyProgress({ operationId: 'page-op', progress: 3, total: 10 });
   await until(() => seen.progress.some((p) => p.operationId === 'page-op'), 'progress of a page operation');
