@@ -209,8 +209,9 @@ impl Agent {
                         info: &self.info,
                         capabilities: None,
                     };
-                    let (msg, _) = encode(m, unix_ms(), &hello);
-                    self.send_text(msg.to_string());
+                    if let Some((msg, _)) = encode(m, unix_ms(), &hello) {
+                        self.send_text(msg.to_string());
+                    }
                 }
                 AgentOutput::Connected {
                     session_id,
@@ -241,6 +242,11 @@ impl Agent {
                         CancelAnswer::Local { call_id, error } => {
                             json!({ "callId": call_id, "cancelled": false, "error": encode_error(error) })
                         }
+                        CancelAnswer::Settled {
+                            call_id,
+                            cancelled,
+                            reason,
+                        } => json!({ "callId": call_id, "cancelled": cancelled, "reason": reason }),
                     };
                     self.event(json!({ "op": "cancel-result", "ref": r, "answer": answer }));
                 }

@@ -6,9 +6,11 @@ use std::collections::VecDeque;
 
 use super::map::StrMap;
 
+use super::codec::Wire;
+use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{text, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
-use super::schema::Payload;
+use super::schema::Kind;
 
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -22,6 +24,8 @@ pub struct AgentConfig {
     /// `capabilities/cancel` for a call id that never exists, which every ABP app answers); no answer within
     /// the same time counts as a lost transport. `None`: never (the default).
     pub heartbeat: Option<f64>,
+    /// The dialect's rules (ABP by default).
+    pub policy: Policy,
 }
 
 /// The call id heartbeat probes cancel: never used for a real call, and always the same, so that the app
@@ -35,6 +39,7 @@ impl Default for AgentConfig {
             connect_timeout: 10_000.0,
             resend_interval: 50.0,
             heartbeat: None,
+            policy: Policy::ABP,
         }
     }
 }
@@ -68,7 +73,17 @@ pub enum Settlement<P> {
 #[derive(Clone, Debug)]
 pub enum CancelAnswer<P> {
     Remote(P),
-    Local { call_id: String, error: AbpError<P> },
+    Local {
+        call_id: String,
+        error: AbpError<P>,
+    },
+    /// Decided here, in a dialect whose cancels get no answer: `cancelled` if the call was in flight
+    /// (`reason` says why not otherwise).
+    Settled {
+        call_id: String,
+        cancelled: bool,
+        reason: Option<&'static str>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -125,14 +140,21 @@ impl AbortKind {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum State {
+#[derive(Clone, Debug)]
+enum State<P> {
     Idle,
     Connecting {
         init_id: String,
         deadline: f64,
         next_resend: f64,
         interval: f64,
+    },
+    /// Initialized; waiting for the capability list (dialects that list separately).
+    Listing {
+        session_id: String,
+        payload: P,
+        list_id: String,
+        deadline: f64,
     },
     Ready {
         session_id: String,
@@ -165,8 +187,10 @@ struct CancelReq {
 
 pub struct AgentCore<P> {
     config: AgentConfig,
-    state: State,
+    state: State<P>,
     ids: IdGen,
+    /// The id of a capability-list request made because the app said its list changed.
+    refresh: Option<String>,
     calls: StrMap<Pending>,
     by_token: StrMap<String>,
     cancels: StrMap<CancelReq>,
@@ -180,12 +204,13 @@ pub struct AgentCore<P> {
     probe: Option<(String, f64)>,
 }
 
-impl<P: Payload> AgentCore<P> {
+impl<P: Wire> AgentCore<P> {
     pub fn new(config: AgentConfig, id_prefix: impl Into<String>) -> Self {
         AgentCore {
             config,
             state: State::Idle,
             ids: IdGen::new(id_prefix),
+            refresh: None,
             calls: StrMap::new(),
             by_token: StrMap::new(),
             cancels: StrMap::new(),
@@ -203,7 +228,7 @@ impl<P: Payload> AgentCore<P> {
 
     /// Starts the handshake: sends `initialize` and keeps re-sending it (same id) until answered.
     pub fn connect(&mut self, now: f64) {
-        if self.state != State::Idle {
+        if !matches!(self.state, State::Idle) {
             return;
         }
         let init_id = self.ids.next_id();
@@ -212,10 +237,16 @@ impl<P: Payload> AgentCore<P> {
                 id: init_id.clone(),
             }));
         let interval = self.config.resend_interval;
+        let deadline = now + self.config.connect_timeout;
         self.state = State::Connecting {
             init_id,
-            deadline: now + self.config.connect_timeout,
-            next_resend: now + interval,
+            deadline,
+            // A dialect whose initialize is not re-sent only waits for the deadline.
+            next_resend: if self.config.policy.resend_initialize {
+                now + interval
+            } else {
+                deadline
+            },
             interval,
         };
     }
@@ -223,7 +254,7 @@ impl<P: Payload> AgentCore<P> {
     /// The transport came back (a socket that reconnected): starts a new handshake, as a new session.
     /// Only after a loss; a client closed by `shutdown()` stays closed. Returns whether it started.
     pub fn reconnect(&mut self, now: f64) -> bool {
-        if self.state != (State::Closed { by_user: false }) {
+        if !self.is_lost() {
             return false;
         }
         self.state = State::Idle;
@@ -233,7 +264,7 @@ impl<P: Payload> AgentCore<P> {
 
     /// Closed because the transport was lost (not by `shutdown()`).
     pub fn is_lost(&self) -> bool {
-        self.state == (State::Closed { by_user: false })
+        matches!(self.state, State::Closed { by_user: false })
     }
 
     pub fn session_id(&self) -> Option<&str> {
@@ -346,6 +377,15 @@ impl<P: Payload> AgentCore<P> {
         call.cancelling = Some((kind, now + grace));
         call.deadline = None;
         let id = self.ids.next_id();
+        if !self.config.policy.cancel_answered {
+            // Nothing will answer the cancel, and nothing may answer the call: settle now.
+            self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+                id,
+                call_id: call_id.to_owned(),
+                reason,
+            }));
+            return self.settle_cancelled(call_id);
+        }
         self.cancels.insert(
             id.clone(),
             CancelReq {
@@ -385,6 +425,21 @@ impl<P: Payload> AgentCore<P> {
         }
         let grace = self.config.cancel_grace;
         let id = self.ids.next_id();
+        if !self.config.policy.cancel_answered {
+            let in_flight = self.calls.contains_key(call_id);
+            if in_flight {
+                self.abort_call(call_id, AbortKind::Signal(reason), now);
+            }
+            self.out.push_back(AgentOutput::CancelAnswered {
+                handle: id.clone(),
+                answer: CancelAnswer::Settled {
+                    call_id: call_id.to_owned(),
+                    cancelled: in_flight,
+                    reason: (!in_flight).then_some(REASON_NOT_FOUND),
+                },
+            });
+            return Ok(id);
+        }
         if let Some(call) = self.calls.get_mut(call_id) {
             if call.cancelling.is_none() {
                 call.cancelling = Some((AbortKind::Signal(reason.clone()), now + grace));
@@ -421,7 +476,10 @@ impl<P: Payload> AgentCore<P> {
 
     /// `shutdown()`: tells the app, then settles everything as DISCONNECTED.
     pub fn shutdown(&mut self, reason: Option<String>) {
-        if matches!(self.state, State::Ready { .. } | State::Connecting { .. }) {
+        if matches!(
+            self.state,
+            State::Ready { .. } | State::Connecting { .. } | State::Listing { .. }
+        ) {
             let id = self.ids.next_id();
             self.out
                 .push_back(AgentOutput::Transmit(Outgoing::Shutdown {
@@ -443,7 +501,10 @@ impl<P: Payload> AgentCore<P> {
             return;
         }
         self.probe = None;
-        if matches!(self.state, State::Connecting { .. } | State::Idle) {
+        if matches!(
+            self.state,
+            State::Connecting { .. } | State::Listing { .. } | State::Idle
+        ) {
             self.out
                 .push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
         }
@@ -526,7 +587,13 @@ impl<P: Payload> AgentCore<P> {
         // Any message shows the app is there; a probe's own answer needs nothing more.
         self.last_heard = now;
         if let Some((probe_id, _)) = self.probe.take() {
-            if matches!(&msg, Incoming::CancelResult { id: Some(id), .. } if *id == probe_id) {
+            let answered = match &msg {
+                Incoming::CancelResult { id: Some(id), .. } | Incoming::Pong { id } => {
+                    *id == probe_id
+                }
+                _ => false,
+            };
+            if answered {
                 return;
             }
         }
@@ -545,6 +612,25 @@ impl<P: Payload> AgentCore<P> {
                 }
                 match (error, session_id) {
                     (None, Some(session_id)) => {
+                        self.out
+                            .push_back(AgentOutput::Transmit(Outgoing::Initialized));
+                        if self.config.policy.list_capabilities {
+                            let State::Connecting { deadline, .. } = self.state else {
+                                return;
+                            };
+                            let list_id = self.ids.next_id();
+                            self.out
+                                .push_back(AgentOutput::Transmit(Outgoing::ListCapabilities {
+                                    id: list_id.clone(),
+                                }));
+                            self.state = State::Listing {
+                                session_id,
+                                payload,
+                                list_id,
+                                deadline,
+                            };
+                            return;
+                        }
                         self.state = State::Ready {
                             session_id: session_id.clone(),
                         };
@@ -564,6 +650,19 @@ impl<P: Payload> AgentCore<P> {
                         self.out.push_back(AgentOutput::ConnectFailed(error));
                     }
                 }
+            }
+            Incoming::CapabilityList { id, capabilities } => self.capability_list(id, capabilities),
+            Incoming::Ping { id } => {
+                self.out
+                    .push_back(AgentOutput::Transmit(Outgoing::Pong { id }));
+            }
+            Incoming::Invalid { id, code, message } => {
+                self.out
+                    .push_back(AgentOutput::Transmit(Outgoing::RpcError {
+                        id,
+                        code,
+                        message: message.to_owned(),
+                    }));
             }
             _ if !self.is_ready() => {}
             Incoming::CallResult {
@@ -672,8 +771,16 @@ impl<P: Payload> AgentCore<P> {
                     .push_back(AgentOutput::Notification { event, payload });
             }
             Incoming::CapabilitiesChanged { payload } => {
-                self.out
-                    .push_back(AgentOutput::CapabilitiesChanged { payload });
+                if self.config.policy.list_capabilities {
+                    // The notice carries no list: ask for it.
+                    let id = self.ids.next_id();
+                    self.refresh = Some(id.clone());
+                    self.out
+                        .push_back(AgentOutput::Transmit(Outgoing::ListCapabilities { id }));
+                } else {
+                    self.out
+                        .push_back(AgentOutput::CapabilitiesChanged { payload });
+                }
             }
             Incoming::ElicitationRequest {
                 id,
@@ -711,7 +818,46 @@ impl<P: Payload> AgentCore<P> {
             | Incoming::Call { .. }
             | Incoming::Cancel { .. }
             | Incoming::ElicitationResponse { .. }
+            | Incoming::ListCapabilities { .. }
+            | Incoming::Pong { .. }
+            | Incoming::Noted
             | Incoming::Malformed { .. } => {}
+        }
+    }
+
+    /// The app's capability list (dialects that list separately): completes the handshake, or answers a
+    /// refresh after the app said its list changed.
+    fn capability_list(&mut self, id: String, list: P) {
+        if let State::Listing { list_id, .. } = &self.state {
+            if *list_id != id {
+                return;
+            }
+            let State::Listing {
+                session_id,
+                mut payload,
+                ..
+            } = std::mem::replace(&mut self.state, State::Idle)
+            else {
+                return;
+            };
+            if payload.kind() == Kind::Object {
+                payload.set("capabilities", list);
+            }
+            self.state = State::Ready {
+                session_id: session_id.clone(),
+            };
+            self.out.push_back(AgentOutput::Connected {
+                session_id,
+                payload,
+            });
+            return;
+        }
+        if self.is_ready() && self.refresh.as_deref() == Some(id.as_str()) {
+            self.refresh = None;
+            let mut payload = P::object();
+            payload.set("capabilities", list);
+            self.out
+                .push_back(AgentOutput::CapabilitiesChanged { payload });
         }
     }
 
@@ -726,6 +872,9 @@ impl<P: Payload> AgentCore<P> {
         } = &self.state
         {
             consider(deadline.min(*next_resend));
+        }
+        if let State::Listing { deadline, .. } = &self.state {
+            consider(*deadline);
         }
         if let Some(at) = self.heartbeat_due() {
             consider(at);
@@ -774,11 +923,17 @@ impl<P: Payload> AgentCore<P> {
             return true;
         }
         let id = self.ids.next_id();
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
-            id: id.clone(),
-            call_id: HEARTBEAT_CALL_ID.to_owned(),
-            reason: Some("heartbeat".to_owned()),
-        }));
+        let probe = if self.config.policy.cancel_answered {
+            // Every ABP app answers a cancel, even for a call it never saw.
+            Outgoing::Cancel {
+                id: id.clone(),
+                call_id: HEARTBEAT_CALL_ID.to_owned(),
+                reason: Some("heartbeat".to_owned()),
+            }
+        } else {
+            Outgoing::Ping { id: id.clone() }
+        };
+        self.out.push_back(AgentOutput::Transmit(probe));
         self.probe = Some((id, now + interval));
         false
     }
@@ -802,12 +957,25 @@ impl<P: Payload> AgentCore<P> {
                 )));
                 return;
             }
+            if !self.config.policy.resend_initialize {
+                return;
+            }
             if *next_resend <= now {
                 *interval = (*interval * 2.0).min(1000.0);
                 *next_resend = now + *interval;
                 let id = init_id.clone();
                 self.out
                     .push_back(AgentOutput::Transmit(Outgoing::Initialize { id }));
+            }
+        }
+        if let State::Listing { deadline, .. } = &self.state {
+            if *deadline <= now {
+                self.state = State::Closed { by_user: false };
+                self.out.push_back(AgentOutput::ConnectFailed(AbpError::new(
+                    ErrorCode::Timeout,
+                    "The app did not list its capabilities before connectTimeout",
+                )));
+                return;
             }
         }
         let mut timed_out = Vec::new();

@@ -8,6 +8,7 @@ use super::map::{StrMap, StrSet};
 
 use super::capability::{self, Changes};
 use super::codec::{decode_error, Wire};
+use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
     text, IdGen, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION, REASON_COMPLETED,
@@ -120,6 +121,8 @@ pub struct AppConfig {
     /// (`window.abp`, where a reattaching automation agent must not be locked out) instead of being answered
     /// ALREADY_INITIALIZED (postMessage and WebSocket sessions).
     pub reinitialize: bool,
+    /// The dialect's rules (ABP by default).
+    pub policy: Policy,
 }
 
 impl Default for AppConfig {
@@ -129,6 +132,7 @@ impl Default for AppConfig {
             progress_interval: 16.0,
             remember: 1024,
             reinitialize: false,
+            policy: Policy::ABP,
         }
     }
 }
@@ -392,7 +396,13 @@ impl<P: Wire> AppConn<P> {
                         return self.transmit(Outgoing::InitializeError { id, error });
                     }
                 }
-                if let Some(error) = unsupported_version(&payload) {
+                let version_error = self
+                    .config
+                    .policy
+                    .abp_version_check
+                    .then(|| unsupported_version(&payload))
+                    .flatten();
+                if let Some(error) = version_error {
                     return self.transmit(Outgoing::InitializeError { id, error });
                 }
                 self.end_session();
@@ -465,6 +475,15 @@ impl<P: Wire> AppConn<P> {
                 });
             }
             Incoming::Shutdown { .. } => self.end_session(),
+            Incoming::ListCapabilities { id } => {
+                self.transmit(Outgoing::CapabilityList { id });
+            }
+            Incoming::Ping { id } => self.transmit(Outgoing::Pong { id }),
+            Incoming::Invalid { id, code, message } => self.transmit(Outgoing::RpcError {
+                id,
+                code,
+                message: message.to_owned(),
+            }),
             Incoming::Malformed {
                 kind: MalformedKind::Call,
                 id: Some(id),
@@ -546,7 +565,11 @@ impl<P: Wire> AppConn<P> {
     }
 
     fn cancel(&mut self, id: Option<String>, call_id: String, reason: Option<String>, now: f64) {
+        let policy = self.config.policy;
         if self.session.is_none() {
+            if !policy.cancel_answered {
+                return;
+            }
             let error = AbpError::not_initialized();
             return self.transmit(Outgoing::CancelResult {
                 id,
@@ -556,12 +579,14 @@ impl<P: Wire> AppConn<P> {
                 error: Some(error),
             });
         }
-        let result = |cancelled: bool, why: Option<&str>| Outgoing::CancelResult {
-            id: id.clone(),
-            call_id: call_id.clone(),
-            cancelled,
-            reason: why.map(str::to_owned),
-            error: None,
+        let answer = |cancelled: bool, why: Option<&str>| {
+            policy.cancel_answered.then(|| Outgoing::CancelResult {
+                id: id.clone(),
+                call_id: call_id.clone(),
+                cancelled,
+                reason: why.map(str::to_owned),
+                error: None,
+            })
         };
         if let Some(active) = self.active.remove(&call_id) {
             // The handler's signal first: stopping the work is what the agent is waiting for; the answers
@@ -570,41 +595,51 @@ impl<P: Wire> AppConn<P> {
                 call_id: call_id.clone(),
                 reason: reason.clone(),
             });
-            self.transmit(result(true, None));
-            self.transmit(Outgoing::CallResult {
-                id: active.msg_id,
-                call_id: call_id.clone(),
-                outcome: Outcome::Cancelled { reason },
-                duration: now - active.started,
-                transfer: None,
-            });
+            if let Some(a) = answer(true, None) {
+                self.transmit(a);
+            }
+            if policy.cancelled_call_answered {
+                self.transmit(Outgoing::CallResult {
+                    id: active.msg_id,
+                    call_id: call_id.clone(),
+                    outcome: Outcome::Cancelled { reason },
+                    duration: now - active.started,
+                    transfer: None,
+                });
+            }
             self.finished.insert(call_id.clone(), Finished::Cancelled);
             self.end_elicitations_of(&call_id);
             self.start_queued();
         } else if self.queued_ids.remove(&call_id) {
             let pos = self.queued.iter().position(|q| q.call_id == call_id);
             if let Some(q) = pos.and_then(|p| self.queued.remove(p)) {
-                self.transmit(result(true, None));
-                self.transmit(Outgoing::CallResult {
-                    id: q.msg_id,
-                    call_id: call_id.clone(),
-                    outcome: Outcome::Cancelled { reason },
-                    duration: now - q.received,
-                    transfer: None,
-                });
+                if let Some(a) = answer(true, None) {
+                    self.transmit(a);
+                }
+                if policy.cancelled_call_answered {
+                    self.transmit(Outgoing::CallResult {
+                        id: q.msg_id,
+                        call_id: call_id.clone(),
+                        outcome: Outcome::Cancelled { reason },
+                        duration: now - q.received,
+                        transfer: None,
+                    });
+                }
                 self.finished.insert(call_id, Finished::Cancelled);
             }
         } else {
-            let answer = match self.finished.map.get(&call_id) {
-                Some(Finished::Cancelled) => result(true, None),
-                Some(Finished::Completed) => result(false, Some(REASON_COMPLETED)),
-                Some(Finished::Tombstone) => result(false, Some(REASON_NOT_FOUND)),
+            let a = match self.finished.map.get(&call_id) {
+                Some(Finished::Cancelled) => answer(true, None),
+                Some(Finished::Completed) => answer(false, Some(REASON_COMPLETED)),
+                Some(Finished::Tombstone) => answer(false, Some(REASON_NOT_FOUND)),
                 None => {
                     self.finished.insert(call_id.clone(), Finished::Tombstone);
-                    result(false, Some(REASON_NOT_FOUND))
+                    answer(false, Some(REASON_NOT_FOUND))
                 }
             };
-            self.transmit(answer);
+            if let Some(a) = a {
+                self.transmit(a);
+            }
         }
     }
 

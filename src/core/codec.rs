@@ -14,6 +14,9 @@ use super::schema::{Kind, Payload};
 /// A payload that can also be built: what a codec needs to write messages.
 pub trait Wire: Payload {
     fn undefined() -> Self;
+    fn null() -> Self;
+    /// The value as JSON text (`JSON.stringify`); `"null"` for what JSON cannot write.
+    fn json_text(&self) -> String;
     fn object() -> Self;
     fn string(s: &str) -> Self;
     fn number(n: f64) -> Self;
@@ -285,8 +288,13 @@ fn cancelled_response<P: Wire>(reason: Option<&str>) -> P {
     ])
 }
 
-/// Builds the wire message. Returns it with the transfer list the message carries, if any.
-pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -> (P, Option<P>) {
+/// Builds the wire message. Returns it with the transfer list the message carries, if any; `None` for the
+/// messages ABP does not have (the JSON-RPC dialects' `ping`, `tools/list`, errors, `initialized`).
+pub fn encode<P: Wire>(
+    msg: Outgoing<P>,
+    timestamp: f64,
+    hello: &Hello<'_, P>,
+) -> Option<(P, Option<P>)> {
     let mut transfer_list = None;
     let m = match msg {
         Outgoing::Initialize { id } => {
@@ -461,6 +469,12 @@ pub fn encode<P: Wire>(msg: Outgoing<P>, timestamp: f64, hello: &Hello<'_, P>) -
             }
             envelope(types::SHUTDOWN, Some(&id), timestamp, p)
         }
+        Outgoing::Initialized
+        | Outgoing::Ping { .. }
+        | Outgoing::Pong { .. }
+        | Outgoing::ListCapabilities { .. }
+        | Outgoing::CapabilityList { .. }
+        | Outgoing::RpcError { .. } => return None,
     };
-    (m, transfer_list)
+    Some((m, transfer_list))
 }

@@ -56,6 +56,12 @@ impl Wire for Value {
     fn undefined() -> Self {
         Value::Null
     }
+    fn null() -> Self {
+        Value::Null
+    }
+    fn json_text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "null".to_owned())
+    }
     fn object() -> Self {
         Value::Object(Map::new())
     }
@@ -63,6 +69,10 @@ impl Wire for Value {
         Value::String(s.to_owned())
     }
     fn number(n: f64) -> Self {
+        // Integers as integers, as JavaScript's JSON.stringify writes them (`-32600`, not `-32600.0`).
+        if n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 {
+            return Value::from(n as i64);
+        }
         serde_json::Number::from_f64(n)
             .map(Value::Number)
             .unwrap_or(Value::Null)

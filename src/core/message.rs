@@ -99,6 +99,31 @@ pub enum Incoming<P> {
         reason: Option<String>,
         session_id: Option<String>,
     },
+    /// `ping` (JSON-RPC dialects): answered with [`Outgoing::Pong`].
+    Ping {
+        id: String,
+    },
+    /// The answer to our [`Outgoing::Ping`].
+    Pong {
+        id: String,
+    },
+    /// The agent asks for the capability list (MCP `tools/list`).
+    ListCapabilities {
+        id: String,
+    },
+    /// The answer to our [`Outgoing::ListCapabilities`]: the descriptors, as an array.
+    CapabilityList {
+        id: String,
+        capabilities: P,
+    },
+    /// A well-formed message that asks for nothing (MCP `notifications/initialized`).
+    Noted,
+    /// A JSON-RPC request the dialect cannot take: answered with this error when it has an id.
+    Invalid {
+        id: Option<String>,
+        code: i32,
+        message: &'static str,
+    },
     /// A known request type whose payload is unusable; the receiver answers it with INVALID_PARAMS when it can.
     Malformed {
         kind: MalformedKind,
@@ -204,6 +229,27 @@ pub enum Outgoing<P> {
         id: String,
         reason: Option<String>,
         session_id: Option<String>,
+    },
+    /// The handshake is complete (MCP `notifications/initialized`; nothing in ABP).
+    Initialized,
+    Ping {
+        id: String,
+    },
+    Pong {
+        id: String,
+    },
+    ListCapabilities {
+        id: String,
+    },
+    /// The app's capability list, answering [`Incoming::ListCapabilities`].
+    CapabilityList {
+        id: String,
+    },
+    /// A JSON-RPC error response (`id: None`: the request's id could not be read).
+    RpcError {
+        id: Option<String>,
+        code: i32,
+        message: String,
     },
 }
 

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod app;
 pub mod capability;
 pub mod codec;
+pub mod dialect;
 #[cfg(feature = "discovery")]
 pub mod discovery;
 pub mod error;
@@ -16,7 +17,7 @@ pub mod schema;
 pub mod json;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_conformance;
 

@@ -11,27 +11,35 @@ use super::agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
 };
 use super::app::{AppConfig, AppConn, AppOutput, ElicitEnd, Registry};
-use super::codec::{decode, encode, Hello, Ignored};
+use super::codec::{decode, Hello, Ignored};
+use super::dialect::{Codec, DialectKind};
 use super::error::ErrorCode;
 use super::message::{ElicitAnswer, Incoming, Outcome};
 
-pub(super) struct Pair {
-    pub(super) now: f64,
-    pub(super) agent: AgentCore<Value>,
-    pub(super) app: AppConn<Value>,
-    pub(super) reg: Registry<Value>,
-    pub(super) to_app: VecDeque<Value>,
-    pub(super) to_agent: VecDeque<Value>,
-    pub(super) agent_events: Vec<AgentOutput<Value>>,
-    pub(super) app_events: Vec<AppOutput<Value>>,
+pub(crate) struct Pair {
+    pub(crate) now: f64,
+    pub(crate) agent: AgentCore<Value>,
+    pub(crate) app: AppConn<Value>,
+    pub(crate) reg: Registry<Value>,
+    pub(crate) to_app: VecDeque<Value>,
+    pub(crate) to_agent: VecDeque<Value>,
+    pub(crate) agent_events: Vec<AgentOutput<Value>>,
+    pub(crate) app_events: Vec<AppOutput<Value>>,
     /// Every message the agent sent, in order.
-    pub(super) agent_sent: Vec<Value>,
+    pub(crate) agent_sent: Vec<Value>,
     /// Every message the app sent, in order.
-    pub(super) app_sent: Vec<Value>,
+    pub(crate) app_sent: Vec<Value>,
+    pub(crate) agent_codec: Codec<Value>,
+    pub(crate) app_codec: Codec<Value>,
 }
 
 impl Pair {
-    pub(super) fn with(app_config: AppConfig) -> Pair {
+    pub(crate) fn with(app_config: AppConfig) -> Pair {
+        Pair::speaking(DialectKind::Abp, app_config)
+    }
+
+    /// Both sides speaking `dialect` (its policy set on both cores).
+    pub(crate) fn speaking(dialect: DialectKind, app_config: AppConfig) -> Pair {
         let mut reg = Registry::default();
         reg.register("echo", Some(json!({ "name": "echo" })))
             .unwrap();
@@ -41,10 +49,20 @@ impl Pair {
                 "properties": { "pages": { "type": "integer", "minimum": 1, "maximum": 500 } } } })),
         )
         .unwrap();
+        let agent_config = AgentConfig {
+            policy: dialect.policy(),
+            ..AgentConfig::default()
+        };
+        let app_config = AppConfig {
+            policy: dialect.policy(),
+            ..app_config
+        };
         Pair {
             now: 1000.0,
-            agent: AgentCore::new(AgentConfig::default(), "a"),
+            agent: AgentCore::new(agent_config, "a"),
             app: AppConn::new(app_config, "s"),
+            agent_codec: Codec::new(dialect),
+            app_codec: Codec::new(dialect),
             reg,
             to_app: VecDeque::new(),
             to_agent: VecDeque::new(),
@@ -55,11 +73,11 @@ impl Pair {
         }
     }
 
-    pub(super) fn new() -> Pair {
+    pub(crate) fn new() -> Pair {
         Pair::with(AppConfig::default())
     }
 
-    pub(super) fn connected() -> Pair {
+    pub(crate) fn connected() -> Pair {
         let mut p = Pair::new();
         p.agent.connect(p.now);
         p.run();
@@ -69,22 +87,20 @@ impl Pair {
         p
     }
 
-    pub(super) fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         let agent_info = json!({ "name": "test-agent", "version": "1" });
         let app_info = json!({ "id": "com.test", "name": "test", "version": "1" });
         while let Some(o) = self.agent.poll() {
             match o {
                 AgentOutput::Transmit(m) => {
-                    let (v, _) = encode(
-                        m,
-                        self.now,
-                        &Hello {
-                            info: &agent_info,
-                            capabilities: None,
-                        },
-                    );
-                    self.agent_sent.push(v.clone());
-                    self.to_app.push_back(v);
+                    let hello = Hello {
+                        info: &agent_info,
+                        capabilities: None,
+                    };
+                    if let Some((v, _)) = self.agent_codec.encode(m, self.now, &hello) {
+                        self.agent_sent.push(v.clone());
+                        self.to_app.push_back(v);
+                    }
                 }
                 e => self.agent_events.push(e),
             }
@@ -96,34 +112,32 @@ impl Pair {
         while let Some(o) = self.app.poll() {
             match o {
                 AppOutput::Transmit(m) => {
-                    let (v, _) = encode(
-                        m,
-                        self.now,
-                        &Hello {
-                            info: &app_info,
-                            capabilities: Some(&caps),
-                        },
-                    );
-                    self.app_sent.push(v.clone());
-                    self.to_agent.push_back(v);
+                    let hello = Hello {
+                        info: &app_info,
+                        capabilities: Some(&caps),
+                    };
+                    if let Some((v, _)) = self.app_codec.encode(m, self.now, &hello) {
+                        self.app_sent.push(v.clone());
+                        self.to_agent.push_back(v);
+                    }
                 }
                 e => self.app_events.push(e),
             }
         }
     }
 
-    fn deliver_to_app(&mut self) {
+    pub(crate) fn deliver_to_app(&mut self) {
         if let Some(v) = self.to_app.pop_front() {
-            if let Ok(m) = decode(&v) {
+            if let Ok(m) = self.app_codec.decode(&v) {
                 self.app.handle(m, self.now, &self.reg);
             }
         }
         self.drain();
     }
 
-    fn deliver_to_agent(&mut self) {
+    pub(crate) fn deliver_to_agent(&mut self) {
         if let Some(v) = self.to_agent.pop_front() {
-            if let Ok(m) = decode(&v) {
+            if let Ok(m) = self.agent_codec.decode(&v) {
                 self.agent.handle(m, self.now);
             }
         }
@@ -131,7 +145,7 @@ impl Pair {
     }
 
     /// Delivers everything in both directions until quiet.
-    pub(super) fn run(&mut self) {
+    pub(crate) fn run(&mut self) {
         self.drain();
         while !self.to_app.is_empty() || !self.to_agent.is_empty() {
             self.deliver_to_app();
@@ -139,26 +153,26 @@ impl Pair {
         }
     }
 
-    pub(super) fn advance(&mut self, ms: f64) {
+    pub(crate) fn advance(&mut self, ms: f64) {
         self.now += ms;
         self.agent.handle_timeout(self.now);
         self.app.handle_timeout(self.now);
         self.run();
     }
 
-    pub(super) fn call(&mut self, call_id: &str, capability: &str, params: Value) {
+    pub(crate) fn call(&mut self, call_id: &str, capability: &str, params: Value) {
         self.call_with(CallRequest {
             params,
             ..request(call_id, capability)
         });
     }
 
-    pub(super) fn call_with(&mut self, req: CallRequest<Value>) {
+    pub(crate) fn call_with(&mut self, req: CallRequest<Value>) {
         self.agent.start_call(req, self.now).expect("call accepted");
         self.drain();
     }
 
-    pub(super) fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
+    pub(crate) fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
         self.agent_events
             .iter()
             .filter_map(|e| match e {
@@ -171,7 +185,7 @@ impl Pair {
             .collect()
     }
 
-    pub(super) fn started(&self) -> Vec<&str> {
+    pub(crate) fn started(&self) -> Vec<&str> {
         self.app_events
             .iter()
             .filter_map(|e| match e {
@@ -181,7 +195,7 @@ impl Pair {
             .collect()
     }
 
-    pub(super) fn aborted(&self) -> Vec<&str> {
+    pub(crate) fn aborted(&self) -> Vec<&str> {
         self.app_events
             .iter()
             .filter_map(|e| match e {
@@ -191,15 +205,15 @@ impl Pair {
             .collect()
     }
 
-    pub(super) fn app_sent_of(&self, ty: &str) -> Vec<&Value> {
+    pub(crate) fn app_sent_of(&self, ty: &str) -> Vec<&Value> {
         self.app_sent.iter().filter(|m| m["type"] == ty).collect()
     }
 
-    pub(super) fn agent_sent_of(&self, ty: &str) -> Vec<&Value> {
+    pub(crate) fn agent_sent_of(&self, ty: &str) -> Vec<&Value> {
         self.agent_sent.iter().filter(|m| m["type"] == ty).collect()
     }
 
-    pub(super) fn complete(&mut self, call_id: &str, data: Value) {
+    pub(crate) fn complete(&mut self, call_id: &str, data: Value) {
         self.app
             .complete(call_id, Outcome::Success { data }, None, self.now);
         self.drain();
@@ -207,7 +221,7 @@ impl Pair {
 }
 
 /// A plain call request; tests change the fields they care about with `..request(…)`.
-pub(super) fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
+pub(crate) fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
     CallRequest {
         call_id: call_id.into(),
         capability: capability.into(),
@@ -221,14 +235,14 @@ pub(super) fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
     }
 }
 
-pub(super) fn remote(s: &Settlement<Value>) -> &Value {
+pub(crate) fn remote(s: &Settlement<Value>) -> &Value {
     match s {
         Settlement::Remote(v) => v,
         other => panic!("expected the app's response, got {other:?}"),
     }
 }
 
-pub(super) fn local(s: &Settlement<Value>) -> (ErrorCode, bool, bool) {
+pub(crate) fn local(s: &Settlement<Value>) -> (ErrorCode, bool, bool) {
     match s {
         Settlement::Local { error, cancelled } => (error.code.clone(), *cancelled, error.retryable),
         other => panic!("expected a local settlement, got {other:?}"),

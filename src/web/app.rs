@@ -13,14 +13,15 @@ use web_sys::{AbortController, MessagePort};
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
-use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions};
+use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
-    abort_with, id_prefix, is_aborted, js_string, make_ctx, opt_number, opt_string,
+    abort_with, dialect_option, id_prefix, is_aborted, js_string, make_ctx, opt_number, opt_string,
     promise_and_resolve, run_handler, take_controller, take_outcome, to_str, type_error,
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
 use crate::core::capability::{self, Changes};
-use crate::core::codec::{decode, encode, encode_error, Hello, Wire};
+use crate::core::codec::{encode_error, Hello, Wire};
+use crate::core::dialect::{Codec, DialectKind};
 use crate::core::message::text;
 use crate::core::message::IdGen;
 use crate::core::schema::{Kind, Payload};
@@ -69,6 +70,7 @@ struct Running {
 pub(crate) struct AppConnInner {
     shared: Weak<AppShared>,
     pub(crate) core: RefCell<AppConn<JsValue>>,
+    codec: RefCell<Codec<JsValue>>,
     running: RefCell<StrMap<Running>>,
     elicits: RefCell<StrMap<Function>>,
     link: RefCell<Option<Link>>,
@@ -235,13 +237,21 @@ impl AbpApp {
     }
 
     /// Serves agents over `transport`. An app may listen on several transports; each is its own session.
+    /// `options.dialect`: `'abp'` (the default) or `'mcp'` (serve the registry as MCP tools).
     pub fn listen(
         &self,
         #[wasm_bindgen(unchecked_param_type = "PostMessageTransport | WebSocketTransport")]
         transport: JsValue,
+        options: Option<ListenOptions>,
     ) -> Result<(), JsValue> {
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let dialect = dialect_option(&options, "AbpApp.listen")?;
         let target = take_target(transport, "AbpApp.listen")?;
-        let conn = AppConnInner::new(&self.shared);
+        let config = AppConfig {
+            policy: dialect.policy(),
+            ..self.shared.config.clone()
+        };
+        let conn = AppConnInner::with_dialect(&self.shared, config, dialect);
         let link = Link::open(target, Rc::downgrade(&conn))?;
         *conn.link.borrow_mut() = Some(link);
         self.shared.conns.borrow_mut().push(conn);
@@ -367,14 +377,20 @@ fn unanswered_elicitation(end: ElicitEnd<JsValue>) -> JsValue {
 }
 
 impl AppConnInner {
-    pub(crate) fn new(shared: &Rc<AppShared>) -> Rc<AppConnInner> {
-        Self::with_config(shared, shared.config.clone())
+    /// A connection speaking ABP with `config` (`window.abp` is always ABP).
+    pub(crate) fn with_config(shared: &Rc<AppShared>, config: AppConfig) -> Rc<AppConnInner> {
+        Self::with_dialect(shared, config, DialectKind::Abp)
     }
 
-    pub(crate) fn with_config(shared: &Rc<AppShared>, config: AppConfig) -> Rc<AppConnInner> {
+    pub(crate) fn with_dialect(
+        shared: &Rc<AppShared>,
+        config: AppConfig,
+        dialect: DialectKind,
+    ) -> Rc<AppConnInner> {
         let conn = Rc::new(AppConnInner {
             shared: Rc::downgrade(shared),
             core: RefCell::new(AppConn::new(config, id_prefix())),
+            codec: RefCell::new(Codec::new(dialect)),
             running: RefCell::new(StrMap::new()),
             elicits: RefCell::new(StrMap::new()),
             link: RefCell::new(None),
@@ -531,14 +547,14 @@ impl AppConnInner {
             _ => None,
         };
         let caps = || shared.capabilities();
-        let (msg, transfer) = encode(
-            m,
-            timestamp(),
-            &Hello {
-                info: &shared.info,
-                capabilities: Some(&caps),
-            },
-        );
+        let hello = Hello {
+            info: &shared.info,
+            capabilities: Some(&caps),
+        };
+        let encoded = self.codec.borrow_mut().encode(m, timestamp(), &hello);
+        let Some((msg, transfer)) = encoded else {
+            return; // nothing to send in this dialect
+        };
         let sent = self.deliver(msg, transfer);
         if let (Err(e), Some((id, call_id))) = (sent, result_ids) {
             // The result could not be cloned (a function, a DOM node…): tell the agent instead of going quiet.
@@ -553,15 +569,14 @@ impl AppConnInner {
                 duration: 0.0,
                 transfer: None,
             };
-            let (msg, _) = encode(
-                failure,
-                timestamp(),
-                &Hello {
-                    info: &shared.info,
-                    capabilities: None,
-                },
-            );
-            let _ = self.deliver(msg, None);
+            let hello = Hello {
+                info: &shared.info,
+                capabilities: None,
+            };
+            let encoded = self.codec.borrow_mut().encode(failure, timestamp(), &hello);
+            if let Some((msg, _)) = encoded {
+                let _ = self.deliver(msg, None);
+            }
         }
     }
 
@@ -642,7 +657,8 @@ impl AppConnInner {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        match decode(&data) {
+        let decoded = self.codec.borrow_mut().decode(&data);
+        match decoded {
             Ok(m) => {
                 let registry = shared.registry.borrow();
                 self.core.borrow_mut().handle(m, now(), &registry);
@@ -734,24 +750,23 @@ impl Sink for AppConnInner {
         if session_id.is_some() {
             let id = self.next_id();
             let info = self.info();
-            let (msg, _) = encode(
-                Outgoing::Shutdown {
-                    id,
-                    reason: Some("pagehide".to_owned()),
-                    session_id,
-                },
-                timestamp(),
-                &Hello {
-                    info: &info,
-                    capabilities: None,
-                },
-            );
+            let bye = Outgoing::Shutdown {
+                id,
+                reason: Some("pagehide".to_owned()),
+                session_id,
+            };
+            let hello = Hello {
+                info: &info,
+                capabilities: None,
+            };
+            let encoded = self.codec.borrow_mut().encode(bye, timestamp(), &hello);
             // On the window, not the channel: a page that is unloading may not get a channel message out.
-            match self.link.borrow().as_ref() {
-                Some(link) => {
+            match (encoded, self.link.borrow().as_ref()) {
+                (None, _) => {}
+                (Some((msg, _)), Some(link)) => {
                     let _ = link.send_window(&msg, None);
                 }
-                None => {
+                (Some((msg, _)), None) => {
                     let _ = self.deliver(msg, None);
                 }
             }

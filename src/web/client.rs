@@ -15,11 +15,12 @@ use super::dom::{now, timestamp, Timer};
 use super::transport::{take_target, Link, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
-    console_error2, console_warn, id_prefix, is_thenable, js_error, js_string, keep_id,
-    local_response, new_call_id, opt_function, opt_number, opt_string, promise_and_resolve, to_str,
-    try_call, type_error, watch_abort,
+    console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
+    keep_id, local_response, new_call_id, opt_function, opt_number, opt_string,
+    promise_and_resolve, to_str, try_call, type_error, watch_abort,
 };
-use crate::core::codec::{decode, encode, Hello, Wire};
+use crate::core::codec::{Hello, Wire};
+use crate::core::dialect::Codec;
 use crate::core::message::text;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
@@ -115,6 +116,8 @@ type AbortHook = Closure<dyn FnMut(String, JsValue)>;
 
 pub(crate) struct ClientInner {
     core: RefCell<AgentCore<JsValue>>,
+    /// The dialect's codec (ABP unless `dialect` says otherwise).
+    codec: RefCell<Codec<JsValue>>,
     js: RefCell<ClientJs>,
     hooks: RefCell<Hooks>,
     link: RefCell<Option<Link>>,
@@ -184,8 +187,12 @@ impl AbpClient {
     ) -> Result<Promise, JsValue> {
         let options: JsValue = options.into();
         let info = agent_info(&options)?;
+        let dialect = dialect_option(&options, "AbpClient.connect")?;
         let target = take_target(transport, "AbpClient.connect")?;
-        let mut config = AgentConfig::default();
+        let mut config = AgentConfig {
+            policy: dialect.policy(),
+            ..AgentConfig::default()
+        };
         if let Some(t) =
             opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0)
         {
@@ -210,6 +217,7 @@ impl AbpClient {
         };
         let inner = Rc::new(ClientInner {
             core: RefCell::new(AgentCore::new(config, id_prefix())),
+            codec: RefCell::new(Codec::new(dialect)),
             js: RefCell::new(ClientJs {
                 calls: StrMap::new(),
                 cancels: StrMap::new(),
@@ -584,6 +592,19 @@ impl ClientInner {
                     let value = match answer {
                         CancelAnswer::Remote(p) => p,
                         CancelAnswer::Local { call_id, error } => cancel_failure(&call_id, error),
+                        CancelAnswer::Settled {
+                            call_id,
+                            cancelled,
+                            reason,
+                        } => {
+                            let mut r = JsValue::object();
+                            r.set("callId", js_string(&call_id));
+                            r.set("cancelled", JsValue::from_bool(cancelled));
+                            if let Some(why) = reason {
+                                r.set("reason", JsValue::from_str(why));
+                            }
+                            r
+                        }
                     };
                     call_hook(&resolve, &value);
                 }
@@ -644,14 +665,14 @@ impl ClientInner {
             Outgoing::Shutdown { .. } => 2,
             _ => 0,
         };
-        let (msg, transfer) = encode(
-            m,
-            timestamp(),
-            &Hello {
-                info: &self.agent_info,
-                capabilities: None,
-            },
-        );
+        let hello = Hello {
+            info: &self.agent_info,
+            capabilities: None,
+        };
+        let encoded = self.codec.borrow_mut().encode(m, timestamp(), &hello);
+        let Some((msg, transfer)) = encoded else {
+            return; // nothing to send in this dialect
+        };
         let link = self.link.borrow();
         let sent = match link.as_ref() {
             Some(link) if kind == 1 => link.send_initialize(&msg),
@@ -747,7 +768,8 @@ impl ClientInner {
 
 impl Sink for ClientInner {
     fn on_message(self: Rc<Self>, data: JsValue, _origin: &str, _port: Option<MessagePort>) {
-        match decode(&data) {
+        let decoded = self.codec.borrow_mut().decode(&data);
+        match decoded {
             Ok(m) => {
                 self.core.borrow_mut().handle(m, now());
                 self.drive();
@@ -774,7 +796,8 @@ impl Sink for ClientInner {
     }
 
     fn on_orphan(self: Rc<Self>, data: JsValue) {
-        match decode(&data) {
+        let decoded = self.codec.borrow_mut().decode(&data);
+        match decoded {
             // Only the app of this session can name it: orphans cannot be traced to a window otherwise.
             Ok(Incoming::Shutdown {
                 session_id: Some(s),

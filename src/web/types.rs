@@ -80,11 +80,23 @@ export interface CallOptions {
   cancelGrace?: number;
 }
 
+/** The protocol a connection speaks: ABP (the default), or MCP (JSON-RPC: `tools/list`, `tools/call`,
+ * `notifications/cancelled`, `notifications/progress`). The JS API is the same for both. */
+export type Dialect = 'abp' | 'mcp';
+
+/** `app.listen(transport, options)`. */
+export interface ListenOptions {
+  /** `'mcp'`: serve the registry as MCP tools to an MCP client (default `'abp'`). */
+  dialect?: Dialect;
+}
+
 export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
 export interface ClientOptions {
   agent: AgentInfo;
+  /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
+  dialect?: Dialect;
   /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
   connectTimeout?: number;
   /** Default wait for a cancel to be answered before settling locally, ms (default 1000). */
@@ -390,6 +402,8 @@ extern "C" {
     pub type AppInfo;
     #[wasm_bindgen(typescript_type = "AppOptions")]
     pub type AppOptions;
+    #[wasm_bindgen(typescript_type = "ListenOptions")]
+    pub type ListenOptions;
     #[wasm_bindgen(typescript_type = "CapabilityHandler")]
     pub type CapabilityHandler;
     #[wasm_bindgen(typescript_type = "CapabilityOptions")]

@@ -194,6 +194,15 @@ impl Payload for JsValue {
 }
 
 impl Wire for JsValue {
+    fn null() -> Self {
+        JsValue::NULL
+    }
+    fn json_text(&self) -> String {
+        js_sys::JSON::stringify(self)
+            .ok()
+            .and_then(|s| s.as_string())
+            .unwrap_or_else(|| "null".to_owned())
+    }
     fn undefined() -> Self {
         JsValue::UNDEFINED
     }
@@ -420,4 +429,24 @@ pub(crate) fn id_prefix() -> String {
     let mut s: String = new_call_id().chars().take(8).collect();
     s.push('-');
     s
+}
+
+/// Reads the `dialect` option (`'abp'`, the default, or `'mcp'`).
+pub(crate) fn dialect_option(
+    options: &JsValue,
+    what: &str,
+) -> Result<crate::core::dialect::DialectKind, JsValue> {
+    use crate::core::dialect::DialectKind;
+    match options.get("dialect") {
+        None => Ok(DialectKind::Abp),
+        Some(d) => d
+            .as_string()
+            .and_then(|name| DialectKind::parse(&name))
+            .ok_or_else(|| {
+                type_error(&crate::core::message::text(&[
+                    what,
+                    ": options.dialect must be 'abp' or 'mcp'",
+                ]))
+            }),
+    }
 }

@@ -1,0 +1,137 @@
+//! Dialects: the wire spellings of the protocols the same state machines speak, and the few rules in which
+//! their cancellation contracts differ.
+//!
+//! A dialect is a codec (wire message ⇄ [`Incoming`]/[`Outgoing`]) plus a [`Policy`] that `AgentCore` and
+//! `AppConn` consult (is a cancel answered? does a cancelled call still get a response? …). There is one
+//! agent state machine and one app state machine; a rule fixed there is fixed for every dialect.
+//!
+//! | | ABP | MCP |
+//! |---|---|---|
+//! | call | `capabilities/call` | request `tools/call` |
+//! | cancel | `capabilities/cancel`, answered by `cancel-result` | notification `notifications/cancelled`, no answer |
+//! | a cancelled call's response | `call-result` with `cancelled:true` | none: the caller settles at once |
+//! | progress | `progress` | `notifications/progress` |
+//! | capability list | in `initialize-result`, changes pushed | `tools/list`, refreshed on `notifications/tools/list_changed` |
+
+pub mod mcp;
+
+use super::codec::{self, Hello, Ignored, Wire};
+use super::message::{Incoming, Outgoing};
+
+/// Which protocol a connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DialectKind {
+    Abp,
+    Mcp,
+}
+
+impl DialectKind {
+    /// The names the JS API takes (`dialect: 'abp' | 'mcp'`).
+    pub fn parse(name: &str) -> Option<DialectKind> {
+        match name {
+            "abp" => Some(DialectKind::Abp),
+            "mcp" => Some(DialectKind::Mcp),
+            _ => None,
+        }
+    }
+
+    pub fn policy(self) -> Policy {
+        match self {
+            DialectKind::Abp => Policy::ABP,
+            DialectKind::Mcp => Policy::MCP,
+        }
+    }
+}
+
+/// The rules in which the dialects' cancellation contracts differ, consulted by the state machines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// A cancel is answered by a message of its own (ABP `capabilities/cancel-result`). Without that, the
+    /// agent settles an aborted call at once and the app sends nothing for a cancel.
+    pub cancel_answered: bool,
+    /// A cancelled call still gets its response (ABP: `call-result` with `cancelled:true`; MCP: none).
+    pub cancelled_call_answered: bool,
+    /// The agent re-sends `initialize` (same id) until answered, for an iframe that has not loaded yet. (MCP
+    /// servers answer a repeated id again; the codec drops the second answer.)
+    pub resend_initialize: bool,
+    /// After `initialize` the agent asks for the capability list itself (MCP `tools/list`) before it says it
+    /// is connected, and asks again when told the list changed.
+    pub list_capabilities: bool,
+    /// The app checks `initialize.protocolVersion` against ABP's major version (MCP negotiates dated
+    /// versions in its codec instead).
+    pub abp_version_check: bool,
+}
+
+impl Policy {
+    pub const ABP: Policy = Policy {
+        cancel_answered: true,
+        cancelled_call_answered: true,
+        resend_initialize: true,
+        list_capabilities: false,
+        abp_version_check: true,
+    };
+    pub const MCP: Policy = Policy {
+        cancel_answered: false,
+        cancelled_call_answered: false,
+        resend_initialize: true,
+        list_capabilities: true,
+        abp_version_check: false,
+    };
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::ABP
+    }
+}
+
+/// One connection's codec.
+pub enum Codec<P> {
+    Abp,
+    Mcp(mcp::McpCodec<P>),
+}
+
+impl<P: Wire> Codec<P> {
+    pub fn new(kind: DialectKind) -> Codec<P> {
+        match kind {
+            DialectKind::Abp => Codec::Abp,
+            DialectKind::Mcp => Codec::Mcp(mcp::McpCodec::new()),
+        }
+    }
+
+    pub fn kind(&self) -> DialectKind {
+        match self {
+            Codec::Abp => DialectKind::Abp,
+            Codec::Mcp(_) => DialectKind::Mcp,
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.kind().policy()
+    }
+
+    /// Reads one received value. Never fails on bad input: what is not a message comes back as
+    /// `Err(Ignored)`, and what the dialect answers with an error as [`Incoming::Invalid`].
+    pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+        match self {
+            Codec::Abp => codec::decode(msg),
+            Codec::Mcp(c) => c.decode(msg),
+        }
+    }
+
+    /// Builds the wire message, with its transfer list; `None` when this dialect has no such message.
+    pub fn encode(
+        &mut self,
+        msg: Outgoing<P>,
+        timestamp: f64,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)> {
+        match self {
+            Codec::Abp => codec::encode(msg, timestamp, hello),
+            Codec::Mcp(c) => c.encode(msg, hello).map(|m| (m, None)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
