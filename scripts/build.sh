@@ -24,5 +24,5 @@ node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
 node_modules/.bin/tsc -p tests/types/tsconfig.json && echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"
 wasm=$(gzip -9 -c pkg/abp_wasm_bg.wasm | wc -c)
-glue=$(cat pkg/abp_wasm.js pkg/snippets/*/src/web/glue.js | gzip -9 -c | wc -c)
+glue=$(cat pkg/abp_wasm.js pkg/snippets/*/src/web/*.js | gzip -9 -c | wc -c)
 echo "build: pkg/ ready; gzipped wasm ${wasm} B + JS glue ${glue} B (abp_wasm.js and snippets)"

@@ -8,6 +8,7 @@
 //   /late-link/         the link after 60 KB of head
 //   /bad-json/          → a manifest that is not JSON
 //   /deep-json/         → a manifest nested 100,000 levels deep
+//   /surrogate-json/    → a manifest whose app.name escapes half a UTF-16 surrogate pair ("\ud800")
 //   /wrong-type/        → a manifest served as text/html
 //   /missing-fields/    → a manifest without app.version
 //   /too-many/          → a manifest with 101 capabilities
@@ -47,6 +48,8 @@ const routes = {
   '/bad-json/abp.json': { type: 'application/json', body: '{"abp": "0.1", "app": {' },
   '/deep-json/': html(page(link('/deep-json/abp.json'))),
   '/deep-json/abp.json': { type: 'application/json', body: `{"abp":"0.1","x":${'['.repeat(100000)}${']'.repeat(100000)}}` },
+  '/surrogate-json/': html(page(link('/surrogate-json/abp.json'))),
+  '/surrogate-json/abp.json': { type: 'application/json', body: JSON.stringify(manifest()).replace('Fixture app', 'Fixture \\ud800 app') },
   '/wrong-type/': html(page(link('/wrong-type/abp.json'))),
   '/wrong-type/abp.json': { type: 'text/html', body: JSON.stringify(manifest()) },
   '/missing-fields/': html(page(link('/missing-fields/abp.json'))),

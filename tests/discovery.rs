@@ -2,10 +2,11 @@
 //!
 //! `scripts/test.sh` starts `scripts/discovery-fixtures.mjs`, passes its URL in `ABP_DISCOVERY_URL` at build
 //! time, and stops it afterwards. The cases are in `tests/js/discovery-cases.js`: a good app, a missing link,
-//! a link after 50 KB, bad JSON (and JSON nested 100,000 deep), a wrong content type, missing fields, 101
-//! capabilities, a redirect loop, redirects followed, a newer major version (warning), a manifest over 1 MB, a
-//! slow server (timeout), a body that never ends (reading stops at `</head>`), the caller's signal, and what
-//! resolves (bad URLs, HTTP errors, refused connections, relative URLs) versus what rejects (TypeErrors).
+//! a link after 50 KB, bad JSON (JSON nested 100,000 deep, half a surrogate pair), a wrong content type,
+//! missing fields, 101 capabilities, a redirect loop, redirects followed, a newer major version (warning), a
+//! manifest over 1 MB, a slow server (timeout), a body that never ends (reading stops at `</head>`), the
+//! caller's signal, and what resolves (bad URLs, HTTP errors, refused connections, relative URLs) versus what
+//! rejects (TypeErrors).
 #![cfg(all(target_arch = "wasm32", feature = "discovery"))]
 
 use wasm_bindgen::prelude::*;

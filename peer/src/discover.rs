@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use abp_wasm::core::discovery::{
     Discovery, DiscoveryResult, Failure, Request, ResponseHead, Url, TIMEOUT_MS,
 };
+use serde_json::Value;
 
 /// The longest response head (status line and headers) read.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -42,15 +43,11 @@ pub fn main(args: &[String]) -> i32 {
         return usage("discover needs a URL");
     };
     let result = discover(&url, timeout);
-    match serde_json::to_string(&result) {
-        Ok(json) => println!("{json}"),
-        Err(e) => {
-            eprintln!("abp-peer discover: cannot print the result: {e}");
-            return 1;
-        }
-    }
+    let supported = result.supported;
+    // The same object the browser's discover() resolves to, built by the core over serde_json's Value.
+    println!("{}", result.into_wire());
     let _ = io::stdout().flush();
-    if result.supported {
+    if supported {
         0
     } else {
         1
@@ -66,7 +63,7 @@ fn usage(error: &str) -> i32 {
 }
 
 /// Runs one discovery within `timeout` (for everything: connects, redirects, page and manifest).
-pub fn discover(url: &str, timeout: Duration) -> DiscoveryResult {
+pub fn discover(url: &str, timeout: Duration) -> DiscoveryResult<Value> {
     let deadline = Instant::now() + timeout;
     let ms = timeout.as_millis() as f64;
     let mut d = Discovery::new(url);
@@ -96,7 +93,7 @@ impl From<io::Error> for Error {
 }
 
 /// One GET: the head goes to the core, then the body for as long as the core wants it.
-fn exchange(d: &mut Discovery, req: &Request, deadline: Instant) -> Result<(), Error> {
+fn exchange(d: &mut Discovery<Value>, req: &Request, deadline: Instant) -> Result<(), Error> {
     let url = Url::parse(&req.url).map_err(Error::Other)?;
     if url.is_https() {
         return Err(Error::Other(

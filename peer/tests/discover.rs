@@ -1,10 +1,10 @@
 //! `abp-peer discover URL` as a process, against the discovery fixture server (scripts/discovery-fixtures.mjs,
 //! the same pages and manifests the browser tests use), started here with Node on 127.0.0.1 unless
 //! `ABP_DISCOVERY_URL` names a running one. Covers: good, missing link, link after 50 KB, bad JSON (and JSON
-//! nested 100,000 deep), wrong content type, missing fields, 101 capabilities, a redirect loop (more than 5
-//! redirects), 3 redirects (followed), a newer major version (warning), a manifest over 1 MB, a slow server
-//! (timeout), a page whose body never ends (reading stops at `</head>`), https (refused), a refused
-//! connection, and bad arguments.
+//! nested 100,000 deep, and half a surrogate pair), wrong content type, missing fields, 101 capabilities, a
+//! redirect loop (more than 5 redirects), 3 redirects (followed), a newer major version (warning), a manifest
+//! over 1 MB, a slow server (timeout), a page whose body never ends (reading stops at `</head>`), https
+//! (refused), a refused connection, and bad arguments.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -125,6 +125,13 @@ fn bad_json() {
         reason(&v).starts_with(
             "the manifest is not valid JSON: arrays and objects nest deeper than 128 levels"
         ),
+        "{v}"
+    );
+    // Half a surrogate pair ("\ud800") is not valid JSON here, nor in the browser.
+    let (code, v) = case("/surrogate-json/");
+    assert_eq!(code, 1);
+    assert!(
+        reason(&v).starts_with("the manifest is not valid JSON"),
         "{v}"
     );
 }

@@ -1,4 +1,5 @@
-//! [`Payload`] and [`Wire`] for `serde_json::Value`: the payload type of native peers and of the core's tests.
+//! [`Payload`] and [`Wire`] for `serde_json::Value`: the payload type of native peers and of the core's tests
+//! (and, with discovery, `ParseJson`: manifests parsed by serde_json).
 
 use serde_json::{Map, Value};
 
@@ -93,5 +94,24 @@ impl Wire for Value {
             Value::Object(o) => Value::Object(o.clone()),
             _ => Value::Object(Map::new()),
         }
+    }
+}
+
+#[cfg(feature = "discovery")]
+impl super::discovery::ParseJson for Value {
+    /// serde_json's parser; an error reads as its kind and position ("syntax error at line 2, column 14").
+    fn parse_json(bytes: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            let mut s = String::from(match e.classify() {
+                serde_json::error::Category::Eof => "it ends too early",
+                serde_json::error::Category::Syntax => "syntax error",
+                _ => "unreadable",
+            });
+            s.push_str(" at line ");
+            super::message::push_u64(&mut s, e.line() as u64);
+            s.push_str(", column ");
+            super::message::push_u64(&mut s, e.column() as u64);
+            s
+        })
     }
 }

@@ -14,28 +14,34 @@
 //! - It resolves `{ supported: false, reason }` for every network or format problem, and rejects only with a
 //!   `TypeError` for a programmer error (a `url` that is not a string, bad options).
 //!
-//! The result crosses to JavaScript through `serde-wasm-bindgen` (JSON-compatible: objects, not `Map`s), and
-//! the manifest is parsed by `serde_json` in the core, as SPEC section 7 asks. What that costs, measured with
-//! `scripts/build.sh` (pinned nightly, build-std, wasm-opt -Oz; gzip -9 of the wasm) on 2026-11-23:
+//! The manifest is parsed by the browser (`parseJson` in `src/web/discover.js`: a strict UTF-8 decode, then
+//! `JSON.parse`) and checked by the core through the `Payload` trait, and the result is built as a plain JS
+//! object through `Wire`, the way the rest of the package handles payloads: no serde, serde_json or
+//! serde-wasm-bindgen in the wasm. SPEC section 7 names serde for typed structures crossing to JS, and allows
+//! hand-written code where a measured figure says so. The figures, from `scripts/build.sh` (pinned nightly,
+//! build-std, wasm-opt -Oz; gzip -9; the JS is `abp_wasm.js` and the snippets) on 2026-11-23:
 //!
 //! | build | wasm gzipped | JS glue gzipped |
 //! |---|---|---|
-//! | before discovery | 67,952 B | 13,841 B |
-//! | discovery with serde (this file) | 103,231 B (+35,279) | 15,064 B |
-//! | the same, but serde_json's error text through `Display` (pulls in more of `core::fmt`) | 104,739 B | 15,064 B |
-//! | discovery, manifest check and result conversion stubbed out (no serde reachable) | 84,205 B | 14,954 B |
-//! | `JSON.parse`, then `serde_wasm_bindgen::from_value::<serde_json::Value>` instead of serde_json's parser | 109,099 B | 16,157 B |
+//! | without discovery (`--no-default-features`) | 83,667 B | 15,895 B |
+//! | discovery with serde_json (parser) and serde-wasm-bindgen (result) | 116,834 B (+33,167) | 17,624 B |
+//! | discovery over `Payload`/`Wire` and `JSON.parse` (this file) | 101,345 B (+17,678) | 18,118 B |
 //!
-//! So serde accounts for about 19 KB of the 35.3 KB (and brings `core::fmt`, which the rest of the package
-//! avoids), and parsing with `JSON.parse` does not help (reading the parsed value back through
-//! serde-wasm-bindgen costs more than serde_json's parser). That is why all of it sits behind the cargo
+//! So serde cost 15.5 KB of gzipped wasm here (it also brought `core::fmt`, which the rest of the package
+//! avoids), for 0.5 KB more JS. An earlier measurement (on the smaller package of the time) also tried
+//! `JSON.parse` followed by `serde_wasm_bindgen::from_value::<serde_json::Value>`: 6 KB more than serde_json's
+//! parser; reading the parsed value where it is, through `Payload`, is what makes `JSON.parse` pay off. The
+//! remaining 17.7 KB (URL and HTML scanning, the state machine, fetch and streams) still sits behind the cargo
 //! feature `discovery` (on by default): a role build that does not discover leaves it out.
+//!
+//! Every reason is the same as natively except the detail of a JSON syntax error: after "the manifest is not
+//! valid JSON: " comes the browser's own message (serde_json's kind and position in `abp-peer`). Nesting is
+//! measured before parsing in both (at most 128 levels), so deep input is a reason, never a stack overflow.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
 use js_sys::{Promise, Reflect, Uint8Array};
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -47,7 +53,7 @@ use web_sys::{
 use super::dom::{now, Listener, Timer};
 use super::value::{to_str, type_error};
 use crate::core::discovery::{
-    Discovery, DiscoveryResult, Failure, Request, ResponseHead, Url, TIMEOUT_MS,
+    Discovery, DiscoveryResult, Failure, ParseJson, Request, ResponseHead, Url, TIMEOUT_MS,
 };
 use crate::core::message::text;
 use crate::core::schema::{Kind, Payload};
@@ -84,6 +90,21 @@ extern "C" {
     fn fetch_with_init(input: &str, init: &RequestInit) -> Result<Promise, JsValue>;
 }
 
+#[wasm_bindgen(module = "/src/web/discover.js")]
+extern "C" {
+    /// `bytes` as JSON: decoded as UTF-8 (bad UTF-8 is an error), then `JSON.parse`. Throws a string saying
+    /// what is wrong.
+    #[wasm_bindgen(catch, js_name = parseJson)]
+    fn parse_json_js(bytes: &[u8]) -> Result<JsValue, JsValue>;
+}
+
+/// Manifests are parsed by the browser: the wasm carries no JSON parser (see the figures above).
+impl ParseJson for JsValue {
+    fn parse_json(bytes: &[u8]) -> Result<JsValue, String> {
+        parse_json_js(bytes).map_err(|e| to_str(&e))
+    }
+}
+
 /// Finds out whether the page at `url` is an ABP app: reads its `<head>` (at most 50 KB) for
 /// `<link rel="abp-manifest">`, fetches the manifest it names (at most 1 MB, JSON) and checks it. Resolves to a
 /// `DiscoveryResult`; never rejects for network or format problems (`supported` is then false and `reason`
@@ -100,7 +121,7 @@ pub async fn discover(
     let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
     let (timeout, signal) = read_options(&options)?;
     let result = run(&absolute(&url), timeout, signal).await;
-    Ok(to_js(&result))
+    Ok(result.into_wire())
 }
 
 fn read_options(options: &JsValue) -> Result<(f64, Option<AbortSignal>), JsValue> {
@@ -161,7 +182,7 @@ fn failure(e: &JsValue, signal: Option<&AbortSignal>, timed_out: bool, timeout: 
     ]))
 }
 
-async fn run(url: &str, timeout: f64, signal: Option<AbortSignal>) -> DiscoveryResult {
+async fn run(url: &str, timeout: f64, signal: Option<AbortSignal>) -> DiscoveryResult<JsValue> {
     let mut d = Discovery::new(url);
     if let Some(s) = signal.as_ref().filter(|s| s.aborted()) {
         d.on_failure(Failure::Aborted(to_str(&s.reason())));
@@ -200,7 +221,11 @@ async fn run(url: &str, timeout: f64, signal: Option<AbortSignal>) -> DiscoveryR
 }
 
 /// One fetch: the head goes to the core, then the body, chunk by chunk, for as long as the core wants it.
-async fn exchange(d: &mut Discovery, req: &Request, signal: &AbortSignal) -> Result<(), JsValue> {
+async fn exchange(
+    d: &mut Discovery<JsValue>,
+    req: &Request,
+    signal: &AbortSignal,
+) -> Result<(), JsValue> {
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_mode(RequestMode::Cors);
@@ -254,22 +279,4 @@ async fn exchange(d: &mut Discovery, req: &Request, signal: &AbortSignal) -> Res
     }
     d.on_end();
     Ok(())
-}
-
-/// The result as a plain JS object (`serde-wasm-bindgen`, JSON-compatible).
-fn to_js(result: &DiscoveryResult) -> JsValue {
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    match result.serialize(&serializer) {
-        Ok(v) => v,
-        Err(_) => {
-            let o = js_sys::Object::new();
-            let _ = Reflect::set(&o, &"supported".into(), &JsValue::FALSE);
-            let _ = Reflect::set(
-                &o,
-                &"reason".into(),
-                &"the discovery result could not be converted".into(),
-            );
-            o.into()
-        }
-    }
 }

@@ -63,6 +63,8 @@ const cases = {
     eq(r.manifestUrl, `${BASE}/bad-json/abp.json`, 'manifestUrl');
     // Valid JSON nested 100,000 deep: refused with a reason, not a stack overflow.
     unsupported(await discover(`${BASE}/deep-json/`), 'the manifest is not valid JSON: arrays and objects nest deeper than 128 levels');
+    // Half a surrogate pair ("\ud800") is refused here as serde_json refuses it natively.
+    unsupported(await discover(`${BASE}/surrogate-json/`), 'the manifest is not valid JSON');
   },
 
   async wrongContentType() {

@@ -5,53 +5,93 @@
 //! `app.version` (non-empty strings), and `capabilities` (an array of at most 100 objects, each with a
 //! non-empty string `name`). Optional fields of the wrong type are left out with a warning; unknown fields
 //! are left out silently. Nothing in a manifest is followed, fetched or run.
+//!
+//! The JSON is parsed by the payload type's own parser ([`ParseJson`]: the browser's `JSON.parse`, serde_json
+//! natively) and read through [`Payload`]; the checked manifest goes back out through [`Wire`]. So the wasm
+//! carries no JSON parser or serialiser of its own (SPEC section 7; the size figures are in
+//! `src/web/discover.rs`).
 
-use serde::Serialize;
-use serde_json::{Map, Value};
-
-use super::url::excerpt;
+use super::url::{excerpt, excerpt_n};
 use super::MAX_CAPABILITIES;
+use crate::core::codec::Wire;
 use crate::core::message::{push_u64, text, PROTOCOL_VERSION};
+use crate::core::schema::{Kind, Payload};
 
-/// `{ abp, app, capabilities }`, as served at the URL of a page's `<link rel="abp-manifest">`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct AbpManifest {
-    pub abp: String,
-    pub app: ManifestApp,
-    pub capabilities: Vec<ManifestCapability>,
+/// A payload type that can read JSON text: the browser's `JSON.parse` for `JsValue`, serde_json for
+/// `serde_json::Value`.
+pub trait ParseJson: Wire {
+    /// Parses JSON text given as bytes (meant to be UTF-8; a leading BOM is already removed, and arrays and
+    /// objects nest at most [`MAX_DEPTH`] deep). `Err` says what is wrong, in words that follow
+    /// "the manifest is not valid JSON: ". Must not panic on any input.
+    fn parse_json(bytes: &[u8]) -> Result<Self, String>;
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ManifestApp {
+/// `{ abp, app, capabilities }`, as served at the URL of a page's `<link rel="abp-manifest">`. `P` is the
+/// payload type the manifest was parsed into; schemas and `support` stay payload values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AbpManifest<P> {
+    pub abp: String,
+    pub app: ManifestApp<P>,
+    pub capabilities: Vec<ManifestCapability<P>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestApp<P> {
     pub id: String,
     pub name: String,
     pub version: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub homepage: Option<String>,
     /// A URL (the ABP docs suggest a 192×192 PNG). Not fetched by discovery.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub icon: Option<String>,
     /// A string (URL or address) or an object of strings.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub support: Option<Value>,
+    pub support: Option<P>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ManifestCapability {
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestCapability<P> {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<P>,
+    pub output_schema: Option<P>,
     pub experimental: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deprecated: Option<bool>,
+}
+
+impl<P: Wire> AbpManifest<P> {
+    /// The manifest as a payload object: the known fields only, camelCase, absent ones left out (what
+    /// `discover()` resolves to and `abp-peer discover` prints).
+    pub fn into_wire(self) -> P {
+        let app = self.app;
+        let app = P::object_of(&mut [
+            ("id", Some(P::string(&app.id))),
+            ("name", Some(P::string(&app.name))),
+            ("version", Some(P::string(&app.version))),
+            ("description", app.description.as_deref().map(P::string)),
+            ("homepage", app.homepage.as_deref().map(P::string)),
+            ("icon", app.icon.as_deref().map(P::string)),
+            ("support", app.support),
+        ]);
+        let capabilities = self
+            .capabilities
+            .into_iter()
+            .map(|c| {
+                P::object_of(&mut [
+                    ("name", Some(P::string(&c.name))),
+                    ("description", c.description.as_deref().map(P::string)),
+                    ("inputSchema", c.input_schema),
+                    ("outputSchema", c.output_schema),
+                    ("experimental", c.experimental.map(P::boolean)),
+                    ("deprecated", c.deprecated.map(P::boolean)),
+                ])
+            })
+            .collect();
+        P::object_of(&mut [
+            ("abp", Some(P::string(&self.abp))),
+            ("app", Some(app)),
+            ("capabilities", Some(P::array(capabilities))),
+        ])
+    }
 }
 
 /// How a manifest's `abp` version relates to the version this SDK speaks.
@@ -102,29 +142,29 @@ fn field_wrong(path: &str, what: &str) -> String {
     text(&["manifest field ", path, " must be ", what])
 }
 
+/// A field that is present and not `null`.
+fn present<P: Payload>(obj: &P, key: &str) -> Option<P> {
+    obj.get(key).filter(|v| v.kind() != Kind::Null)
+}
+
 /// A required non-empty string.
-fn required_string(obj: &Map<String, Value>, key: &str, path: &str) -> Result<String, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Err(field_missing(path)),
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(_) => Err(field_wrong(path, "a non-empty string")),
-    }
+fn required_string<P: Payload>(obj: &P, key: &str, path: &str) -> Result<String, String> {
+    let v = present(obj, key).ok_or_else(|| field_missing(path))?;
+    v.as_string()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| field_wrong(path, "a non-empty string"))
 }
 
 /// An optional value that `keep` accepts; anything else is dropped with a warning.
-fn optional<T>(
-    obj: &Map<String, Value>,
+fn optional<P: Payload, T>(
+    obj: &P,
     key: &str,
     path: &str,
     what: &str,
     warnings: &mut Vec<String>,
-    keep: impl FnOnce(&Value) -> Option<T>,
+    keep: impl FnOnce(P) -> Option<T>,
 ) -> Option<T> {
-    let v = obj.get(key)?;
-    if v.is_null() {
-        return None;
-    }
-    let kept = keep(v);
+    let kept = keep(present(obj, key)?);
     if kept.is_none() {
         warnings.push(text(&[
             "manifest field ",
@@ -137,21 +177,28 @@ fn optional<T>(
     kept
 }
 
-fn string(v: &Value) -> Option<String> {
-    v.as_str().map(str::to_owned)
+fn string<P: Payload>(v: P) -> Option<String> {
+    v.as_string()
 }
 
-fn schema(v: &Value) -> Option<Value> {
-    (v.is_object() || v.is_boolean()).then(|| v.clone())
+fn boolean<P: Payload>(v: P) -> Option<bool> {
+    v.as_bool()
 }
 
-fn support(v: &Value) -> Option<Value> {
-    let ok = match v {
-        Value::String(_) => true,
-        Value::Object(o) => o.values().all(Value::is_string),
+fn schema<P: Payload>(v: P) -> Option<P> {
+    matches!(v.kind(), Kind::Object | Kind::Bool).then_some(v)
+}
+
+fn support<P: Payload>(v: P) -> Option<P> {
+    let ok = match v.kind() {
+        Kind::String => true,
+        Kind::Object => v
+            .keys()
+            .iter()
+            .all(|k| v.get(k).is_some_and(|x| x.kind() == Kind::String)),
         _ => false,
     };
-    ok.then(|| v.clone())
+    ok.then_some(v)
 }
 
 fn index_path(i: usize, field: &str) -> String {
@@ -165,7 +212,8 @@ fn index_path(i: usize, field: &str) -> String {
 /// The start of every reason the parser gives.
 pub const NOT_JSON: &str = "the manifest is not valid JSON: ";
 
-/// The most nested arrays and objects a manifest may have (serde_json's own recursion limit).
+/// The most nested arrays and objects a manifest may have (serde_json's own recursion limit; checked before
+/// any parser runs, so the browser's `JSON.parse` gets the same limit and the same reason).
 pub const MAX_DEPTH: usize = 128;
 
 /// How deeply arrays and objects nest in JSON text (brackets inside strings do not count).
@@ -196,37 +244,31 @@ pub fn nesting_depth(bytes: &[u8]) -> usize {
 
 /// Parses and checks a manifest's bytes. `Ok` carries the typed manifest and the warnings (a newer major
 /// version, optional fields left out); `Err` the reason it is not usable, naming the field.
-pub fn check_manifest(bytes: &[u8]) -> Result<(AbpManifest, Vec<String>), String> {
+pub fn check_manifest<P: ParseJson>(bytes: &[u8]) -> Result<(AbpManifest<P>, Vec<String>), String> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    // Before parsing: neither serde_json nor a browser's JSON.parse may recurse 100,000 levels deep.
     if nesting_depth(bytes) > MAX_DEPTH {
         return Err(text(&[
             NOT_JSON,
             "arrays and objects nest deeper than 128 levels",
         ]));
     }
-    // The error's position, not its `Display`: that would bring the formatting machinery into the wasm.
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        let mut s = String::from(NOT_JSON);
-        s.push_str(match e.classify() {
-            serde_json::error::Category::Eof => "it ends too early",
-            serde_json::error::Category::Syntax => "syntax error",
-            _ => "unreadable",
-        });
-        s.push_str(" at line ");
-        push_u64(&mut s, e.line() as u64);
-        s.push_str(", column ");
-        push_u64(&mut s, e.column() as u64);
-        s
-    })?;
-    let Value::Object(root) = value else {
+    let value = P::parse_json(bytes).map_err(|e| text(&[NOT_JSON, &excerpt_n(&e, 200)]))?;
+    check_manifest_value(&value)
+}
+
+/// The checks of [`check_manifest`] on a parsed manifest.
+pub fn check_manifest_value<P: Payload>(root: &P) -> Result<(AbpManifest<P>, Vec<String>), String> {
+    if root.kind() != Kind::Object {
         return Err("the manifest is not a JSON object".to_owned());
-    };
+    }
     let mut warnings = Vec::new();
 
-    let abp = match root.get("abp") {
-        None | Some(Value::Null) => return Err(field_missing("abp")),
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(field_wrong("abp", "a version string like \"0.1\"")),
+    let abp = match present(root, "abp") {
+        None => return Err(field_missing("abp")),
+        Some(v) => v
+            .as_string()
+            .ok_or_else(|| field_wrong("abp", "a version string like \"0.1\""))?,
     };
     match compare_versions(PROTOCOL_VERSION, &abp) {
         VersionCheck::Compatible => {}
@@ -254,17 +296,17 @@ pub fn check_manifest(bytes: &[u8]) -> Result<(AbpManifest, Vec<String>), String
         }
     }
 
-    let app = match root.get("app") {
-        None | Some(Value::Null) => return Err(field_missing("app")),
-        Some(Value::Object(o)) => o,
+    let app = match present(root, "app") {
+        None => return Err(field_missing("app")),
+        Some(o) if o.kind() == Kind::Object => o,
         Some(_) => return Err(field_wrong("app", "an object")),
     };
     let app = ManifestApp {
-        id: required_string(app, "id", "app.id")?,
-        name: required_string(app, "name", "app.name")?,
-        version: required_string(app, "version", "app.version")?,
+        id: required_string(&app, "id", "app.id")?,
+        name: required_string(&app, "name", "app.name")?,
+        version: required_string(&app, "version", "app.version")?,
         description: optional(
-            app,
+            &app,
             "description",
             "app.description",
             "a string",
@@ -272,16 +314,16 @@ pub fn check_manifest(bytes: &[u8]) -> Result<(AbpManifest, Vec<String>), String
             string,
         ),
         homepage: optional(
-            app,
+            &app,
             "homepage",
             "app.homepage",
             "a string",
             &mut warnings,
             string,
         ),
-        icon: optional(app, "icon", "app.icon", "a string", &mut warnings, string),
+        icon: optional(&app, "icon", "app.icon", "a string", &mut warnings, string),
         support: optional(
-            app,
+            &app,
             "support",
             "app.support",
             "a string or an object of strings",
@@ -290,23 +332,24 @@ pub fn check_manifest(bytes: &[u8]) -> Result<(AbpManifest, Vec<String>), String
         ),
     };
 
-    let list = match root.get("capabilities") {
-        None | Some(Value::Null) => return Err(field_missing("capabilities")),
-        Some(Value::Array(a)) => a,
+    let list = match present(root, "capabilities") {
+        None => return Err(field_missing("capabilities")),
+        Some(a) if a.kind() == Kind::Array => a,
         Some(_) => return Err(field_wrong("capabilities", "an array")),
     };
-    if list.len() > MAX_CAPABILITIES {
+    let count = list.array_len().unwrap_or(0);
+    if count > MAX_CAPABILITIES {
         let mut s = String::from("the manifest lists ");
-        push_u64(&mut s, list.len() as u64);
+        push_u64(&mut s, count as u64);
         s.push_str(" capabilities; at most 100 are allowed");
         return Err(s);
     }
-    let mut capabilities: Vec<ManifestCapability> = Vec::with_capacity(list.len());
-    for (i, entry) in list.iter().enumerate() {
-        let Value::Object(c) = entry else {
+    let mut capabilities: Vec<ManifestCapability<P>> = Vec::with_capacity(count);
+    for i in 0..count {
+        let Some(c) = list.index(i).filter(|c| c.kind() == Kind::Object) else {
             return Err(field_wrong(&index_path(i, ""), "an object"));
         };
-        let name = required_string(c, "name", &index_path(i, ".name"))?;
+        let name = required_string(&c, "name", &index_path(i, ".name"))?;
         if capabilities.iter().any(|k| k.name == name) {
             warnings.push(text(&[
                 "the manifest lists capability ",
@@ -314,34 +357,55 @@ pub fn check_manifest(bytes: &[u8]) -> Result<(AbpManifest, Vec<String>), String
                 " more than once",
             ]));
         }
-        let mut opt = |key: &str, what: &str, keep: fn(&Value) -> Option<Value>| {
-            optional(
-                c,
-                key,
-                &index_path(i, &text(&[".", key])),
-                what,
-                &mut warnings,
-                keep,
-            )
-        };
-        let description = opt("description", "a string", |v| {
-            v.is_string().then(|| v.clone())
-        });
-        let input_schema = opt("inputSchema", "a JSON Schema object", schema);
-        let output_schema = opt("outputSchema", "a JSON Schema object", schema);
-        let experimental = opt("experimental", "a boolean", |v| {
-            v.is_boolean().then(|| v.clone())
-        });
-        let deprecated = opt("deprecated", "a boolean", |v| {
-            v.is_boolean().then(|| v.clone())
-        });
+        let path = |key: &str| index_path(i, &text(&[".", key]));
+        let w = &mut warnings;
+        let description = optional(
+            &c,
+            "description",
+            &path("description"),
+            "a string",
+            w,
+            string,
+        );
+        let input_schema = optional(
+            &c,
+            "inputSchema",
+            &path("inputSchema"),
+            "a JSON Schema object",
+            w,
+            schema,
+        );
+        let output_schema = optional(
+            &c,
+            "outputSchema",
+            &path("outputSchema"),
+            "a JSON Schema object",
+            w,
+            schema,
+        );
+        let experimental = optional(
+            &c,
+            "experimental",
+            &path("experimental"),
+            "a boolean",
+            w,
+            boolean,
+        );
+        let deprecated = optional(
+            &c,
+            "deprecated",
+            &path("deprecated"),
+            "a boolean",
+            w,
+            boolean,
+        );
         capabilities.push(ManifestCapability {
             name,
-            description: description.as_ref().and_then(string),
+            description,
             input_schema,
             output_schema,
-            experimental: experimental.and_then(|v| v.as_bool()),
-            deprecated: deprecated.and_then(|v| v.as_bool()),
+            experimental,
+            deprecated,
         });
     }
     Ok((

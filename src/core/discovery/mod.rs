@@ -29,13 +29,12 @@ mod url;
 
 pub use html::{find_manifest_link, LinkScan, MANIFEST_REL};
 pub use manifest::{
-    check_manifest, compare_versions, nesting_depth, AbpManifest, ManifestApp, ManifestCapability,
-    VersionCheck, MAX_DEPTH,
+    check_manifest, check_manifest_value, compare_versions, nesting_depth, AbpManifest,
+    ManifestApp, ManifestCapability, ParseJson, VersionCheck, MAX_DEPTH,
 };
 pub use url::Url;
 
-use serde::Serialize;
-
+use crate::core::codec::Wire;
 use crate::core::message::{push_u64, text};
 use url::{excerpt, excerpt_n};
 
@@ -51,19 +50,32 @@ pub const TIMEOUT_MS: u32 = 10_000;
 pub const MAX_CAPABILITIES: usize = 100;
 
 /// What `discover()` answers. `supported` with a `manifest` (and maybe `warnings`), or not with a `reason`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiscoveryResult {
+/// `P` is the payload type the manifest was parsed into.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiscoveryResult<P> {
     pub supported: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub manifest: Option<AbpManifest>,
+    pub manifest: Option<AbpManifest<P>>,
     /// Where the manifest was found (resolved against the page URL, after redirects), once known.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub manifest_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+impl<P: Wire> DiscoveryResult<P> {
+    /// The result as a payload object, `{ supported, manifest?, manifestUrl?, reason?, warnings? }` with
+    /// absent fields (and empty `warnings`) left out: what `discover()` resolves to in the browser and
+    /// `abp-peer discover` prints.
+    pub fn into_wire(self) -> P {
+        let warnings = (!self.warnings.is_empty())
+            .then(|| P::array(self.warnings.iter().map(|w| P::string(w)).collect()));
+        P::object_of(&mut [
+            ("supported", Some(P::boolean(self.supported))),
+            ("manifest", self.manifest.map(AbpManifest::into_wire)),
+            ("manifestUrl", self.manifest_url.as_deref().map(P::string)),
+            ("reason", self.reason.as_deref().map(P::string)),
+            ("warnings", warnings),
+        ])
+    }
 }
 
 /// Which document a request is for.
@@ -117,18 +129,20 @@ pub enum Failure {
 }
 
 #[derive(Debug)]
-enum State {
+enum State<P> {
     /// A request to make.
     Fetch(Request, u32),
     /// Response head accepted; reading its body.
     Body(Request, u32),
-    Done(Box<DiscoveryResult>),
+    Done(Box<DiscoveryResult<P>>),
 }
 
 /// One discovery, from page URL to [`DiscoveryResult`]. See the module documentation for the driving loop.
+/// `P` is the payload type the manifest is parsed into (`JsValue` in the browser, `serde_json::Value`
+/// natively).
 #[derive(Debug)]
-pub struct Discovery {
-    state: State,
+pub struct Discovery<P> {
+    state: State<P>,
     /// The URL of the document being fetched (updated by redirects).
     current: Option<Url>,
     page_https: bool,
@@ -146,9 +160,9 @@ const ACCEPT_JSON: &str = "application/json,*/*;q=0.1";
 /// The page is re-scanned for the link after this many new bytes (or when a chunk holds `</head`/`<body`).
 const RESCAN_BYTES: usize = 4096;
 
-impl Discovery {
+impl<P: ParseJson> Discovery<P> {
     /// Starts a discovery of the page at `page_url` (an absolute http or https URL).
-    pub fn new(page_url: &str) -> Discovery {
+    pub fn new(page_url: &str) -> Discovery<P> {
         let mut d = Discovery {
             state: State::Done(Box::new(unsupported(String::new()))),
             current: None,
@@ -380,7 +394,7 @@ impl Discovery {
     }
 
     /// The result. Before [`is_done`](Self::is_done), an unsupported result saying discovery did not finish.
-    pub fn result(self) -> DiscoveryResult {
+    pub fn result(self) -> DiscoveryResult<P> {
         match self.state {
             State::Done(r) => *r,
             _ => unsupported("discovery did not finish".to_owned()),
@@ -474,7 +488,7 @@ fn request(url: &Url, resource: Resource) -> Request {
     }
 }
 
-fn unsupported(reason: String) -> DiscoveryResult {
+fn unsupported<P>(reason: String) -> DiscoveryResult<P> {
     DiscoveryResult {
         supported: false,
         manifest: None,
