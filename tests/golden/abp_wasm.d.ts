@@ -76,11 +76,23 @@ export interface CallOptions {
     cancelGrace?: number;
 }
 
+/** The protocol a connection speaks: ABP (the default), or MCP (JSON-RPC: `tools/list`, `tools/call`,
+ * `notifications/cancelled`, `notifications/progress`). The JS API is the same for both. */
+export type Dialect = 'abp' | 'mcp';
+
+/** `app.listen(transport, options)`. */
+export interface ListenOptions {
+    /** `'mcp'`: serve the registry as MCP tools to an MCP client (default `'abp'`). */
+    dialect?: Dialect;
+}
+
 export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
 export interface ClientOptions {
     agent: AgentInfo;
+    /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
+    dialect?: Dialect;
     /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
     connectTimeout?: number;
     /** Default wait for a cancel to be answered before settling locally, ms (default 1000). */
@@ -417,8 +429,9 @@ export class AbpApp {
     exposeGlobal(): AbpGlobal;
     /**
      * Serves agents over `transport`. An app may listen on several transports; each is its own session.
+     * `options.dialect`: `'abp'` (the default) or `'mcp'` (serve the registry as MCP tools).
      */
-    listen(transport: PostMessageTransport | WebSocketTransport): void;
+    listen(transport: PostMessageTransport | WebSocketTransport, options?: ListenOptions | null): void;
     /**
      * The ABP manifest of this app, to serve as `/abp.json` (linked from the page's `<head>` with
      * `<link rel="abp-manifest" href="/abp.json">`): `{ abp, app, capabilities }` from the registry.
