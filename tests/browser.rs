@@ -238,3 +238,8 @@ async fn bootstrap_placeholder_waits_for_expose_global() {
 async fn docs_shaped_capability_changes_never_empty_the_list() {
     check("docsShapedCapabilityChangesNeverEmptyTheList").await;
 }
+
+#[wasm_bindgen_test]
+async fn mcp_dialect_between_our_own_sides() {
+    check("mcpDialectBetweenOurOwnSides").await;
+}

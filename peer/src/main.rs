@@ -138,6 +138,9 @@ fn main() {
     }
 }
 
+/// The WebSocket subprotocols this peer answers to.
+const SUBPROTOCOLS: [&str; 2] = ["abp", "mcp"];
+
 /// Handshake, then hand the connection to the endpoint its path names.
 fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_exit: bool) {
     let _ = stream.set_nodelay(true);
@@ -146,19 +149,21 @@ fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_
     #[allow(clippy::result_large_err)]
     let callback = |req: &Request, mut res: Response| {
         path = req.uri().path().to_owned();
-        // Speak the subprotocol "abp" when the client offers it (a browser fails a handshake that offered
-        // protocols and got none back, so any other offer is answered with none and refused by the browser).
-        let offers_abp = req
+        // Speak the first subprotocol the client offers among those this peer knows: "abp", or "mcp" for
+        // MCP clients reaching an app through the relay (frames pass unchanged either way). A browser fails
+        // a handshake that offered protocols and got none back, so any other offer is answered with none.
+        let chosen = req
             .headers()
             .get_all("sec-websocket-protocol")
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
-            .any(|p| p.trim() == "abp");
-        if offers_abp {
+            .map(str::trim)
+            .find_map(|p| SUBPROTOCOLS.iter().find(|k| **k == p));
+        if let Some(p) = chosen {
             res.headers_mut().insert(
                 "sec-websocket-protocol",
-                tungstenite::http::HeaderValue::from_static("abp"),
+                tungstenite::http::HeaderValue::from_static(p),
             );
         }
         Ok(res)

@@ -17,6 +17,11 @@ const sentByType = {};
   MessagePort.prototype.postMessage = function (msg, ...rest) {
     const type = msg && msg.type;
     if (typeof type === 'string') sentByType[type] = (sentByType[type] || 0) + 1;
+    // JSON-RPC (the MCP dialect): responses counted by id, as `response:<id>`.
+    if (msg && msg.jsonrpc === '2.0' && msg.id !== undefined && msg.method === undefined) {
+      const key = `response:${msg.id}`;
+      sentByType[key] = (sentByType[key] || 0) + 1;
+    }
     return post.call(this, msg, ...rest);
   };
 }
@@ -904,6 +909,47 @@ export async function docsShapedCapabilityChangesNeverEmptyTheList() {
   eq(pageErrors, [], 'no uncaught errors on the page');
 }
 
+export async function mcpDialectBetweenOurOwnSides() {
+  // Both sides of this SDK speaking MCP over a MessageChannel: bare JSON-RPC objects.
+  const channel = new MessageChannel();
+  const app = new AbpApp({ id: 'mcp.app', name: 'MCP app', version: '1.0.0' });
+  let aborted = null;
+  app.register('wait', (params, ctx) => new Promise((resolve, reject) => {
+    ctx.signal.addEventListener('abort', () => { aborted = ctx.signal.reason.message; reject(ctx.signal.reason); });
+  }));
+  app.register('add', ({ a, b }) => ({ sum: a + b }), { description: 'Adds', inputSchema: { type: 'object', required: ['a', 'b'] } });
+  app.register('fail', () => { throw new Error('nope'); });
+  app.listen(PostMessageTransport.fromPort(channel.port1), { dialect: 'mcp' });
+  const abp = await AbpClient.connect(PostMessageTransport.fromPort(channel.port2), { ...AGENT, dialect: 'mcp' });
+  eq(abp.listCapabilities().map((c) => c.name), ['wait', 'add', 'fail'], 'tools/list before connect resolves');
+  eq(abp.describeCapability('add').description, 'Adds', 'descriptors from the tool list');
+  eq((await abp.call('add', { a: 2, b: 3 })).data, { sum: 5 }, 'a call (structuredContent)');
+  const bad = await abp.call('add', { a: 1 });
+  eq([bad.success, bad.error.code, bad.error.details.jsonrpc.code], [false, 'INVALID_PARAMS', -32602], 'bad arguments: -32602');
+  const failed = await abp.call('fail', {});
+  eq([failed.success, failed.error.code, failed.error.message, failed.data.isError], [false, 'OPERATION_FAILED', 'nope', true], 'isError');
+  const controller = new AbortController();
+  const p = abp.call('wait', {}, { signal: controller.signal, callId: 'W1' });
+  await until(() => app.activeCalls === 1, 'the handler to run');
+  controller.abort('enough');
+  const r = await p;
+  eq([r.success, r.cancelled, r.error.code], [false, true, 'CANCELLED'], 'settled at once');
+  await until(() => aborted === 'enough', "the handler's signal, with the reason");
+  await sleep(30);
+  eq(sent('response:W1'), 0, 'no response is sent for a cancelled MCP request');
+  const timed = await abp.call('wait', {}, { timeout: 50 });
+  eq([timed.cancelled, timed.error.code, timed.error.retryable], [true, 'TIMEOUT', true], 'timeout');
+  let changed = null;
+  abp.onCapabilitiesChanged = (c) => { changed = c; };
+  app.register('late', () => 1);
+  await until(() => changed, 'notifications/tools/list_changed, then tools/list');
+  eq(changed.added, ['late'], 'the refreshed list');
+  eq(abp.pendingCalls + app.activeCalls, 0, 'nothing left');
+  await abp.shutdown();
+  app.close();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
 const cases = {
   abortListenerGoesWhenTheCallSettles, heartbeatSettlesCallsToASilentPort,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
@@ -918,6 +964,7 @@ const cases = {
   popupWindowAndItsClosing, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
   windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
+  mcpDialectBetweenOurOwnSides,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
