@@ -88,10 +88,20 @@ try {
   });
   check(maxTotal.error?.code === -32001 && /Maximum total timeout exceeded/.test(maxTotal.error.message) && maxTotal.elapsed >= 500,
     'maxTotalTimeout -> McpError -32001 at the first progress after it', maxTotal);
-  // The SDK sends no notifications/cancelled for it: the server's handler keeps running to the end.
+  // It sends no notifications/cancelled when it rejects; but _resetTimeout drops the timeout entry without clearing
+  // its timer (protocol.js), so that timer still fires `timeout` ms after the last reset and sends
+  // notifications/cancelled with reason "McpError: MCP error -32001: Request timed out" for the settled call.
   const maxTotalId = await frame.evaluate(() => calls.filter((c) => c.name === 'slow').at(-1).requestId);
-  const cancelledForMax = await frame.evaluate((id) => wire.filter((m) => m.data?.payload?.method === 'notifications/cancelled' && m.data.payload.params.requestId === id).length, maxTotalId);
-  check(cancelledForMax === 0, 'maxTotalTimeout sends no notifications/cancelled (the server keeps working)', { requestId: maxTotalId, cancelledForMax });
+  const cancelsFor = (id) => frame.evaluate((id) => wire.filter((m) => m.data?.payload?.method === 'notifications/cancelled'
+    && m.data.payload.params.requestId === id).map((m) => ({ at: m.at, reason: m.data.payload.params.reason })), id);
+  const cancelledAtReject = (await cancelsFor(maxTotalId)).length;
+  await page.waitForTimeout(500);
+  const lateCancels = await cancelsFor(maxTotalId);
+  const maxTotalAbort = await frame.evaluate((id) => aborts.find((a) => a.requestId === id), maxTotalId);
+  check(cancelledAtReject === 0 && lateCancels.length === 1 && lateCancels[0].reason === 'McpError: MCP error -32001: Request timed out'
+    && maxTotalAbort?.reason === lateCancels[0].reason,
+  'maxTotalTimeout: no notifications/cancelled when it rejects; the leaked per-request timer sends one later ("Request timed out")',
+  { requestId: maxTotalId, cancelledAtReject, lateCancels: lateCancels.length, reason: lateCancels[0]?.reason });
 
   // Abort through the SDK's signal: notifications/cancelled, the server's extra.signal aborts with the reason, and
   // the server sends no response for that request.
