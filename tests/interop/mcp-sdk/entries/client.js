@@ -15,3 +15,5 @@ export {
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 export { IframeParentTransport } from '@mcp-b/transports';
+// Bare JSON-RPC objects over postMessage, no envelope and no handshake (MCP Apps' transport).
+export { PostMessageTransport as ExtAppsPostMessageTransport } from '@modelcontextprotocol/ext-apps';

@@ -11,3 +11,5 @@ export {
 } from '@modelcontextprotocol/sdk/types.js';
 export { IframeChildTransport } from '@mcp-b/transports';
 export { z } from 'zod';
+// Bare JSON-RPC objects over postMessage, no envelope and no handshake (MCP Apps' transport).
+export { PostMessageTransport as ExtAppsPostMessageTransport } from '@modelcontextprotocol/ext-apps';
