@@ -151,6 +151,33 @@ try {
     const asked = await page.evaluate(() => settle(client.callTool({ name: 'ask', arguments: { question: 'Proceed?' } })));
     check(asked.value?.content?.[0]?.text === JSON.stringify({ action: 'accept', content: { answer: 'yes' } }), 'elicitation/create answered by the Client', asked);
 
+    // Elicitation dies with its call: the server's handler passed extra.signal to elicitInput, so aborting the
+    // tools/call makes the server send notifications/cancelled for its elicitation/create too, and the Client's
+    // elicitation handler sees extra.signal abort (this is the server's second request, id 1: the SDK ignores
+    // notifications/cancelled for requestId 0).
+    const nested = await page.evaluate(async () => {
+      let seen;
+      const handlerAborted = new Promise((ok) => {
+        window.elicitAnswer = (params, extra) => new Promise((answer) => {
+          seen = extra.requestId;
+          extra.signal.addEventListener('abort', () => { ok(String(extra.signal.reason)); answer({ action: 'cancel' }); }, { once: true });
+        });
+      });
+      const ac = new AbortController();
+      const p = settle(client.callTool({ name: 'ask', arguments: { question: 'Wait?' } }, undefined, { signal: ac.signal }));
+      while (seen === undefined) await new Promise((r) => setTimeout(r, 10));
+      ac.abort('user gave up');
+      const call = await p;
+      const reason = await Promise.race([handlerAborted, new Promise((r) => setTimeout(() => r('(not aborted)'), 1000))]);
+      await new Promise((r) => setTimeout(r, 100));
+      const cancels = wire.filter((m) => m.msg?.method === 'notifications/cancelled').map((m) => m.msg.params);
+      return { call, elicitationId: seen, handlerReason: reason, cancels };
+    });
+    const nestedAnswers = await frame.evaluate((id) => wire.filter((m) => m.msg?.id === id && ('result' in m.msg || 'error' in m.msg)).length, nested.elicitationId);
+    check(nested.call.error?.message === 'MCP error -32001: user gave up' && nested.cancels.some((c) => c.requestId === nested.elicitationId && c.reason === 'user gave up')
+      && nested.handlerReason === 'user gave up' && nestedAnswers === 0,
+    'elicitation cancelled with its call: notifications/cancelled server->client, the Client handler aborts, no answer is sent', { ...nested, nestedAnswers });
+
     // list_changed: registering a tool in the iframe makes the Client refresh its list (listChanged.tools option).
     await frame.evaluate(() => window.addTool('late_tool'));
     await page.waitForFunction(() => listChanges.length > 0, null, { timeout: 3000 });
