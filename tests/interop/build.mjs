@@ -1,0 +1,51 @@
+// Bundles the official MCP packages (pinned in package-lock.json next to this file) into browser ES modules:
+//   mcp-sdk/dist/client.js  Client, IframeParentTransport, WebSocketClientTransport, McpError, ErrorCode, ...
+//   mcp-sdk/dist/server.js  McpServer, Server, IframeChildTransport, z (zod), McpError, ErrorCode, ...
+// Run it from anywhere: `node tests/interop/build.mjs` (add `--force` to rebuild). On a fresh clone it first runs
+// `npm ci` here; when dist/ is newer than the lockfile, this script and the entry files, it does nothing.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const lock = join(here, 'package-lock.json');
+const installed = join(here, 'node_modules', '.package-lock.json');
+const dist = join(here, 'mcp-sdk', 'dist');
+const entries = { client: join(here, 'mcp-sdk', 'entries', 'client.js'), server: join(here, 'mcp-sdk', 'entries', 'server.js') };
+const outputs = Object.keys(entries).map((name) => join(dist, `${name}.js`));
+const mtime = (path) => (existsSync(path) ? statSync(path).mtimeMs : -Infinity);
+const log = (msg) => console.log(`interop build: ${msg}`);
+
+// npm ci when node_modules is missing or older than the lockfile (npm writes node_modules/.package-lock.json).
+if (!existsSync(installed) || mtime(installed) < mtime(lock)) {
+  log('installing the pinned packages (npm ci)');
+  execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: here, stdio: 'inherit' });
+}
+
+const inputs = [lock, installed, fileURLToPath(import.meta.url), ...Object.values(entries)];
+const oldestOutput = Math.min(...outputs.map(mtime));
+if (!process.argv.includes('--force') && oldestOutput > Math.max(...inputs.map(mtime))) {
+  log('mcp-sdk/dist is up to date');
+} else {
+  const { build } = createRequire(join(here, 'package.json'))('esbuild');
+  mkdirSync(dist, { recursive: true });
+  const started = Date.now();
+  await build({
+    absWorkingDir: here,
+    entryPoints: entries,
+    outdir: dist,
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    // Not minified: these bundles are read in stack traces and while checking the wire facts in WIRE.md.
+    minify: false,
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    define: { 'process.env.NODE_ENV': '"production"' },
+  });
+  const sizes = outputs.map((f) => `${f.slice(here.length + 1)} ${(statSync(f).size / 1024).toFixed(0)} KB`).join(', ');
+  log(`bundled in ${Date.now() - started} ms: ${sizes}`);
+}
