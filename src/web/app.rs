@@ -252,7 +252,7 @@ impl AbpApp {
             ..self.shared.config.clone()
         };
         let conn = AppConnInner::with_dialect(&self.shared, config, dialect);
-        let link = Link::open(target, Rc::downgrade(&conn))?;
+        let link = Link::open(target, Rc::downgrade(&conn), false)?;
         *conn.link.borrow_mut() = Some(link);
         self.shared.conns.borrow_mut().push(conn);
         keep_alive(&self.shared);

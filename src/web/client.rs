@@ -64,6 +64,11 @@ struct ClientJs {
 }
 
 impl ClientInner {
+    /// Whether `initialize` offers the private channel: only ABP apps of this SDK take it.
+    fn offers_channel(&self) -> bool {
+        self.codec.borrow().kind() == crate::core::dialect::DialectKind::Abp
+    }
+
     /// Warns (once per name, in the console) before the first call to a deprecated or experimental
     /// capability.
     fn warn_once(&self, capability: &str) {
@@ -261,7 +266,7 @@ impl AbpClient {
                 inner.drive();
             }
         }));
-        let link = Link::open(target, Rc::downgrade(&inner))?;
+        let link = Link::open(target, Rc::downgrade(&inner), true)?;
         *inner.link.borrow_mut() = Some(link);
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
         let mut slot = None;
@@ -675,7 +680,7 @@ impl ClientInner {
         };
         let link = self.link.borrow();
         let sent = match link.as_ref() {
-            Some(link) if kind == 1 => link.send_initialize(&msg),
+            Some(link) if kind == 1 => link.send_initialize(&msg, self.offers_channel()),
             Some(link) if kind == 2 && link.on_port() => {
                 // Also on the window: a page that is unloading may not get a channel message out.
                 let _ = link.send_window(&msg, None);

@@ -203,6 +203,24 @@ export function askGlobal(api, request) {
   }
 }
 
+// ---- The MCP-B envelope (@mcp-b/transports): { channel, type: 'mcp', direction, payload } ----
+
+/** `payload` in the MCP-B envelope of `channel`, going `direction`. */
+export function mcpbWrap(channel, direction, payload) {
+  return { channel, type: 'mcp', direction, payload };
+}
+
+/** The payload of `data` if it is an MCP-B envelope of `channel` going `direction`, else undefined. */
+export function mcpbPayload(data, channel, direction) {
+  if (data === null || typeof data !== 'object') return undefined;
+  try {
+    if (data.channel !== channel || data.type !== 'mcp' || data.direction !== direction) return undefined;
+    return data.payload;
+  } catch (_) {
+    return undefined;
+  }
+}
+
 // ---- WebSocket frames: JSON text, with binary values as ABP BinaryData (base64) ----
 
 function toBase64(bytes) {

@@ -16,7 +16,7 @@ use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window}
 use super::dom::{Interval, Listener};
 use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
-use super::value::{console_warn, opt_string, port_post, type_error};
+use super::value::{console_warn, mcpb_payload, mcpb_wrap, opt_string, port_post, type_error};
 use crate::core::schema::Payload;
 
 #[derive(Clone)]
@@ -24,16 +24,66 @@ pub(crate) enum Target {
     Iframe {
         iframe: HtmlIFrameElement,
         origin: String,
+        channel: Option<String>,
     },
     Window {
         win: Window,
         origin: String,
+        channel: Option<String>,
     },
     Parent {
         allowed: Vec<String>,
+        channel: Option<String>,
     },
     Port(MessagePort),
     Socket(Rc<Socket>),
+}
+
+/// The MCP-B envelope `{ channel, type: 'mcp', direction, payload }` that `@mcp-b/transports`'
+/// `IframeParentTransport`/`IframeChildTransport` speak, with its ready handshake (`'mcp-check-ready'`,
+/// `'mcp-server-ready'`, `'mcp-server-stopped'` as payloads).
+#[derive(Clone)]
+struct Envelope {
+    channel: String,
+    /// This side is the MCP client (the agent).
+    client: bool,
+}
+
+impl Envelope {
+    fn outgoing(&self) -> &'static str {
+        if self.client {
+            "client-to-server"
+        } else {
+            "server-to-client"
+        }
+    }
+
+    fn incoming(&self) -> &'static str {
+        if self.client {
+            "server-to-client"
+        } else {
+            "client-to-server"
+        }
+    }
+
+    fn wrap(&self, payload: &JsValue) -> JsValue {
+        mcpb_wrap(&self.channel, self.outgoing(), payload)
+    }
+}
+
+/// The `channel` option (the MCP-B envelope's channel, e.g. `'mcp-iframe'`).
+fn channel_option(options: &JsValue, what: &str) -> Result<Option<String>, JsValue> {
+    match options.get("channel") {
+        None => Ok(None),
+        Some(c) => match c.as_string().filter(|c| !c.is_empty()) {
+            Some(c) => Ok(Some(c)),
+            None => Err(type_error(&crate::core::message::text(&[
+                "PostMessageTransport.",
+                what,
+                ": options.channel must be a non-empty string (the MCP-B channel, e.g. 'mcp-iframe')",
+            ]))),
+        },
+    }
 }
 
 /// Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
@@ -67,6 +117,7 @@ impl PostMessageTransport {
         options: IframeOptions,
     ) -> Result<PostMessageTransport, JsValue> {
         let origin = target_origin(&options, "toIframe")?;
+        let channel = channel_option(&options, "toIframe")?;
         if !iframe.is_instance_of::<HtmlIFrameElement>() {
             return Err(type_error(
                 "PostMessageTransport.toIframe: expected an <iframe> element",
@@ -75,6 +126,7 @@ impl PostMessageTransport {
         Ok(Self::with(Target::Iframe {
             iframe: iframe.clone(),
             origin,
+            channel,
         }))
     }
 
@@ -86,9 +138,11 @@ impl PostMessageTransport {
         options: WindowOptions,
     ) -> Result<PostMessageTransport, JsValue> {
         let origin = target_origin(&options, "toWindow")?;
+        let channel = channel_option(&options, "toWindow")?;
         Ok(Self::with(Target::Window {
             win: win.clone(),
             origin,
+            channel,
         }))
     }
 
@@ -119,7 +173,8 @@ impl PostMessageTransport {
                 "abp-wasm: allowedOrigins ['*'] lets any page that frames this app call it",
             );
         }
-        Ok(Self::with(Target::Parent { allowed }))
+        let channel = channel_option(&options, "toParent")?;
+        Ok(Self::with(Target::Parent { allowed, channel }))
     }
 
     /// Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
@@ -203,6 +258,8 @@ pub(crate) struct Link {
     port: RefCell<Option<(MessagePort, Listener)>>,
     /// Agent side: ports offered with `initialize`, until the app answers on one of them.
     offered: RefCell<Vec<(MessagePort, Listener)>>,
+    /// The MCP-B envelope, when the transport was given a `channel`.
+    envelope: Option<Envelope>,
     _listeners: Vec<Listener>,
     _watchdog: Option<Interval>,
 }
@@ -211,6 +268,12 @@ impl Drop for Link {
     fn drop(&mut self) {
         if let Target::Socket(socket) = &self.target {
             socket.close();
+        }
+        if let (Some(env), Target::Parent { .. }) = (&self.envelope, &self.target) {
+            // Tell an MCP-B client the server is gone (its pending calls then fail at once).
+            if self.reply_origin.borrow().is_some() {
+                let _ = self.send_window(&env.wrap(&JsValue::from_str("mcp-server-stopped")), None);
+            }
         }
         if let Some((port, _)) = self.port.borrow_mut().take() {
             port.close();
@@ -235,12 +298,25 @@ fn same(a: &JsValue, b: &JsValue) -> bool {
 }
 
 impl Link {
-    pub(crate) fn open<S: Sink>(target: Target, sink: Weak<S>) -> Result<Link, JsValue> {
+    /// `client`: this side is the agent (for the direction of an MCP-B envelope).
+    pub(crate) fn open<S: Sink>(
+        target: Target,
+        sink: Weak<S>,
+        client: bool,
+    ) -> Result<Link, JsValue> {
         let dyn_sink: Weak<dyn Sink> = sink.clone();
+        let envelope = match &target {
+            Target::Iframe { channel, .. }
+            | Target::Window { channel, .. }
+            | Target::Parent { channel, .. } => {
+                channel.clone().map(|channel| Envelope { channel, client })
+            }
+            _ => None,
+        };
         let mut listeners = Vec::new();
         let mut watchdog = None;
         let accept: Box<dyn Fn(&MessageEvent) -> Verdict> = match &target {
-            Target::Iframe { iframe, origin } => {
+            Target::Iframe { iframe, origin, .. } => {
                 let (iframe, origin) = (iframe.clone(), origin.clone());
                 let w = sink.clone();
                 let frame = iframe.clone();
@@ -260,7 +336,7 @@ impl Link {
                     }
                 })
             }
-            Target::Window { win, origin } => {
+            Target::Window { win, origin, .. } => {
                 let (win, origin) = (win.clone(), origin.clone());
                 let w = sink.clone();
                 let watched = win.clone();
@@ -280,7 +356,7 @@ impl Link {
                     }
                 })
             }
-            Target::Parent { allowed } => {
+            Target::Parent { allowed, .. } => {
                 let allowed = allowed.clone();
                 let parent = web_sys::window().and_then(|w| w.parent().ok().flatten());
                 Box::new(move |e| {
@@ -304,6 +380,7 @@ impl Link {
                     reply_origin: RefCell::new(None),
                     port: RefCell::new(None),
                     offered: RefCell::new(Vec::new()),
+                    envelope: None,
                     _listeners: Self::page_hide(sink).into_iter().collect(),
                     _watchdog: None,
                 });
@@ -316,14 +393,30 @@ impl Link {
             }
         };
         let w = sink.clone();
+        let env = envelope.clone();
         listeners.push(Listener::new(&events, "message", move |event| {
             let Some(e) = event.dyn_ref::<MessageEvent>() else {
                 return;
             };
             let Some(s) = w.upgrade() else { return };
-            match accept(e) {
-                Verdict::Accept => s.on_message(e.data(), &e.origin(), first_port(e)),
-                Verdict::Orphan => s.on_orphan(e.data()),
+            let verdict = accept(e);
+            let data = match (&env, &verdict) {
+                (Some(env), Verdict::Accept | Verdict::Orphan) => {
+                    // Only our channel's envelopes, in the direction that comes to this side.
+                    let payload = mcpb_payload(&e.data(), &env.channel, env.incoming());
+                    if payload.is_undefined() {
+                        return;
+                    }
+                    if let Some(signal) = payload.as_string() {
+                        return handshake(env, &signal, e, &s);
+                    }
+                    payload
+                }
+                _ => e.data(),
+            };
+            match verdict {
+                Verdict::Accept => s.on_message(data, &e.origin(), first_port(e)),
+                Verdict::Orphan => s.on_orphan(data),
                 Verdict::Reject => s.on_rejected(),
             }
         }));
@@ -338,12 +431,22 @@ impl Link {
             }));
         }
         listeners.extend(Self::page_hide(sink));
+        if let (Some(env), Target::Parent { allowed, .. }) = (&envelope, &target) {
+            // An MCP-B client waits for the server to say it is ready before it sends anything.
+            let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
+            if let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) {
+                for origin in allowed {
+                    let _ = post_to(&parent, &ready, origin, None);
+                }
+            }
+        }
         Ok(Link {
             target,
             sink: dyn_sink,
             reply_origin: RefCell::new(None),
             port: RefCell::new(None),
             offered: RefCell::new(Vec::new()),
+            envelope,
             _listeners: listeners,
             _watchdog: watchdog,
         })
@@ -373,7 +476,8 @@ impl Link {
     /// Agent side: sends `initialize`, offering a new private channel with it (frames and windows only).
     /// Until the app's page is there (an iframe still on its first `about:blank`), nothing is sent: the connect
     /// loop sends again shortly.
-    pub(crate) fn send_initialize(&self, msg: &JsValue) -> Result<(), JsValue> {
+    /// `offer`: offer the private channel (ABP); other dialects just send.
+    pub(crate) fn send_initialize(&self, msg: &JsValue, offer: bool) -> Result<(), JsValue> {
         if self.port.borrow().is_some()
             || !matches!(self.target, Target::Iframe { .. } | Target::Window { .. })
         {
@@ -381,6 +485,9 @@ impl Link {
         }
         if !self.recipient_ready() {
             return Ok(());
+        }
+        if !offer || self.envelope.is_some() {
+            return self.send(msg, None);
         }
         let channel = web_sys::MessageChannel::new()?;
         let (mine, theirs) = (channel.port1(), channel.port2());
@@ -404,7 +511,7 @@ impl Link {
     /// for every attempt. A frame's document is readable only while it is same-origin with this page
     /// (`contentDocument` is null otherwise, without throwing), so only then is its origin compared.
     fn recipient_ready(&self) -> bool {
-        let Target::Iframe { iframe, origin } = &self.target else {
+        let Target::Iframe { iframe, origin, .. } = &self.target else {
             return true;
         };
         if origin == "*" || origin == "/" || iframe.content_document().is_none() {
@@ -503,14 +610,22 @@ impl Link {
         msg: &JsValue,
         transfer: Option<&JsValue>,
     ) -> Result<(), JsValue> {
+        let wrapped;
+        let msg = match &self.envelope {
+            Some(env) => {
+                wrapped = env.wrap(msg);
+                &wrapped
+            }
+            None => msg,
+        };
         match &self.target {
-            Target::Iframe { iframe, origin } => {
+            Target::Iframe { iframe, origin, .. } => {
                 let win = iframe
                     .content_window()
                     .ok_or_else(|| type_error("the iframe is gone"))?;
                 post_to(&win, msg, origin, transfer)
             }
-            Target::Window { win, origin } => post_to(win, msg, origin, transfer),
+            Target::Window { win, origin, .. } => post_to(win, msg, origin, transfer),
             Target::Parent { .. } => {
                 let parent = web_sys::window()
                     .and_then(|w| w.parent().ok().flatten())
@@ -527,6 +642,21 @@ impl Link {
             Target::Port(port) => port_post(port, msg, transfer),
             Target::Socket(socket) => socket.send(msg),
         }
+    }
+}
+
+/// The MCP-B ready handshake: a server answers `'mcp-check-ready'` (to the origin that asked, which has
+/// passed the origin check); a client takes `'mcp-server-stopped'` as the server being gone.
+fn handshake<S: Sink>(env: &Envelope, signal: &str, e: &MessageEvent, sink: &Rc<S>) {
+    match (env.client, signal) {
+        (false, "mcp-check-ready") => {
+            let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
+            if let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) {
+                let _ = post_to(&parent, &ready, &e.origin(), None);
+            }
+        }
+        (true, "mcp-server-stopped") => sink.clone().on_lost(),
+        _ => {}
     }
 }
 

@@ -94,6 +94,10 @@ extern "C" {
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
+    #[wasm_bindgen(js_name = mcpbWrap)]
+    pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = mcpbPayload)]
+    pub(crate) fn mcpb_payload(data: &JsValue, channel: &str, direction: &str) -> JsValue;
     #[wasm_bindgen(js_name = emitGlobal)]
     pub(crate) fn emit_global(api: &JsValue, kind: &str, value: &JsValue);
     #[wasm_bindgen(js_name = askGlobal)]

@@ -113,14 +113,16 @@ fn response<P: Wire>(id: P, result: P) -> P {
     ])
 }
 
-fn error_response<P: Wire>(id: P, code: i32, message: &str) -> P {
+/// A JSON-RPC error response; `id: None` (the request's id could not be read) leaves the id out, as the MCP
+/// SDK's strict schema accepts it (it refuses `id: null`).
+fn error_response<P: Wire>(id: Option<P>, code: i32, message: &str) -> P {
     let error = P::object_of(&mut [
         ("code", Some(P::number(f64::from(code)))),
         ("message", Some(P::string(message))),
     ]);
     P::object_of(&mut [
         ("jsonrpc", Some(jsonrpc())),
-        ("id", Some(id)),
+        ("id", id),
         ("error", Some(error)),
     ])
 }
@@ -217,11 +219,16 @@ fn error_result<P: Wire>(message: &str) -> P {
     ])
 }
 
-/// A tool as `tools/list` lists it: `inputSchema` defaults to `{ type: 'object' }`.
+/// A tool as `tools/list` lists it: `inputSchema` defaults to `{ type: 'object' }`, and always says
+/// `type: 'object'` (MCP clients reject the whole list otherwise).
 fn tool_of<P: Wire>(d: &P) -> P {
-    let schema = d
+    let mut schema = d
         .get_object("inputSchema")
-        .unwrap_or_else(|| P::object_of(&mut [("type", Some(P::constant("object")))]));
+        .map(|s| s.shallow_copy())
+        .unwrap_or_else(P::object);
+    if schema.get_string("type").as_deref() != Some("object") {
+        schema.set("type", P::constant("object"));
+    }
     P::object_of(&mut [
         ("name", d.get("name")),
         ("description", d.get("description")),
@@ -568,10 +575,7 @@ impl<P: Wire> McpCodec<P> {
                 response(rid, P::object())
             }
             Outgoing::RpcError { id, code, message } => {
-                let rid = match id {
-                    Some(id) => self.reply_id(&id),
-                    None => P::null(),
-                };
+                let rid = id.map(|id| self.reply_id(&id));
                 error_response(rid, code, &message)
             }
             // The server role.
@@ -598,7 +602,7 @@ impl<P: Wire> McpCodec<P> {
             }
             Outgoing::InitializeError { id, error } => {
                 let rid = self.reply_id(&id);
-                error_response(rid, rpc::INVALID_REQUEST, &error.message)
+                error_response(Some(rid), rpc::INVALID_REQUEST, &error.message)
             }
             Outgoing::CapabilityList { id } => {
                 let list = hello
@@ -626,10 +630,10 @@ impl<P: Wire> McpCodec<P> {
                     Outcome::Failure(e) => match e.code {
                         // Protocol errors, as the MCP SDK answers them.
                         ErrorCode::UnknownCapability | ErrorCode::InvalidParams => {
-                            error_response(rid, rpc::INVALID_PARAMS, &e.message)
+                            error_response(Some(rid), rpc::INVALID_PARAMS, &e.message)
                         }
                         ErrorCode::NotInitialized => {
-                            error_response(rid, rpc::INVALID_REQUEST, &e.message)
+                            error_response(Some(rid), rpc::INVALID_REQUEST, &e.message)
                         }
                         // Tool errors: the model should see them.
                         _ => response(rid, error_result(&e.message)),

@@ -1,0 +1,255 @@
+// MCP interop cases, run by tests/mcp.rs in headless Chrome and Firefox: this SDK speaking MCP with code nobody
+// here wrote, the official @modelcontextprotocol/sdk 1.32.2 with @mcp-b/transports 4.0.0 and
+// @modelcontextprotocol/ext-apps 1.7.5 (pinned in tests/interop/package.json, bundled by tests/interop/build.mjs).
+// Every app runs in a cross-origin iframe; what happens inside it is reported back as messages.
+import { AbpClient, AbpApp, PostMessageTransport, WebSocketTransport } from '/wasm-bindgen-test';
+import { Client, IframeParentTransport, ExtAppsPostMessageTransport, WebSocketClientTransport, ElicitRequestSchema }
+  from '/tests/interop/mcp-sdk/dist/client.js';
+import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+
+const ORIGIN = location.origin;
+const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
+const AGENT = { agent: { name: 'abp-wasm-test-agent', version: '1.0.0' }, dialect: 'mcp' };
+
+// What the frames report: { fixtureLog } from our app (tests/fixtures/mcp-app.html), { sdkLog } from the SDK's
+// McpServer page (tests/interop/mcp-sdk/server.html).
+const reports = [];
+// Every MCP-B envelope and bare JSON-RPC message the frames post to this page, for counting frames.
+const frames = [];
+addEventListener('message', (e) => {
+  const d = e.data;
+  if (d && d.fixtureLog) reports.push(d.fixtureLog);
+  else if (d && d.sdkLog) reports.push(d.sdkLog);
+  else if (d && d.type === 'mcp' && d.payload && typeof d.payload === 'object') frames.push(d.payload);
+  else if (d && d.jsonrpc === '2.0') frames.push(d);
+});
+const reported = (f) => reports.find(f);
+
+function frame(path) {
+  const iframe = document.createElement('iframe');
+  iframe.src = `${OTHER}${path}${path.includes('?') ? '&' : '?'}parent=${encodeURIComponent(ORIGIN)}`;
+  document.body.appendChild(iframe);
+  return iframe;
+}
+
+const loaded = (iframe) => new Promise((resolve) => iframe.addEventListener('load', resolve, { once: true }));
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  return fail('expected a rejection');
+}
+
+/** The official SDK Client, connected to our AbpApp (dialect 'mcp') in a cross-origin iframe. */
+async function sdkClientToOurApp(framing) {
+  reports.length = 0;
+  const iframe = frame(`/tests/fixtures/mcp-app.html${framing === 'bare' ? '?framing=bare' : ''}`);
+  const changed = [];
+  const client = new Client({ name: 'sdk-host', version: '1.0.0' }, {
+    capabilities: { elicitation: {} },
+    listChanged: { tools: { debounceMs: 0, onChanged: (error, tools) => changed.push(tools) } },
+  });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => ({ action: 'accept', content: { answer: `yes to ${request.params.message}` } }));
+  let transport;
+  if (framing === 'bare') {
+    // ext-apps' transport has no handshake: wait for our app to say it listens.
+    await until(() => reported((r) => r.event === 'listening'), 'the app to listen', 5000);
+    transport = new ExtAppsPostMessageTransport(iframe.contentWindow, iframe.contentWindow);
+  } else {
+    transport = new IframeParentTransport({ iframe, targetOrigin: OTHER });
+  }
+  await client.connect(transport);
+  return { iframe, client, changed };
+}
+
+async function theSdkClientDrivesOurApp(framing) {
+  const { iframe, client, changed } = await sdkClientToOurApp(framing);
+  const { tools } = await client.listTools();
+  eq(tools.map((t) => t.name), ['echo', 'slow', 'fail', 'ask'], 'listTools');
+  const schema = tools[0].inputSchema;
+  eq([schema.type, schema.required, schema.properties], ['object', ['text'], { text: { type: 'string' } }], 'inputSchema');
+  eq(tools[2].inputSchema, { type: 'object' }, 'the default inputSchema');
+  const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+  eq(echoed.structuredContent, { text: 'hi' }, 'callTool: structuredContent');
+  eq(echoed.content, [{ type: 'text', text: '{"text":"hi"}' }], 'callTool: text content');
+  // Arguments are checked against the inputSchema; unknown tools are JSON-RPC errors -32602.
+  const bad = await rejection(client.callTool({ name: 'echo', arguments: { text: 5 } }));
+  eq(bad.code, -32602, `arguments against inputSchema: ${bad.message}`);
+  const unknown = await rejection(client.callTool({ name: 'nope', arguments: {} }));
+  eq(unknown.code, -32602, 'an unknown tool');
+  const failed = await client.callTool({ name: 'fail', arguments: {} });
+  eq([failed.isError, failed.content[0].text], [true, 'boom'], 'a handler error is isError');
+  // Progress, with the timeout reset by each one.
+  const progress = [];
+  const slow = await client.callTool({ name: 'slow', arguments: { steps: 4, ms: 120 } }, undefined,
+    { onprogress: (p) => progress.push(p), resetTimeoutOnProgress: true, timeout: 300 });
+  eq(slow.structuredContent, { steps: 4 }, 'progress kept the call alive past its timeout');
+  eq(progress.map((p) => p.progress), [1, 2, 3, 4], 'onprogress');
+  eq(progress[0].message, 'step 1/4', 'the status travels as the message');
+  // Abort through the SDK's signal: our handler's ctx.signal aborts with the reason, and no response is sent.
+  const controller = new AbortController();
+  const pending = client.callTool({ name: 'slow', arguments: { steps: 50, ms: 100 } }, undefined, { signal: controller.signal });
+  await until(() => reported((r) => r.event === 'start' && r.name === 'slow' && reports.filter((x) => x.event === 'start' && x.name === 'slow').length === 2), 'the second slow call to start');
+  const started = reports.filter((r) => r.event === 'start' && r.name === 'slow')[1];
+  controller.abort('user pressed stop');
+  const aborted = await rejection(pending);
+  assert(/user pressed stop/.test(aborted.message), `the SDK rejects with the reason: ${aborted.message}`);
+  await until(() => reported((r) => r.event === 'abort' && r.callId === started.callId), "our handler's signal to abort");
+  eq(reported((r) => r.event === 'abort' && r.callId === started.callId).reason, 'user pressed stop', 'with the reason');
+  await sleep(250);
+  eq(frames.filter((m) => String(m.id) === started.callId && m.method === undefined).length, 0, 'no response frame for the cancelled request');
+  // The SDK's timeout cancels the same way.
+  const timedOut = await rejection(client.callTool({ name: 'slow', arguments: { steps: 50, ms: 100 } }, undefined, { timeout: 150 }));
+  eq(timedOut.code, -32001, 'the SDK timeout');
+  await until(() => reports.filter((r) => r.event === 'abort' && r.name === 'slow').length === 2, 'the timed-out handler to abort');
+  // Elicitation: our ctx.elicit becomes elicitation/create, answered by the SDK's handler.
+  const asked = await client.callTool({ name: 'ask', arguments: { question: 'Proceed?' } });
+  eq(asked.structuredContent.answer, { success: true, data: { answer: 'yes to Proceed?' } }, 'elicitation/create answered');
+  // A tool registered later: notifications/tools/list_changed, and the SDK lists again.
+  iframe.contentWindow.postMessage({ fixtureCommand: 'register', name: 'late' }, OTHER);
+  await until(() => changed.length > 0, 'the SDK to list the tools again', 5000);
+  assert(changed[changed.length - 1].some((t) => t.name === 'late'), 'the new tool is listed');
+  await client.close();
+  iframe.remove();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
+export async function sdkClientDrivesOurAppOverMcpB() {
+  await theSdkClientDrivesOurApp('mcp-b');
+}
+
+export async function sdkClientDrivesOurAppOverBareJsonRpc() {
+  await theSdkClientDrivesOurApp('bare');
+}
+
+/** Our AbpClient (dialect 'mcp') connected to the SDK's McpServer in a cross-origin iframe. */
+async function ourClientToSdkServer(framing, options = {}) {
+  reports.length = 0;
+  const iframe = frame(`/tests/interop/mcp-sdk/server.html${framing === 'bare' ? '?framing=bare' : ''}`);
+  const transport = PostMessageTransport.toIframe(iframe, framing === 'bare' ? { targetOrigin: OTHER }
+    : { targetOrigin: OTHER, channel: 'mcp-iframe' });
+  const abp = await AbpClient.connect(transport, { ...AGENT, ...options });
+  return { iframe, abp };
+}
+
+async function ourClientDrivesTheSdkServer(framing) {
+  const { iframe, abp } = await ourClientToSdkServer(framing);
+  eq(abp.listCapabilities().map((c) => c.name), ['echo', 'add', 'slow', 'fail', 'ask'], 'listCapabilities() from tools/list');
+  eq(abp.describeCapability('add').description, 'Adds two numbers (has an outputSchema, returns structuredContent)', 'descriptions');
+  const echoed = await abp.call('echo', { text: 'hi' });
+  eq([echoed.success, echoed.data.content], [true, [{ type: 'text', text: 'hi' }]], 'a call (the CallToolResult as data)');
+  eq((await abp.call('add', { a: 2, b: 3 })).data, { sum: 5 }, 'structuredContent as data');
+  const failed = await abp.call('fail', {});
+  eq([failed.success, failed.error.code, failed.error.message], [false, 'OPERATION_FAILED', 'boom: the handler failed'], 'isError');
+  const unknown = await abp.call('nope', {});
+  eq([unknown.success, unknown.error.code], [false, 'OPERATION_FAILED'], 'the SDK answers an unknown tool with isError');
+  const progress = [];
+  const slow = await abp.call('slow', { steps: 3, ms: 40 }, { onProgress: (p) => progress.push(p.progress) });
+  eq([slow.success, progress], [true, [1, 2, 3]], 'progress');
+  // Abort: the SDK handler's extra.signal aborts with our reason; our call resolves CANCELLED at once.
+  const controller = new AbortController();
+  const pending = abp.call('slow', { steps: 50, ms: 100 }, { signal: controller.signal, callId: 'stop-me' });
+  await until(() => reported((r) => r.event === 'start' && r.requestId === 'stop-me'), 'the SDK handler to start');
+  const t0 = performance.now();
+  controller.abort('user pressed stop');
+  const r = await pending;
+  assert(performance.now() - t0 < 50, 'settled at once');
+  eq([r.success, r.cancelled, r.error.code], [false, true, 'CANCELLED'], 'CANCELLED');
+  await until(() => reported((x) => x.event === 'abort' && x.requestId === 'stop-me'), "the SDK handler's extra.signal to abort");
+  eq(reported((x) => x.event === 'abort' && x.requestId === 'stop-me').reason, 'user pressed stop', 'with our reason');
+  // Timeout: TIMEOUT here, and the SDK handler is cancelled with reason "timeout".
+  const timed = await abp.call('slow', { steps: 50, ms: 100 }, { timeout: 150, callId: 'too-slow' });
+  eq([timed.cancelled, timed.error.code, timed.error.retryable], [true, 'TIMEOUT', true], 'TIMEOUT');
+  await until(() => reported((x) => x.event === 'abort' && x.requestId === 'too-slow'), 'the SDK handler to be cancelled');
+  // Elicitation from the SDK server reaches onElicitation.
+  abp.onElicitation = (request) => ({ success: true, data: { answer: `ok: ${request.params.message}` } });
+  const asked = await abp.call('ask', { question: 'Proceed?' });
+  eq(JSON.parse(asked.data.content[0].text), { action: 'accept', content: { answer: 'ok: Proceed?' } }, 'elicitation answered');
+  // A tool added on the server: list_changed, then our client lists again.
+  let changes = null;
+  abp.onCapabilitiesChanged = (c) => { changes = c; };
+  iframe.contentWindow.postMessage({ sdkCommand: 'addTool', name: 'late' }, OTHER);
+  await until(() => changes, 'the refreshed list');
+  eq(changes.added, ['late'], 'added');
+  eq((await abp.call('late', {})).data.content[0].text, 'late', 'and it can be called');
+  // The iframe removed mid-call: DISCONNECTED within a second.
+  const orphan = abp.call('slow', { steps: 50, ms: 100 });
+  await sleep(50);
+  const t1 = performance.now();
+  iframe.remove();
+  const gone = await orphan;
+  assert(performance.now() - t1 < 1000, 'within a second');
+  eq([gone.success, gone.error.code], [false, 'DISCONNECTED'], 'DISCONNECTED');
+  await abp.shutdown();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
+export async function ourClientDrivesTheSdkServerOverMcpB() {
+  await ourClientDrivesTheSdkServer('mcp-b');
+}
+
+export async function ourClientDrivesTheSdkServerOverBareJsonRpc() {
+  await ourClientDrivesTheSdkServer('bare');
+}
+
+export async function forgedJsonRpcFromAnotherFrameIsIgnored() {
+  // A hostile frame on the right origin but the wrong window, and the right window on the wrong origin: neither
+  // reaches our MCP client.
+  const { iframe, abp } = await ourClientToSdkServer('mcp-b');
+  const rejectedBefore = abp.rejectedMessages;
+  const forger = document.createElement('iframe');
+  forger.src = `${OTHER}/tests/fixtures/forger.html?callId=x`;
+  document.body.appendChild(forger);
+  await loaded(forger);
+  window.postMessage({ channel: 'mcp-iframe', type: 'mcp', direction: 'server-to-client',
+    payload: { jsonrpc: '2.0', method: 'notifications/tools/list_changed' } }, ORIGIN);
+  await until(() => abp.rejectedMessages > rejectedBefore, 'the forged message to be rejected');
+  eq(abp.listCapabilities().length, 5, 'nothing changed');
+  forger.remove();
+  iframe.remove();
+  await abp.shutdown();
+}
+
+export async function sdkWebSocketClientReachesOurAppThroughTheRelay() {
+  const base = globalThis.ABP_PEER_URL;
+  if (!base) fail('ABP_PEER_URL is not set');
+  const room = `mcp-${Math.random().toString(16).slice(2)}`;
+  const app = new AbpApp({ id: 'ws.mcp', name: 'WS MCP app', version: '1.0.0' });
+  let aborted = null;
+  app.register('wait', (params, ctx) => new Promise((resolve, reject) => {
+    ctx.signal.addEventListener('abort', () => { aborted = ctx.signal.reason.message; reject(ctx.signal.reason); });
+  }));
+  app.register('add', ({ a, b }) => ({ sum: a + b }));
+  const appSocket = await WebSocketTransport.connect(`${base}/relay/${room}/app`, { protocols: ['mcp'] });
+  eq(appSocket.protocol, 'mcp', 'the relay speaks the subprotocol mcp');
+  app.listen(appSocket, { dialect: 'mcp' });
+  const client = new Client({ name: 'sdk-ws', version: '1.0.0' });
+  await client.connect(new WebSocketClientTransport(new URL(`${base}/relay/${room}/agent`)));
+  eq((await client.listTools()).tools.map((t) => t.name), ['wait', 'add'], 'listTools over WebSocket');
+  eq((await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).structuredContent, { sum: 3 }, 'callTool');
+  const controller = new AbortController();
+  const pending = client.callTool({ name: 'wait', arguments: {} }, undefined, { signal: controller.signal });
+  await until(() => app.activeCalls === 1, 'the handler to run');
+  controller.abort('enough');
+  await rejection(pending);
+  await until(() => aborted === 'enough', "the handler's signal");
+  await client.close();
+  app.close();
+}
+
+const cases = {
+  sdkClientDrivesOurAppOverMcpB, sdkClientDrivesOurAppOverBareJsonRpc, ourClientDrivesTheSdkServerOverMcpB,
+  ourClientDrivesTheSdkServerOverBareJsonRpc, forgedJsonRpcFromAnotherFrameIsIgnored,
+  sdkWebSocketClientReachesOurAppThroughTheRelay,
+};
+
+/** Runs one case; a case that hangs fails after 30 s. */
+export async function runCase(name, peerUrl) {
+  globalThis.ABP_PEER_URL = peerUrl;
+  await runNamed(cases, name, 30000, () => {
+    for (const f of document.querySelectorAll('iframe')) f.remove();
+  });
+}

@@ -1,0 +1,68 @@
+//! MCP interop in headless Chrome and Firefox: this SDK speaking MCP with the official packages, pinned in
+//! `tests/interop/package.json` (`@modelcontextprotocol/sdk` 1.32.2, `@mcp-b/transports` 4.0.0,
+//! `@modelcontextprotocol/ext-apps` 1.7.5) and bundled for the browser by `tests/interop/build.mjs`, which
+//! `scripts/test.sh` runs first. The cases are in `tests/js/mcp-cases.js`:
+//! - the SDK's `Client` through `IframeParentTransport` (MCP-B envelope) and through ext-apps'
+//!   `PostMessageTransport` (bare JSON-RPC) to an `AbpApp` with `dialect: 'mcp'` in a cross-origin iframe:
+//!   listTools, callTool, arguments checked against inputSchema, an unknown tool, isError, progress with
+//!   resetTimeoutOnProgress, abort through the SDK's signal (our ctx.signal aborts with the reason; no response
+//!   frame), the SDK's timeout, elicitation/create answered, list_changed after `app.register`;
+//! - our `AbpClient` with `dialect: 'mcp'` to the SDK's `McpServer` behind `IframeChildTransport` and behind
+//!   ext-apps' transport: listCapabilities from tools/list, calls, isError, progress, abort (the SDK handler's
+//!   extra.signal aborts; CANCELLED at once), timeout, elicitation, list changes, the iframe removed mid-call
+//!   (DISCONNECTED within 1 s);
+//! - forged JSON-RPC from the wrong window is rejected and counted;
+//! - the SDK's `WebSocketClientTransport` (subprotocol `mcp`) reaching an `AbpApp` through `abp-peer`'s relay.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+
+mod common;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[allow(unused_imports)]
+use abp_wasm::AbpClient as _;
+
+#[wasm_bindgen(module = "/tests/js/mcp-cases.js")]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = runCase)]
+    async fn run_case(name: &str, peer: &str) -> Result<JsValue, JsValue>;
+}
+
+const PEER: Option<&str> = option_env!("ABP_PEER_URL");
+
+async fn check(name: &str) {
+    common::report(run_case(name, PEER.unwrap_or("")).await);
+}
+
+#[wasm_bindgen_test]
+async fn sdk_client_drives_our_app_over_mcp_b() {
+    check("sdkClientDrivesOurAppOverMcpB").await;
+}
+
+#[wasm_bindgen_test]
+async fn sdk_client_drives_our_app_over_bare_json_rpc() {
+    check("sdkClientDrivesOurAppOverBareJsonRpc").await;
+}
+
+#[wasm_bindgen_test]
+async fn our_client_drives_the_sdk_server_over_mcp_b() {
+    check("ourClientDrivesTheSdkServerOverMcpB").await;
+}
+
+#[wasm_bindgen_test]
+async fn our_client_drives_the_sdk_server_over_bare_json_rpc() {
+    check("ourClientDrivesTheSdkServerOverBareJsonRpc").await;
+}
+
+#[wasm_bindgen_test]
+async fn forged_json_rpc_from_another_frame_is_ignored() {
+    check("forgedJsonRpcFromAnotherFrameIsIgnored").await;
+}
+
+#[wasm_bindgen_test]
+async fn sdk_websocket_client_reaches_our_app_through_the_relay() {
+    check("sdkWebSocketClientReachesOurAppThroughTheRelay").await;
+}
