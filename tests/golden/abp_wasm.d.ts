@@ -344,9 +344,19 @@ declare global {
     }
 }
 
-export interface IframeOptions { targetOrigin: string }
-export interface WindowOptions { targetOrigin: string }
-export interface ParentOptions { allowedOrigins?: string[] }
+export interface IframeOptions {
+    targetOrigin: string;
+    /** Wrap every message in the MCP-B envelope of this channel (`'mcp-iframe'` for `@mcp-b/transports`), with
+     * its ready handshake. Without it, messages travel as they are (ABP envelopes, or bare JSON-RPC for MCP). */
+    channel?: string;
+}
+export interface WindowOptions { targetOrigin: string; channel?: string }
+export interface ParentOptions {
+    allowedOrigins?: string[];
+    /** The MCP-B channel (`'mcp-iframe'`): the app announces `'mcp-server-ready'` to the allowed origins and
+     * answers `'mcp-check-ready'`, as `@mcp-b/transports`' `IframeChildTransport` does. */
+    channel?: string;
+}
 
 export interface WebSocketOptions {
     /** Subprotocols offered in the handshake. */

@@ -108,3 +108,13 @@ export async function discovery(signal: AbortSignal): Promise<string[]> {
   const deprecated: boolean = manifest?.capabilities.some((c) => c.deprecated === true) ?? false;
   return [manifest?.app.name ?? '', String(deprecated), ...(r.warnings ?? [])];
 }
+
+export async function mcp(iframe: HTMLIFrameElement): Promise<boolean> {
+  const app = new AbpApp({ id: 'com.example.tools', name: 'Tools', version: '1.0.0' });
+  app.listen(PostMessageTransport.toParent({ allowedOrigins: ['https://host.example'], channel: 'mcp-iframe' }), { dialect: 'mcp' });
+  const client = await AbpClient.connect(
+    PostMessageTransport.toIframe(iframe, { targetOrigin: 'https://tools.example', channel: 'mcp-iframe' }),
+    { agent: { name: 'my-agent', version: '1.0.0' }, dialect: 'mcp' });
+  const r: ABPResponse = await client.call('search', { q: 'abp' }, { timeout: 1000 });
+  return r.success;
+}
