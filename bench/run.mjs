@@ -1,6 +1,6 @@
 // `npm run bench`: measures abp-wasm against a hand-written postMessage protocol (the floor; also over a
-// MessagePort, which abp-wasm and penpal move to after their handshakes), penpal 7 and
-// comlink 4, host page ↔ same-origin iframe, all in one headless Chromium run. Prints a table with ratios
+// MessagePort, which abp-wasm and penpal move to after their handshakes), penpal 7, comlink 4, and in the MCP
+// dialect against the official MCP SDK (Client ↔ McpServer over @mcp-b/transports), host page ↔ same-origin iframe, all in one headless Chromium run. Prints a table with ratios
 // to the floor, writes bench/results.json and BENCHMARKS.md. Needs `npm run build` first (the script
 // `npm run bench` does both). Set BENCH_CALLS to change the number of sequential calls (default 10000).
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -41,7 +41,7 @@ const f = (x, d = 3) => (x === undefined ? 'n/a' : x.toFixed(d));
 const ratio = (x, base) => `${(x / base).toFixed(2)}×`;
 const floor = r.libs.raw;
 const rows = Object.entries(r.libs).map(([lib, m]) =>
-  `| ${({ raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort', 'abp-signal': 'abp, with { signal, timeout }', 'abp-async': 'abp, async handler' })[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.mean, 4)} | ${ratio(m.mean, floor.mean)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
+  `| ${({ raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort', 'abp-signal': 'abp, with { signal, timeout }', 'abp-async': 'abp, async handler', 'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope)', 'mcp-sdk': 'MCP SDK Client ↔ McpServer (MCP-B transports)' })[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.mean, 4)} | ${ratio(m.mean, floor.mean)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
 const mb = (b) => (b / 1048576).toFixed(2);
 const mem = r.memory;
 const chromiumVersion = (() => { try { return execSync('/usr/bin/chromium --version 2>/dev/null').toString().trim(); } catch { return 'chromium'; } })();
@@ -59,6 +59,9 @@ ${rows.join('\n')}
 Cancellation (median of 300): \`controller.abort()\` → the app handler's \`signal\` fires: ${f(r.cancel.abortToHandlerSignal)} ms
 (${ratio(r.cancel.abortToHandlerSignal, r.rawHop)} one raw postMessage hop of ${f(r.rawHop)} ms); → the caller's promise settles:
 ${f(r.cancel.abortToSettled)} ms.
+
+Cancellation in the MCP rows (median of 300, same method; the raw hop timed in each frame):
+${['abp-mcp', 'mcp-sdk'].filter((l) => r.cancels?.[l]).map((l) => `- ${l}: abort → handler signal ${f(r.cancels[l].abortToHandlerSignal)} ms (${ratio(r.cancels[l].abortToHandlerSignal, r.cancels[l].rawHop)} the hop of ${f(r.cancels[l].rawHop)} ms); → the caller settles ${f(r.cancels[l].abortToSettled)} ms`).join('\n')}
 
 A ${r.bigResult.megabytes} MB ArrayBuffer result (median of 5): copied ${f(r.bigResult.copy, 1)} ms, transferred ${f(r.bigResult.transfer, 1)} ms.
 

@@ -814,6 +814,11 @@ impl<P: Wire> AgentCore<P> {
                 });
             }
             Incoming::Shutdown { .. } => self.transport_lost(),
+            // The app no longer wants an answer to a request it made (MCP's cascade).
+            Incoming::Cancel { call_id, .. } if self.elicits.remove(&call_id).is_some() => {
+                self.out
+                    .push_back(AgentOutput::ElicitationAborted { id: call_id });
+            }
             Incoming::Initialize { .. }
             | Incoming::Call { .. }
             | Incoming::Cancel { .. }

@@ -648,6 +648,15 @@ impl<P: Wire> AppConn<P> {
             .elicits
             .remove_where(|e| e.call_id.as_deref() == Some(call_id))
         {
+            if self.config.policy.cancel_nested {
+                // Cascade: the agent's answer is no longer wanted.
+                let cancel_id = self.ids.next_id();
+                self.transmit(Outgoing::Cancel {
+                    id: cancel_id,
+                    call_id: id.clone(),
+                    reason: Some("The call that asked has ended".to_owned()),
+                });
+            }
             self.out.push_back(AppOutput::ElicitDone {
                 id,
                 end: ElicitEnd::Ended,

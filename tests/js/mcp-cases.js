@@ -52,7 +52,18 @@ async function sdkClientToOurApp(framing) {
     capabilities: { elicitation: {} },
     listChanged: { tools: { debounceMs: 0, onChanged: (error, tools) => changed.push(tools) } },
   });
-  client.setRequestHandler(ElicitRequestSchema, async (request) => ({ action: 'accept', content: { answer: `yes to ${request.params.message}` } }));
+  const elicitAborts = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    if (request.params.message === 'hang') {
+      // Never answers: only the cascade from the cancelled call ends it.
+      elicitAborts.asked = true;
+      return new Promise((resolve, reject) => extra.signal.addEventListener('abort', () => {
+        elicitAborts.push(String(extra.signal.reason));
+        reject(extra.signal.reason);
+      }));
+    }
+    return { action: 'accept', content: { answer: `yes to ${request.params.message}` } };
+  });
   let transport;
   if (framing === 'bare') {
     // ext-apps' transport has no handshake: wait for our app to say it listens.
@@ -62,11 +73,11 @@ async function sdkClientToOurApp(framing) {
     transport = new IframeParentTransport({ iframe, targetOrigin: OTHER });
   }
   await client.connect(transport);
-  return { iframe, client, changed };
+  return { iframe, client, changed, elicitAborts };
 }
 
 async function theSdkClientDrivesOurApp(framing) {
-  const { iframe, client, changed } = await sdkClientToOurApp(framing);
+  const { iframe, client, changed, elicitAborts } = await sdkClientToOurApp(framing);
   const { tools } = await client.listTools();
   eq(tools.map((t) => t.name), ['echo', 'slow', 'fail', 'ask'], 'listTools');
   const schema = tools[0].inputSchema;
@@ -108,6 +119,13 @@ async function theSdkClientDrivesOurApp(framing) {
   // Elicitation: our ctx.elicit becomes elicitation/create, answered by the SDK's handler.
   const asked = await client.callTool({ name: 'ask', arguments: { question: 'Proceed?' } });
   eq(asked.structuredContent.answer, { success: true, data: { answer: 'yes to Proceed?' } }, 'elicitation/create answered');
+  // Cancelling the call cancels the elicitation it is waiting on: the SDK handler's extra.signal aborts.
+  const stop = new AbortController();
+  const hanging = client.callTool({ name: 'ask', arguments: { question: 'hang' } }, undefined, { signal: stop.signal });
+  await until(() => elicitAborts.asked, 'the SDK to be asked');
+  stop.abort('never mind');
+  await rejection(hanging);
+  await until(() => elicitAborts.length === 1, "the SDK elicitation handler's signal (cascade)");
   // A tool registered later: notifications/tools/list_changed, and the SDK lists again.
   iframe.contentWindow.postMessage({ fixtureCommand: 'register', name: 'late' }, OTHER);
   await until(() => changed.length > 0, 'the SDK to list the tools again', 5000);

@@ -60,6 +60,9 @@ pub struct Policy {
     /// The app checks `initialize.protocolVersion` against ABP's major version (MCP negotiates dated
     /// versions in its codec instead).
     pub abp_version_check: bool,
+    /// Requests the app made for a call (elicitations) are cancelled on the wire when the call ends. (ABP's
+    /// agent knows which call asked and ends them itself.)
+    pub cancel_nested: bool,
 }
 
 impl Policy {
@@ -69,6 +72,7 @@ impl Policy {
         resend_initialize: true,
         list_capabilities: false,
         abp_version_check: true,
+        cancel_nested: false,
     };
     pub const MCP: Policy = Policy {
         cancel_answered: false,
@@ -76,6 +80,7 @@ impl Policy {
         resend_initialize: true,
         list_capabilities: true,
         abp_version_check: false,
+        cancel_nested: true,
     };
 }
 

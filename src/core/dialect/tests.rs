@@ -613,3 +613,50 @@ fn a_response_racing_the_timeout_settles_the_call_exactly_once() {
     assert_eq!(p.settled("c2").len(), 1);
     assert!(matches!(p.settled("c2")[0], Settlement::Remote(_)));
 }
+
+#[test]
+fn an_elicitation_is_cancelled_on_the_wire_with_its_call() {
+    let mut p = mcp();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    let eid = p
+        .app
+        .elicit(
+            Some("c1"),
+            json!({ "method": "elicitation/confirm", "params": { "message": "?" } }),
+            p.now,
+        )
+        .unwrap();
+    p.run();
+    let asked = p.agent_events.iter().find_map(|e| match e {
+        AgentOutput::Elicitation { id, .. } => Some(id.clone()),
+        _ => None,
+    });
+    let asked = asked.unwrap();
+    // A third-party client cancels the call: our app cancels its elicitation request too, and our agent's
+    // onElicitation signal aborts.
+    to_app(
+        &mut p,
+        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "c1" } }),
+    );
+    let cancel = p
+        .app_sent
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .cloned()
+        .expect("the elicitation is cancelled on the wire");
+    assert_eq!(cancel["params"]["requestId"], eid.as_str());
+    p.to_agent.push_back(cancel);
+    p.run();
+    assert!(p
+        .agent_events
+        .iter()
+        .any(|e| matches!(e, AgentOutput::ElicitationAborted { id } if *id == asked)));
+    // Its late answer goes nowhere.
+    let n = p.app_events.len();
+    p.agent
+        .answer_elicitation(&asked, ElicitAnswer::Answer(json!({ "success": true })));
+    p.run();
+    assert_eq!(p.app_events.len(), n);
+}
