@@ -10,147 +10,17 @@
 //! kept for the reply, so a peer that uses numbers gets numbers back. The codec remembers which of its own
 //! requests each response answers, and drops responses it did not ask for (late replies after a cancel).
 
-use super::super::codec::{Hello, Ignored, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{number, push_u64, ElicitAnswer, Incoming, Outcome, Outgoing};
+use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::{Kind, Payload};
-use crate::core::codec::encode_error;
+use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
+
+pub use super::jsonrpc::abp_error_of;
 
 /// Protocol versions this SDK speaks, newest first. A client asking for one of them gets it echoed.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-/// JSON-RPC error codes.
-pub mod rpc {
-    pub const PARSE_ERROR: i32 = -32700;
-    pub const INVALID_REQUEST: i32 = -32600;
-    pub const METHOD_NOT_FOUND: i32 = -32601;
-    pub const INVALID_PARAMS: i32 = -32602;
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// The MCP SDK's ConnectionClosed.
-    pub const CONNECTION_CLOSED: i32 = -32000;
-    /// The MCP SDK's RequestTimeout.
-    pub const REQUEST_TIMEOUT: i32 = -32001;
-    /// LSP/ACP RequestCancelled.
-    pub const REQUEST_CANCELLED: i32 = -32800;
-}
-
-/// What one of our own requests was, so its response can be read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sent {
-    Initialize,
-    List,
-    Call,
-    Elicit,
-    Ping,
-}
-
-pub struct McpCodec<P> {
-    /// Our requests awaiting a response, by id.
-    sent: StrMap<Sent>,
-    /// The peer's requests awaiting our response: key → the id as it came.
-    ids: StrMap<P>,
-    /// Progress tokens of running calls as they came (a token may be a number): call key → token.
-    tokens: StrMap<P>,
-    /// The protocol version the client asked for.
-    requested: Option<String>,
-}
-
-impl<P: Wire> Default for McpCodec<P> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// A JSON-RPC id (or progress token) as a string key: strings as they are, integers in decimal, other
-/// numbers as JavaScript would mostly write them. `None` for anything else.
-fn key_of<P: Payload>(id: &P) -> Option<String> {
-    match id.kind() {
-        Kind::String => id.as_string(),
-        Kind::Number => {
-            let n = id.as_f64()?;
-            if n.fract() == 0.0 && n.abs() < 1e15 {
-                let mut s = String::new();
-                if n < 0.0 {
-                    s.push('-');
-                }
-                push_u64(&mut s, n.abs() as u64);
-                Some(s)
-            } else {
-                Some(number(n))
-            }
-        }
-        _ => None,
-    }
-}
-
-fn jsonrpc<P: Wire>() -> P {
-    P::constant("2.0")
-}
-
-fn request<P: Wire>(id: P, method: &'static str, params: Option<P>) -> P {
-    P::object_of(&mut [
-        ("jsonrpc", Some(jsonrpc())),
-        ("id", Some(id)),
-        ("method", Some(P::constant(method))),
-        ("params", params),
-    ])
-}
-
-fn notification<P: Wire>(method: &'static str, params: Option<P>) -> P {
-    P::object_of(&mut [
-        ("jsonrpc", Some(jsonrpc())),
-        ("method", Some(P::constant(method))),
-        ("params", params),
-    ])
-}
-
-fn response<P: Wire>(id: P, result: P) -> P {
-    P::object_of(&mut [
-        ("jsonrpc", Some(jsonrpc())),
-        ("id", Some(id)),
-        ("result", Some(result)),
-    ])
-}
-
-/// A JSON-RPC error response; `id: None` (the request's id could not be read) leaves the id out, as the MCP
-/// SDK's strict schema accepts it (it refuses `id: null`).
-fn error_response<P: Wire>(id: Option<P>, code: i32, message: &str) -> P {
-    let error = P::object_of(&mut [
-        ("code", Some(P::number(f64::from(code)))),
-        ("message", Some(P::string(message))),
-    ]);
-    P::object_of(&mut [
-        ("jsonrpc", Some(jsonrpc())),
-        ("id", id),
-        ("error", Some(error)),
-    ])
-}
-
-/// The ABP error a JSON-RPC error stands for; the original is kept in `details.jsonrpc`.
-pub fn abp_error_of<P: Wire>(e: &P) -> AbpError<P> {
-    let code = e.get_f64("code").unwrap_or(f64::from(rpc::INTERNAL_ERROR));
-    let abp = match code as i32 {
-        rpc::INVALID_PARAMS => ErrorCode::InvalidParams,
-        rpc::METHOD_NOT_FOUND => ErrorCode::NotSupported,
-        rpc::INTERNAL_ERROR => ErrorCode::InternalError,
-        rpc::REQUEST_TIMEOUT => ErrorCode::Timeout,
-        rpc::REQUEST_CANCELLED => ErrorCode::Cancelled,
-        rpc::CONNECTION_CLOSED => ErrorCode::Disconnected,
-        _ => ErrorCode::OperationFailed,
-    };
-    let mut original = P::object();
-    original.set("code", P::number(code));
-    if let Some(m) = e.get("message") {
-        original.set("message", m);
-    }
-    if let Some(d) = e.get("data") {
-        original.set("data", d);
-    }
-    let mut details = P::object();
-    details.set("jsonrpc", original);
-    AbpError::new(abp, e.get_string("message").unwrap_or_default()).with_details(details)
-}
 
 fn failure<P: Wire>(error: AbpError<P>, call_id: &str, data: Option<P>) -> P {
     P::object_of(&mut [
@@ -248,11 +118,24 @@ fn descriptor_of_tool<P: Wire>(t: &P) -> Option<P> {
     Some(d)
 }
 
+pub struct McpCodec<P> {
+    peer: Peer<P>,
+    /// Progress tokens of running calls as they came (a token may be a number): call key → token.
+    tokens: StrMap<P>,
+    /// The protocol version the client asked for.
+    requested: Option<String>,
+}
+
+impl<P: Wire> Default for McpCodec<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<P: Wire> McpCodec<P> {
     pub fn new() -> McpCodec<P> {
         McpCodec {
-            sent: StrMap::new(),
-            ids: StrMap::new(),
+            peer: Peer::default(),
             tokens: StrMap::new(),
             requested: None,
         }
@@ -260,61 +143,27 @@ impl<P: Wire> McpCodec<P> {
 
     /// Reads one JSON-RPC message.
     pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
-        match msg.kind() {
-            Kind::Object => {}
-            Kind::Array => {
-                return Ok(Incoming::Invalid {
-                    id: None,
-                    code: rpc::INVALID_REQUEST,
-                    message: "JSON-RPC batches are not supported",
-                })
-            }
-            _ => return Err(Ignored::NotAMessage),
-        }
-        let raw_id = msg.get("id").filter(|i| i.kind() != Kind::Null);
-        let id = raw_id.as_ref().and_then(key_of);
-        if msg.get_string("jsonrpc").as_deref() != Some("2.0") {
-            return match (raw_id, id) {
-                (Some(raw), Some(id)) => {
-                    self.ids.insert(id.clone(), raw);
-                    Ok(Incoming::Invalid {
-                        id: Some(id),
-                        code: rpc::INVALID_REQUEST,
-                        message: "Not a JSON-RPC 2.0 message",
-                    })
-                }
-                _ => Err(Ignored::NotAMessage),
-            };
-        }
-        let Some(method) = msg.get_string("method") else {
-            // A response (or nothing usable).
-            let Some(id) = id else {
-                return Err(Ignored::NotAMessage);
-            };
-            return self.response(id, msg);
-        };
-        let params = msg.get_object("params").unwrap_or_else(P::object);
-        match (raw_id, id) {
-            (Some(raw), Some(id)) => {
-                self.ids.insert(id.clone(), raw);
-                Ok(self.request(id, &method, params))
-            }
-            (Some(_), None) => Ok(Incoming::Invalid {
-                id: None,
-                code: rpc::INVALID_REQUEST,
-                message: "A JSON-RPC id must be a string or a number",
-            }),
-            (None, _) => self.notification(&method, params),
+        match self.peer.read(msg)? {
+            Frame::Request { id, method, params } => Ok(self.request(id, &method, params)),
+            Frame::Notification { method, params } => self.notification(&method, params),
+            Frame::Response {
+                id,
+                sent,
+                result,
+                error,
+            } => Ok(self.response(id, sent, result, error)),
+            Frame::Invalid(i) => Ok(i),
         }
     }
 
-    fn response(&mut self, id: String, msg: &P) -> Result<Incoming<P>, Ignored> {
-        let Some(sent) = self.sent.remove(&id) else {
-            return Err(Ignored::UnknownType); // not ours, or answered already, or cancelled
-        };
-        let result = msg.get("result");
-        let error = msg.get_object("error");
-        Ok(match sent {
+    fn response(
+        &mut self,
+        id: String,
+        sent: Sent,
+        result: Option<P>,
+        error: Option<P>,
+    ) -> Incoming<P> {
+        match sent {
             Sent::Initialize => {
                 let result = result.unwrap_or_else(P::object);
                 let mut payload = P::object();
@@ -386,7 +235,7 @@ impl<P: Wire> McpCodec<P> {
                 Incoming::ElicitationResponse { id, payload }
             }
             Sent::Ping => Incoming::Pong { id },
-        })
+        }
     }
 
     fn request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
@@ -464,7 +313,7 @@ impl<P: Wire> McpCodec<P> {
                     return Err(Ignored::NotAMessage);
                 };
                 // No response will be sent for it.
-                self.ids.remove(&call_id);
+                self.peer.drop_reply(&call_id);
                 self.tokens.remove(&call_id);
                 Incoming::Cancel {
                     id: None,
@@ -502,30 +351,24 @@ impl<P: Wire> McpCodec<P> {
         })
     }
 
-    /// The peer's id for our reply to request `key` (a string id if we never saw it).
-    fn reply_id(&mut self, key: &str) -> P {
-        self.ids.remove(key).unwrap_or_else(|| P::string(key))
-    }
-
     /// Builds the JSON-RPC message; `None` for what MCP does not send (a cancel's answer, a cancelled call's
     /// response, ABP's shutdown).
     pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
             // The client role.
             Outgoing::Initialize { id } => {
-                self.sent.insert(id.clone(), Sent::Initialize);
                 let capabilities = P::object_of(&mut [("elicitation", Some(P::object()))]);
                 let params = P::object_of(&mut [
                     ("protocolVersion", Some(P::constant(SUPPORTED_VERSIONS[0]))),
                     ("capabilities", Some(capabilities)),
                     ("clientInfo", Some(hello.info.clone())),
                 ]);
-                request(P::string(&id), "initialize", Some(params))
+                self.peer
+                    .request(&id, Sent::Initialize, "initialize", Some(params))
             }
             Outgoing::Initialized => notification("notifications/initialized", None),
             Outgoing::ListCapabilities { id } => {
-                self.sent.insert(id.clone(), Sent::List);
-                request(P::string(&id), "tools/list", None)
+                self.peer.request(&id, Sent::List, "tools/list", None)
             }
             Outgoing::Call {
                 id,
@@ -534,7 +377,6 @@ impl<P: Wire> McpCodec<P> {
                 progress_token,
                 ..
             } => {
-                self.sent.insert(id.clone(), Sent::Call);
                 let meta = progress_token
                     .map(|t| P::object_of(&mut [("progressToken", Some(P::string(&t)))]));
                 let arguments =
@@ -544,13 +386,13 @@ impl<P: Wire> McpCodec<P> {
                     ("arguments", arguments),
                     ("_meta", meta),
                 ]);
-                request(P::string(&id), "tools/call", Some(p))
+                self.peer.request(&id, Sent::Call, "tools/call", Some(p))
             }
             Outgoing::Cancel {
                 call_id, reason, ..
             } => {
                 // Whatever answers the call later is dropped.
-                self.sent.remove(&call_id);
+                self.peer.forget(&call_id);
                 let p = P::object_of(&mut [
                     ("requestId", Some(P::string(&call_id))),
                     ("reason", reason.as_deref().map(P::string)),
@@ -563,20 +405,12 @@ impl<P: Wire> McpCodec<P> {
                     ElicitAnswer::Cancelled => action::<P>("cancel", None),
                     ElicitAnswer::Failed(_) => action::<P>("decline", None),
                 };
-                let rid = self.reply_id(&id);
-                response(rid, result)
+                self.peer.response(&id, result)
             }
-            Outgoing::Ping { id } => {
-                self.sent.insert(id.clone(), Sent::Ping);
-                request(P::string(&id), "ping", None)
-            }
-            Outgoing::Pong { id } => {
-                let rid = self.reply_id(&id);
-                response(rid, P::object())
-            }
+            Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "ping", None),
+            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
             Outgoing::RpcError { id, code, message } => {
-                let rid = id.map(|id| self.reply_id(&id));
-                error_response(rid, code, &message)
+                self.peer.error(id.as_deref(), code, &message, None)
             }
             // The server role.
             Outgoing::InitializeResult { id, .. } => {
@@ -597,12 +431,11 @@ impl<P: Wire> McpCodec<P> {
                     ("capabilities", Some(capabilities)),
                     ("serverInfo", Some(server)),
                 ]);
-                let rid = self.reply_id(&id);
-                response(rid, result)
+                self.peer.response(&id, result)
             }
             Outgoing::InitializeError { id, error } => {
-                let rid = self.reply_id(&id);
-                error_response(Some(rid), rpc::INVALID_REQUEST, &error.message)
+                self.peer
+                    .error(Some(&id), rpc::INVALID_REQUEST, &error.message, None)
             }
             Outgoing::CapabilityList { id } => {
                 let list = hello
@@ -614,8 +447,7 @@ impl<P: Wire> McpCodec<P> {
                     .map(|d| tool_of(&d))
                     .collect();
                 let result = P::object_of(&mut [("tools", Some(P::array(tools)))]);
-                let rid = self.reply_id(&id);
-                response(rid, result)
+                self.peer.response(&id, result)
             }
             Outgoing::CallResult {
                 id,
@@ -624,19 +456,20 @@ impl<P: Wire> McpCodec<P> {
                 ..
             } => {
                 self.tokens.remove(&call_id);
-                let rid = self.reply_id(&id);
                 match outcome {
-                    Outcome::Success { data } => response(rid, tool_result_of(data)),
+                    Outcome::Success { data } => self.peer.response(&id, tool_result_of(data)),
                     Outcome::Failure(e) => match e.code {
                         // Protocol errors, as the MCP SDK answers them.
                         ErrorCode::UnknownCapability | ErrorCode::InvalidParams => {
-                            error_response(Some(rid), rpc::INVALID_PARAMS, &e.message)
+                            self.peer
+                                .error(Some(&id), rpc::INVALID_PARAMS, &e.message, None)
                         }
                         ErrorCode::NotInitialized => {
-                            error_response(Some(rid), rpc::INVALID_REQUEST, &e.message)
+                            self.peer
+                                .error(Some(&id), rpc::INVALID_REQUEST, &e.message, None)
                         }
                         // Tool errors: the model should see them.
-                        _ => response(rid, error_result(&e.message)),
+                        _ => self.peer.response(&id, error_result(&e.message)),
                     },
                     // MCP: nothing is sent for a cancelled request.
                     Outcome::Cancelled { .. } => return None,
@@ -667,12 +500,9 @@ impl<P: Wire> McpCodec<P> {
                 notification("notifications/tools/list_changed", None)
             }
             Outgoing::ElicitationRequest { id, request: r, .. } => {
-                self.sent.insert(id.clone(), Sent::Elicit);
-                request(
-                    P::string(&id),
-                    "elicitation/create",
-                    Some(elicitation_params(&r)),
-                )
+                let params = elicitation_params(&r);
+                self.peer
+                    .request(&id, Sent::Elicit, "elicitation/create", Some(params))
             }
             // MCP has no acknowledgement of a cancel, no generic notification, no shutdown message.
             Outgoing::CancelResult { .. }

@@ -13,6 +13,7 @@
 //! | progress | `progress` | `notifications/progress` |
 //! | capability list | in `initialize-result`, changes pushed | `tools/list`, refreshed on `notifications/tools/list_changed` |
 
+pub mod jsonrpc;
 pub mod mcp;
 
 use super::codec::{self, Hello, Ignored, Wire};
