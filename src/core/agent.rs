@@ -377,14 +377,19 @@ impl<P: Wire> AgentCore<P> {
         call.cancelling = Some((kind, now + grace));
         call.deadline = None;
         let id = self.ids.next_id();
-        if !self.config.policy.cancel_answered {
-            // Nothing will answer the cancel, and nothing may answer the call: settle now.
+        let policy = self.config.policy;
+        if !policy.cancel_answered {
             self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
                 id,
                 call_id: call_id.to_owned(),
                 reason,
             }));
-            return self.settle_cancelled(call_id);
+            if !policy.cancelled_call_answered {
+                // MCP: nothing will answer the cancel, and nothing may answer the call: settle now.
+                return self.settle_cancelled(call_id);
+            }
+            // ACP: the call's own answer (-32800, or its result) settles it; the grace timer guards it.
+            return self.abort_elicitations_of(call_id);
         }
         self.cancels.insert(
             id.clone(),

@@ -390,7 +390,7 @@ impl AppConnInner {
         let conn = Rc::new(AppConnInner {
             shared: Rc::downgrade(shared),
             core: RefCell::new(AppConn::new(config, id_prefix())),
-            codec: RefCell::new(Codec::new(dialect)),
+            codec: RefCell::new(Codec::new(dialect, false)),
             running: RefCell::new(StrMap::new()),
             elicits: RefCell::new(StrMap::new()),
             link: RefCell::new(None),

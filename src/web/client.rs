@@ -222,7 +222,7 @@ impl AbpClient {
         };
         let inner = Rc::new(ClientInner {
             core: RefCell::new(AgentCore::new(config, id_prefix())),
-            codec: RefCell::new(Codec::new(dialect)),
+            codec: RefCell::new(Codec::new(dialect, true)),
             js: RefCell::new(ClientJs {
                 calls: StrMap::new(),
                 cancels: StrMap::new(),

@@ -435,7 +435,7 @@ pub(crate) fn id_prefix() -> String {
     s
 }
 
-/// Reads the `dialect` option (`'abp'`, the default, or `'mcp'`).
+/// Reads the `dialect` option (`'abp'`, the default, `'mcp'` or `'acp'`).
 pub(crate) fn dialect_option(
     options: &JsValue,
     what: &str,
@@ -449,7 +449,7 @@ pub(crate) fn dialect_option(
             .ok_or_else(|| {
                 type_error(&crate::core::message::text(&[
                     what,
-                    ": options.dialect must be 'abp' or 'mcp'",
+                    ": options.dialect must be 'abp', 'mcp' or 'acp'",
                 ]))
             }),
     }

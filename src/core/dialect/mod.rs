@@ -12,7 +12,11 @@
 //! | a cancelled call's response | `call-result` with `cancelled:true` | none: the caller settles at once |
 //! | progress | `progress` | `notifications/progress` |
 //! | capability list | in `initialize-result`, changes pushed | `tools/list`, refreshed on `notifications/tools/list_changed` |
+//!
+//! ACP (a request per capability, `$/cancel_request`, the cancelled request answered -32800, cascading to
+//! the requests its handler made) is in `acp.rs`.
 
+pub mod acp;
 pub mod jsonrpc;
 pub mod mcp;
 
@@ -24,6 +28,7 @@ use super::message::{Incoming, Outgoing};
 pub enum DialectKind {
     Abp,
     Mcp,
+    Acp,
 }
 
 impl DialectKind {
@@ -32,6 +37,7 @@ impl DialectKind {
         match name {
             "abp" => Some(DialectKind::Abp),
             "mcp" => Some(DialectKind::Mcp),
+            "acp" => Some(DialectKind::Acp),
             _ => None,
         }
     }
@@ -40,6 +46,7 @@ impl DialectKind {
         match self {
             DialectKind::Abp => Policy::ABP,
             DialectKind::Mcp => Policy::MCP,
+            DialectKind::Acp => Policy::ACP,
         }
     }
 }
@@ -85,6 +92,18 @@ impl Policy {
     };
 }
 
+impl Policy {
+    /// ACP answers a cancelled request itself (-32800, or its result if it had finished), but not the cancel.
+    pub const ACP: Policy = Policy {
+        cancel_answered: false,
+        cancelled_call_answered: true,
+        resend_initialize: true,
+        list_capabilities: false,
+        abp_version_check: false,
+        cancel_nested: true,
+    };
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Policy::ABP
@@ -95,13 +114,16 @@ impl Default for Policy {
 pub enum Codec<P> {
     Abp,
     Mcp(mcp::McpCodec<P>),
+    Acp(acp::AcpCodec<P>),
 }
 
 impl<P: Wire> Codec<P> {
-    pub fn new(kind: DialectKind) -> Codec<P> {
+    /// `agent`: this side calls (ACP reads the requests that arrive by it).
+    pub fn new(kind: DialectKind, agent: bool) -> Codec<P> {
         match kind {
             DialectKind::Abp => Codec::Abp,
             DialectKind::Mcp => Codec::Mcp(mcp::McpCodec::new()),
+            DialectKind::Acp => Codec::Acp(acp::AcpCodec::new(agent)),
         }
     }
 
@@ -109,6 +131,7 @@ impl<P: Wire> Codec<P> {
         match self {
             Codec::Abp => DialectKind::Abp,
             Codec::Mcp(_) => DialectKind::Mcp,
+            Codec::Acp(_) => DialectKind::Acp,
         }
     }
 
@@ -122,6 +145,7 @@ impl<P: Wire> Codec<P> {
         match self {
             Codec::Abp => codec::decode(msg),
             Codec::Mcp(c) => c.decode(msg),
+            Codec::Acp(c) => c.decode(msg),
         }
     }
 
@@ -135,9 +159,13 @@ impl<P: Wire> Codec<P> {
         match self {
             Codec::Abp => codec::encode(msg, timestamp, hello),
             Codec::Mcp(c) => c.encode(msg, hello).map(|m| (m, None)),
+            Codec::Acp(c) => c.encode(msg, hello).map(|m| (m, None)),
         }
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod acp_tests;

@@ -1,0 +1,315 @@
+//! The ACP dialect: JSON-RPC 2.0 with the Agent Client Protocol's per-request cancellation, as
+//! `@agentclientprotocol/sdk` 2.x and the `agent-client-protocol` crate implement the stabilised RFD.
+//!
+//! - A call is a request whose method is the capability's name; its params are the call's params.
+//! - Abort sends the notification `$/cancel_request { requestId }` (the proposal's `$/cancelRequest { id }` is
+//!   accepted on receipt) and keeps waiting: the answer is error -32800 "Request cancelled" (→ `cancelled`,
+//!   CANCELLED) or the normal result if the request had finished; `cancelGrace` is the fallback.
+//! - The app aborts the handler and answers -32800 unless the handler had finished; requests the handler
+//!   made (`ctx.elicit`) are cancelled with it (cascade). `initialize` is never cancellable.
+//! - Requests the app sends the agent (an elicitation, with the request's own method) are answered by the
+//!   agent's `onElicitation`.
+//! - An ABP error of an app of this SDK travels as the JSON-RPC error's `data`, so another ABP-aware side gets
+//!   its code back.
+
+use super::super::codec::{encode_error, Hello, Ignored, Wire};
+use super::super::error::{AbpError, ErrorCode};
+use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
+use super::super::schema::Kind;
+use super::jsonrpc::{abp_error_of, key_of, notification, rpc, Frame, Peer, Sent};
+
+/// ACP's protocol version (a number).
+pub const PROTOCOL_VERSION: f64 = 1.0;
+
+/// The notification that cancels a request, and the proposal's spelling (accepted on receipt).
+pub const CANCEL_REQUEST: &str = "$/cancel_request";
+pub const CANCEL_REQUEST_PROPOSAL: &str = "$/cancelRequest";
+
+pub struct AcpCodec<P> {
+    peer: Peer<P>,
+    /// This side is the agent (the caller): requests that arrive are the app's questions (elicitations).
+    agent: bool,
+}
+
+impl<P: Wire> AcpCodec<P> {
+    pub fn new(agent: bool) -> AcpCodec<P> {
+        AcpCodec {
+            peer: Peer::default(),
+            agent,
+        }
+    }
+
+    pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+        match self.peer.read(msg)? {
+            Frame::Request { id, method, params } => Ok(self.request(id, method, params)),
+            Frame::Notification { method, params } => self.notification(method, params),
+            Frame::Response {
+                id,
+                sent,
+                result,
+                error,
+            } => Ok(self.response(id, sent, result, error)),
+            Frame::Invalid(i) => Ok(i),
+        }
+    }
+
+    fn request(&mut self, id: String, method: String, params: P) -> Incoming<P> {
+        if method == "initialize" {
+            return Incoming::Initialize {
+                id,
+                payload: P::object_of(&mut [("acp", Some(params))]),
+            };
+        }
+        if method.starts_with("$/") {
+            return Incoming::Invalid {
+                id: Some(id),
+                code: rpc::METHOD_NOT_FOUND,
+                message: "Method not found",
+            };
+        }
+        if self.agent {
+            // The app asks the agent something: an elicitation, answered by `onElicitation`.
+            let payload = P::object_of(&mut [
+                ("method", Some(P::string(&method))),
+                ("params", Some(params)),
+            ]);
+            return Incoming::ElicitationRequest {
+                id,
+                call_id: None,
+                payload,
+            };
+        }
+        Incoming::Call {
+            call_id: id.clone(),
+            id,
+            capability: method,
+            params,
+            timeout: None,
+            progress_token: None,
+        }
+    }
+
+    fn notification(&mut self, method: String, params: P) -> Result<Incoming<P>, Ignored> {
+        let target = match method.as_str() {
+            CANCEL_REQUEST => params.get("requestId"),
+            CANCEL_REQUEST_PROPOSAL => params.get("id"),
+            _ => {
+                let payload = P::object_of(&mut [
+                    ("event", Some(P::string(&method))),
+                    ("data", Some(params)),
+                ]);
+                return Ok(Incoming::Notification {
+                    event: method,
+                    payload,
+                });
+            }
+        };
+        let Some(call_id) = target.as_ref().and_then(key_of) else {
+            return Err(Ignored::NotAMessage);
+        };
+        Ok(Incoming::Cancel {
+            id: None,
+            call_id,
+            reason: params.get_string("reason"),
+        })
+    }
+
+    fn response(
+        &mut self,
+        id: String,
+        sent: Sent,
+        result: Option<P>,
+        error: Option<P>,
+    ) -> Incoming<P> {
+        match sent {
+            Sent::Initialize => {
+                let mut payload = P::object();
+                payload.set("capabilities", P::array(Vec::new()));
+                if let Some(r) = result {
+                    if let Some(info) = r.get_object("agentInfo") {
+                        payload.set("app", info);
+                    }
+                    payload.set("acp", r);
+                }
+                let mut session = String::from("acp-");
+                session.push_str(&id);
+                Incoming::InitializeResult {
+                    error: error.map(|e| abp_error_of(&e)),
+                    session_id: Some(session),
+                    id,
+                    payload,
+                }
+            }
+            Sent::Call => {
+                let cancelled = error
+                    .as_ref()
+                    .and_then(|e| e.get_f64("code"))
+                    .is_some_and(|c| c == f64::from(rpc::REQUEST_CANCELLED));
+                let payload = match (error, result) {
+                    (Some(e), _) => {
+                        let error = abp_error_of(&e);
+                        P::object_of(&mut [
+                            ("success", Some(P::boolean(false))),
+                            ("cancelled", cancelled.then(|| P::boolean(true))),
+                            ("error", Some(encode_error(error))),
+                            ("callId", Some(P::string(&id))),
+                        ])
+                    }
+                    (None, r) => P::object_of(&mut [
+                        ("success", Some(P::boolean(true))),
+                        ("data", Some(r.unwrap_or_else(P::null))),
+                        ("callId", Some(P::string(&id))),
+                    ]),
+                };
+                Incoming::CallResult {
+                    id: Some(id.clone()),
+                    call_id: Some(id),
+                    cancelled,
+                    payload,
+                }
+            }
+            Sent::Elicit => {
+                let payload = match (error, result) {
+                    (Some(e), _) => P::object_of(&mut [
+                        ("success", Some(P::boolean(false))),
+                        ("error", Some(encode_error(abp_error_of(&e)))),
+                    ]),
+                    (None, r) => {
+                        P::object_of(&mut [("success", Some(P::boolean(true))), ("data", r)])
+                    }
+                };
+                Incoming::ElicitationResponse { id, payload }
+            }
+            // Any answer to a probe (even "method not found") shows the peer is there.
+            Sent::Ping => Incoming::Pong { id },
+            Sent::List => Incoming::Noted,
+        }
+    }
+
+    /// Builds the JSON-RPC message; `None` for what ACP does not send (a cancel's answer, progress, capability
+    /// lists, ABP's shutdown).
+    pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+        Some(match msg {
+            Outgoing::Initialize { id } => {
+                let params = P::object_of(&mut [
+                    ("protocolVersion", Some(P::number(PROTOCOL_VERSION))),
+                    ("clientCapabilities", Some(P::object())),
+                    ("clientInfo", Some(hello.info.clone())),
+                ]);
+                self.peer
+                    .request(&id, Sent::Initialize, "initialize", Some(params))
+            }
+            Outgoing::InitializeResult { id, .. } => {
+                let result = P::object_of(&mut [
+                    ("protocolVersion", Some(P::number(PROTOCOL_VERSION))),
+                    ("agentCapabilities", Some(P::object())),
+                    ("authMethods", Some(P::array(Vec::new()))),
+                    ("agentInfo", Some(hello.info.clone())),
+                ]);
+                self.peer.response(&id, result)
+            }
+            Outgoing::InitializeError { id, error } => {
+                let data = encode_error(error.clone());
+                self.peer
+                    .error(Some(&id), rpc::INVALID_REQUEST, &error.message, Some(data))
+            }
+            Outgoing::Call {
+                id,
+                capability,
+                params,
+                ..
+            } => {
+                let params =
+                    (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then_some(params);
+                self.peer.request(&id, Sent::Call, &capability, params)
+            }
+            Outgoing::Cancel { call_id, .. } => {
+                // Not forgotten: ACP answers a cancelled request (-32800, or its result).
+                let p = P::object_of(&mut [("requestId", Some(P::string(&call_id)))]);
+                notification(CANCEL_REQUEST, Some(p))
+            }
+            Outgoing::CallResult { id, outcome, .. } => match outcome {
+                Outcome::Success { data } => {
+                    let data = if matches!(data.kind(), Kind::Undefined) {
+                        P::null()
+                    } else {
+                        data
+                    };
+                    self.peer.response(&id, data)
+                }
+                Outcome::Cancelled { .. } => {
+                    self.peer
+                        .error(Some(&id), rpc::REQUEST_CANCELLED, "Request cancelled", None)
+                }
+                Outcome::Failure(e) => {
+                    let code = match e.code {
+                        ErrorCode::UnknownCapability => rpc::METHOD_NOT_FOUND,
+                        ErrorCode::InvalidParams => rpc::INVALID_PARAMS,
+                        _ => rpc::INTERNAL_ERROR,
+                    };
+                    let message = e.message.clone();
+                    self.peer
+                        .error(Some(&id), code, &message, Some(encode_error(e)))
+                }
+            },
+            Outgoing::ElicitationRequest { id, request: r, .. } => {
+                let method = r
+                    .get_string("method")
+                    .unwrap_or_else(|| "elicitation/input".to_owned());
+                let params = r.get("params");
+                self.peer.request(&id, Sent::Elicit, &method, params)
+            }
+            Outgoing::ElicitationResponse { id, answer } => match answer {
+                ElicitAnswer::Answer(r)
+                    if r.get("success").and_then(|s| s.as_bool()) == Some(true) =>
+                {
+                    let data = r.get("data").unwrap_or_else(P::null);
+                    self.peer.response(&id, data)
+                }
+                ElicitAnswer::Answer(r) => {
+                    let error = r
+                        .get_object("error")
+                        .map(|e| super::super::codec::decode_error(&e))
+                        .unwrap_or_else(|| AbpError::new(ErrorCode::OperationFailed, "Declined"));
+                    let message = error.message.clone();
+                    self.peer.error(
+                        Some(&id),
+                        rpc::INTERNAL_ERROR,
+                        &message,
+                        Some(encode_error(error)),
+                    )
+                }
+                ElicitAnswer::Cancelled => {
+                    self.peer
+                        .error(Some(&id), rpc::REQUEST_CANCELLED, "Request cancelled", None)
+                }
+                ElicitAnswer::Failed(e) => {
+                    let message = e.message.clone();
+                    self.peer.error(
+                        Some(&id),
+                        rpc::METHOD_NOT_FOUND,
+                        &message,
+                        Some(encode_error(e)),
+                    )
+                }
+            },
+            Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
+            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
+            Outgoing::RpcError { id, code, message } => {
+                self.peer.error(id.as_deref(), code, &message, None)
+            }
+            Outgoing::Notification { event, data } => {
+                let params = (!matches!(data.kind(), Kind::Undefined)).then_some(data);
+                notification(&event, params)
+            }
+            // ACP has no acknowledgement of a cancel, no standard progress, no capability list, no shutdown.
+            Outgoing::CancelResult { .. }
+            | Outgoing::Progress { .. }
+            | Outgoing::Initialized
+            | Outgoing::ListCapabilities { .. }
+            | Outgoing::CapabilityList { .. }
+            | Outgoing::CapabilitiesChanged { .. }
+            | Outgoing::Shutdown { .. } => return None,
+        })
+    }
+}
