@@ -243,3 +243,8 @@ async fn docs_shaped_capability_changes_never_empty_the_list() {
 async fn mcp_dialect_between_our_own_sides() {
     check("mcpDialectBetweenOurOwnSides").await;
 }
+
+#[wasm_bindgen_test]
+async fn acp_dialect_between_our_own_sides() {
+    check("acpDialectBetweenOurOwnSides").await;
+}

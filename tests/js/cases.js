@@ -950,6 +950,49 @@ export async function mcpDialectBetweenOurOwnSides() {
   eq(pageErrors, [], 'no uncaught errors on the page');
 }
 
+export async function acpDialectBetweenOurOwnSides() {
+  // Both sides of this SDK speaking ACP over a MessageChannel: a request per capability, $/cancel_request.
+  const channel = new MessageChannel();
+  const app = new AbpApp({ id: 'acp.app', name: 'ACP app', version: '1.0.0' });
+  let aborted = null, nestedAborted = null;
+  app.register('wait', (params, ctx) => new Promise((resolve, reject) => {
+    ctx.signal.addEventListener('abort', () => { aborted = ctx.signal.reason.message; reject(ctx.signal.reason); });
+  }));
+  app.register('add', ({ a, b }) => ({ sum: a + b }));
+  app.register('limited', () => { throw { code: 'RATE_LIMITED', message: 'slow down', retryAfter: 100 }; });
+  app.register('askThenWait', async (params, ctx) => ctx.elicit({ method: 'session/request_permission', params: { tool: 'rm' } }));
+  app.listen(PostMessageTransport.fromPort(channel.port1), { dialect: 'acp' });
+  const abp = await AbpClient.connect(PostMessageTransport.fromPort(channel.port2), { ...AGENT, dialect: 'acp' });
+  eq((await abp.call('add', { a: 2, b: 3 })).data, { sum: 5 }, 'a call is a request named after the capability');
+  const limited = await abp.call('limited', {});
+  eq([limited.error.code, limited.error.retryable, limited.error.retryAfter, limited.error.details.jsonrpc.code],
+    ['RATE_LIMITED', true, 100, -32603], 'the ABP error travels in the JSON-RPC error data');
+  eq((await abp.call('nope', {})).error.code, 'UNKNOWN_CAPABILITY', 'an unknown method');
+  const controller = new AbortController();
+  const p = abp.call('wait', {}, { signal: controller.signal, callId: 'A1' });
+  await until(() => app.activeCalls === 1, 'the handler to run');
+  controller.abort('enough');
+  const r = await p;
+  eq([r.success, r.cancelled, r.error.code, r.error.details.jsonrpc.code], [false, true, 'CANCELLED', -32800], 'answered -32800');
+  // $/cancel_request carries only the request's id: the handler's signal aborts without the caller's reason.
+  eq(aborted, 'Operation cancelled', "the handler's signal");
+  eq(sent('response:A1'), 1, 'the cancelled request was answered once');
+  abp.onElicitation = (request, { signal }) => new Promise((resolve) => {
+    signal.addEventListener('abort', () => { nestedAborted = true; resolve({ success: false, cancelled: true }); });
+  });
+  const nested = new AbortController();
+  const q = abp.call('askThenWait', {}, { signal: nested.signal });
+  await until(() => app.activeCalls === 1, 'the asking handler');
+  await sleep(20);
+  nested.abort();
+  eq((await q).cancelled, true, 'cancelled');
+  await until(() => nestedAborted, 'the nested request cancelled with its call');
+  eq(abp.pendingCalls + app.activeCalls, 0, 'nothing left');
+  await abp.shutdown();
+  app.close();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
 const cases = {
   abortListenerGoesWhenTheCallSettles, heartbeatSettlesCallsToASilentPort,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
@@ -964,7 +1007,7 @@ const cases = {
   popupWindowAndItsClosing, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
   windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
-  mcpDialectBetweenOurOwnSides,
+  mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
