@@ -821,8 +821,17 @@ impl<P: Wire> AgentCore<P> {
             Incoming::Shutdown { .. } => self.transport_lost(),
             // The app no longer wants an answer to a request it made (MCP's cascade).
             Incoming::Cancel { call_id, .. } if self.elicits.remove(&call_id).is_some() => {
-                self.out
-                    .push_back(AgentOutput::ElicitationAborted { id: call_id });
+                self.out.push_back(AgentOutput::ElicitationAborted {
+                    id: call_id.clone(),
+                });
+                if self.config.policy.cancelled_call_answered {
+                    // ACP: a cancelled request is still answered (-32800), or its caller waits forever.
+                    self.out
+                        .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                            id: call_id,
+                            answer: ElicitAnswer::Cancelled,
+                        }));
+                }
             }
             Incoming::Initialize { .. }
             | Incoming::Call { .. }

@@ -12,7 +12,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
-use super::transport::{take_target, Link, Sink};
+use super::transport::{take_target, Link, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
@@ -198,6 +198,11 @@ impl AbpClient {
             policy: dialect.policy(),
             ..AgentConfig::default()
         };
+        if matches!(target, Target::Port(_) | Target::Socket(_)) {
+            // A port queues what is sent before the other end listens, and a socket is open: one initialize
+            // is enough (a JSON-RPC peer would take a re-sent one as a second request).
+            config.policy.resend_initialize = false;
+        }
         if let Some(t) =
             opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0)
         {
