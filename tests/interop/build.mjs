@@ -1,8 +1,9 @@
-// Bundles the official MCP packages (pinned in package-lock.json next to this file) into browser ES modules:
+// Bundles the official MCP and ACP packages (pinned in package-lock.json next to this file) into browser ES modules:
 //   mcp-sdk/dist/client.js  Client, IframeParentTransport, WebSocketClientTransport, McpError, ErrorCode, ...
 //   mcp-sdk/dist/server.js  McpServer, Server, IframeChildTransport, z (zod), McpError, ErrorCode, ...
+//   acp-sdk/dist/acp.js     @agentclientprotocol/sdk (agent, client, methods, RequestError, ...), z, portStream
 // Run it from anywhere: `node tests/interop/build.mjs` (add `--force` to rebuild). On a fresh clone it first runs
-// `npm ci` here; when dist/ is newer than the lockfile, this script and the entry files, it does nothing.
+// `npm ci` here; when every dist bundle is newer than the lockfile, this script, the entry files and port-stream.js, it does nothing.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,9 +13,15 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const lock = join(here, 'package-lock.json');
 const installed = join(here, 'node_modules', '.package-lock.json');
-const dist = join(here, 'mcp-sdk', 'dist');
-const entries = { client: join(here, 'mcp-sdk', 'entries', 'client.js'), server: join(here, 'mcp-sdk', 'entries', 'server.js') };
-const outputs = Object.keys(entries).map((name) => join(dist, `${name}.js`));
+// Output path (relative to this directory, without .js) -> entry file.
+const entries = {
+  'mcp-sdk/dist/client': join(here, 'mcp-sdk', 'entries', 'client.js'),
+  'mcp-sdk/dist/server': join(here, 'mcp-sdk', 'entries', 'server.js'),
+  'acp-sdk/dist/acp': join(here, 'acp-sdk', 'entries', 'acp.js'),
+};
+const outputs = Object.keys(entries).map((out) => join(here, `${out}.js`));
+// Files the entries import besides node_modules (a change to them must rebuild too).
+const ownSources = [join(here, 'acp-sdk', 'port-stream.js')];
 const mtime = (path) => (existsSync(path) ? statSync(path).mtimeMs : -Infinity);
 const log = (msg) => console.log(`interop build: ${msg}`);
 
@@ -24,18 +31,18 @@ if (!existsSync(installed) || mtime(installed) < mtime(lock)) {
   execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: here, stdio: 'inherit' });
 }
 
-const inputs = [lock, installed, fileURLToPath(import.meta.url), ...Object.values(entries)];
+const inputs = [lock, installed, fileURLToPath(import.meta.url), ...Object.values(entries), ...ownSources];
 const oldestOutput = Math.min(...outputs.map(mtime));
 if (!process.argv.includes('--force') && oldestOutput > Math.max(...inputs.map(mtime))) {
-  log('mcp-sdk/dist is up to date');
+  log('mcp-sdk/dist and acp-sdk/dist are up to date');
 } else {
   const { build } = createRequire(join(here, 'package.json'))('esbuild');
-  mkdirSync(dist, { recursive: true });
+  for (const out of outputs) mkdirSync(dirname(out), { recursive: true });
   const started = Date.now();
   await build({
     absWorkingDir: here,
-    entryPoints: entries,
-    outdir: dist,
+    entryPoints: Object.entries(entries).map(([out, entry]) => ({ in: entry, out })),
+    outdir: here,
     bundle: true,
     format: 'esm',
     platform: 'browser',
