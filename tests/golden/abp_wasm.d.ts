@@ -76,9 +76,10 @@ export interface CallOptions {
     cancelGrace?: number;
 }
 
-/** The protocol a connection speaks: ABP (the default), or MCP (JSON-RPC: `tools/list`, `tools/call`,
- * `notifications/cancelled`, `notifications/progress`). The JS API is the same for both. */
-export type Dialect = 'abp' | 'mcp';
+/** The protocol a connection speaks: ABP (the default), MCP (JSON-RPC: `tools/list`, `tools/call`,
+ * `notifications/cancelled`, `notifications/progress`) or ACP (JSON-RPC: a request per capability,
+ * `$/cancel_request`, -32800). The JS API is the same for all. */
+export type Dialect = 'abp' | 'mcp' | 'acp';
 
 /** `app.listen(transport, options)`. */
 export interface ListenOptions {
