@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI runs: setup (incl. browsers), the native core tests, the browser tests in headless Chrome
 # and Firefox (postMessage, WebSocket against a real abp-peer on 127.0.0.1, discover() against the discovery
-# fixture server on 127.0.0.1, MCP against the official MCP SDK), the release build with its typings check, an ABP client written from the API
+# fixture server on 127.0.0.1, MCP and ACP against their SDKs, Tesseron against the PyPI package's app), the release build with its typings check, an ABP client written from the API
 # reference driving window.abp, a clean console while connecting to a cross-origin iframe, the demo driven in
 # headless Chromium, and the packed package consumed by a Vite app.
 set -euo pipefail
@@ -22,16 +22,19 @@ echo "== browser tests: headless Chrome and Firefox (real iframes; WebSocket aga
 export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=300
 # The peer runs in a restart loop (tests kill it); it and the discovery fixture server are stopped however this
 # script ends.
-trap 'bash scripts/peer.sh stop; bash scripts/discovery-fixtures.sh stop' EXIT
+trap 'bash scripts/peer.sh stop; bash scripts/discovery-fixtures.sh stop; bash scripts/tesseron-app.sh stop' EXIT
 ABP_PEER_URL=$(bash scripts/peer.sh)
 ABP_DISCOVERY_URL=$(bash scripts/discovery-fixtures.sh)
-export ABP_PEER_URL ABP_DISCOVERY_URL
-echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL"
+# The Python Tesseron app (PyPI tesseron, in a venv under target/) our gateway role dials.
+TESSERON_APP_URL=$(bash scripts/tesseron-app.sh)
+export ABP_PEER_URL ABP_DISCOVERY_URL TESSERON_APP_URL
+echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL; Tesseron app at $TESSERON_APP_URL"
 # The official MCP packages the interop cases talk to (tests/interop/package.json, pinned), bundled for the browser.
 node tests/interop/build.mjs
 wasm-pack test --headless --chrome --firefox
 bash scripts/peer.sh stop
 bash scripts/discovery-fixtures.sh stop
+bash scripts/tesseron-app.sh stop
 
 echo "== release build, typings"
 bash scripts/build.sh

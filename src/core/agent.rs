@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use super::map::StrMap;
 
+use super::app::Features;
 use super::codec::Wire;
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
@@ -232,17 +233,21 @@ impl<P: Wire> AgentCore<P> {
             return;
         }
         let init_id = self.ids.next_id();
-        self.out
-            .push_back(AgentOutput::Transmit(Outgoing::Initialize {
-                id: init_id.clone(),
-            }));
+        if !self.config.policy.peer_speaks_first {
+            self.out
+                .push_back(AgentOutput::Transmit(Outgoing::Initialize {
+                    id: init_id.clone(),
+                }));
+        }
         let interval = self.config.resend_interval;
         let deadline = now + self.config.connect_timeout;
         self.state = State::Connecting {
             init_id,
             deadline,
-            // A dialect whose initialize is not re-sent only waits for the deadline.
-            next_resend: if self.config.policy.resend_initialize {
+            // A dialect whose initialize is not re-sent (or not ours to send) only waits for the deadline.
+            next_resend: if self.config.policy.resend_initialize
+                && !self.config.policy.peer_speaks_first
+            {
                 now + interval
             } else {
                 deadline
@@ -655,6 +660,26 @@ impl<P: Wire> AgentCore<P> {
                         self.out.push_back(AgentOutput::ConnectFailed(error));
                     }
                 }
+            }
+            Incoming::Initialize { id, payload }
+                if self.config.policy.peer_speaks_first
+                    && matches!(self.state, State::Connecting { .. }) =>
+            {
+                // The app introduced itself (Tesseron's hello): welcome it, and the session is open.
+                let session_id = self.ids.next_id();
+                self.out
+                    .push_back(AgentOutput::Transmit(Outgoing::InitializeResult {
+                        id,
+                        session_id: session_id.clone(),
+                        features: Features::default(),
+                    }));
+                self.state = State::Ready {
+                    session_id: session_id.clone(),
+                };
+                self.out.push_back(AgentOutput::Connected {
+                    session_id,
+                    payload,
+                });
             }
             Incoming::CapabilityList { id, capabilities } => self.capability_list(id, capabilities),
             Incoming::Ping { id } => {

@@ -246,6 +246,11 @@ impl AbpApp {
     ) -> Result<(), JsValue> {
         let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let dialect = dialect_option(&options, "AbpApp.listen")?;
+        if dialect == DialectKind::Tesseron {
+            return Err(type_error(
+                "AbpApp.listen: dialect 'tesseron' is only available to AbpClient (the gateway role) so far",
+            ));
+        }
         let target = take_target(transport, "AbpApp.listen")?;
         let config = AppConfig {
             policy: dialect.policy(),

@@ -81,9 +81,10 @@ export interface CallOptions {
 }
 
 /** The protocol a connection speaks: ABP (the default), MCP (JSON-RPC: `tools/list`, `tools/call`,
- * `notifications/cancelled`, `notifications/progress`) or ACP (JSON-RPC: a request per capability,
- * `$/cancel_request`, -32800). The JS API is the same for all. */
-export type Dialect = 'abp' | 'mcp' | 'acp';
+ * `notifications/cancelled`, `notifications/progress`), ACP (JSON-RPC: a request per capability,
+ * `$/cancel_request`, -32800) or Tesseron (`AbpClient` as the gateway: `actions/invoke`, `actions/cancel`,
+ * -32001/-32002; over a WebSocket with subprotocol `tesseron-gateway`). The JS API is the same for all. */
+export type Dialect = 'abp' | 'mcp' | 'acp' | 'tesseron';
 
 /** `app.listen(transport, options)`. */
 export interface ListenOptions {

@@ -435,7 +435,7 @@ pub(crate) fn id_prefix() -> String {
     s
 }
 
-/// Reads the `dialect` option (`'abp'`, the default, `'mcp'` or `'acp'`).
+/// Reads the `dialect` option (`'abp'`, the default, `'mcp'`, `'acp'` or `'tesseron'`).
 pub(crate) fn dialect_option(
     options: &JsValue,
     what: &str,
@@ -449,7 +449,7 @@ pub(crate) fn dialect_option(
             .ok_or_else(|| {
                 type_error(&crate::core::message::text(&[
                     what,
-                    ": options.dialect must be 'abp', 'mcp' or 'acp'",
+                    ": options.dialect must be 'abp', 'mcp', 'acp' or 'tesseron'",
                 ]))
             }),
     }

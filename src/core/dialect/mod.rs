@@ -19,6 +19,7 @@
 pub mod acp;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod tesseron;
 
 use super::codec::{self, Hello, Ignored, Wire};
 use super::message::{Incoming, Outgoing};
@@ -29,6 +30,7 @@ pub enum DialectKind {
     Abp,
     Mcp,
     Acp,
+    Tesseron,
 }
 
 impl DialectKind {
@@ -38,6 +40,7 @@ impl DialectKind {
             "abp" => Some(DialectKind::Abp),
             "mcp" => Some(DialectKind::Mcp),
             "acp" => Some(DialectKind::Acp),
+            "tesseron" => Some(DialectKind::Tesseron),
             _ => None,
         }
     }
@@ -47,6 +50,7 @@ impl DialectKind {
             DialectKind::Abp => Policy::ABP,
             DialectKind::Mcp => Policy::MCP,
             DialectKind::Acp => Policy::ACP,
+            DialectKind::Tesseron => Policy::TESSERON,
         }
     }
 }
@@ -71,6 +75,8 @@ pub struct Policy {
     /// Requests the app made for a call (elicitations) are cancelled on the wire when the call ends. (ABP's
     /// agent knows which call asked and ends them itself.)
     pub cancel_nested: bool,
+    /// The app speaks first (Tesseron's `tesseron/hello`): the agent sends no initialize, it answers the app's.
+    pub peer_speaks_first: bool,
 }
 
 impl Policy {
@@ -81,6 +87,7 @@ impl Policy {
         list_capabilities: false,
         abp_version_check: true,
         cancel_nested: false,
+        peer_speaks_first: false,
     };
     pub const MCP: Policy = Policy {
         cancel_answered: false,
@@ -89,6 +96,7 @@ impl Policy {
         list_capabilities: true,
         abp_version_check: false,
         cancel_nested: true,
+        peer_speaks_first: false,
     };
 }
 
@@ -101,6 +109,21 @@ impl Policy {
         list_capabilities: false,
         abp_version_check: false,
         cancel_nested: true,
+        peer_speaks_first: false,
+    };
+}
+
+impl Policy {
+    /// Tesseron: the app says hello first; a cancelled invocation is answered -32001; the app owns the action
+    /// timeout (-32002).
+    pub const TESSERON: Policy = Policy {
+        cancel_answered: false,
+        cancelled_call_answered: true,
+        resend_initialize: false,
+        list_capabilities: false,
+        abp_version_check: false,
+        cancel_nested: false,
+        peer_speaks_first: true,
     };
 }
 
@@ -115,6 +138,7 @@ pub enum Codec<P> {
     Abp,
     Mcp(mcp::McpCodec<P>),
     Acp(acp::AcpCodec<P>),
+    Tesseron(tesseron::TesseronCodec<P>),
 }
 
 impl<P: Wire> Codec<P> {
@@ -124,6 +148,7 @@ impl<P: Wire> Codec<P> {
             DialectKind::Abp => Codec::Abp,
             DialectKind::Mcp => Codec::Mcp(mcp::McpCodec::new()),
             DialectKind::Acp => Codec::Acp(acp::AcpCodec::new(agent)),
+            DialectKind::Tesseron => Codec::Tesseron(tesseron::TesseronCodec::new()),
         }
     }
 
@@ -132,6 +157,7 @@ impl<P: Wire> Codec<P> {
             Codec::Abp => DialectKind::Abp,
             Codec::Mcp(_) => DialectKind::Mcp,
             Codec::Acp(_) => DialectKind::Acp,
+            Codec::Tesseron(_) => DialectKind::Tesseron,
         }
     }
 
@@ -146,6 +172,7 @@ impl<P: Wire> Codec<P> {
             Codec::Abp => codec::decode(msg),
             Codec::Mcp(c) => c.decode(msg),
             Codec::Acp(c) => c.decode(msg),
+            Codec::Tesseron(c) => c.decode(msg),
         }
     }
 
@@ -160,6 +187,7 @@ impl<P: Wire> Codec<P> {
             Codec::Abp => codec::encode(msg, timestamp, hello),
             Codec::Mcp(c) => c.encode(msg, hello).map(|m| (m, None)),
             Codec::Acp(c) => c.encode(msg, hello).map(|m| (m, None)),
+            Codec::Tesseron(c) => c.encode(msg, hello).map(|m| (m, None)),
         }
     }
 }
@@ -169,3 +197,6 @@ mod tests;
 
 #[cfg(test)]
 mod acp_tests;
+
+#[cfg(test)]
+mod tesseron_tests;

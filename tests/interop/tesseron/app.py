@@ -56,8 +56,13 @@ class AddInput(BaseModel):
     b: float
 
 
+# Every event, also kept for the `events` action (a browser test cannot read this process's stdout).
+EVENTS: list[dict[str, object]] = []
+
+
 def emit(kind: str, **fields: object) -> None:
     line = {"event": kind, "t": round(time.monotonic(), 3), **fields}
+    EVENTS.append(json.loads(json.dumps(line, default=str)))
     print("EVENT " + json.dumps(line, default=str), flush=True)
 
 
@@ -162,6 +167,10 @@ def build(port: int, host: str) -> TesseronApp:
         if kind == "internal":
             raise RuntimeError("secret internal detail")
         raise ActionError.handler("the handler refused", {"kind": kind})
+
+    @app.action("events", description="What the handlers saw so far (for tests that cannot read stdout)")
+    async def events(input: object, ctx: ActionContext) -> object:  # noqa: A002
+        return list(EVENTS)
 
     def on_event(event: HostEvent) -> None:
         if isinstance(event, WelcomeEvent):

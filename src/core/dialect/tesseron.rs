@@ -1,0 +1,273 @@
+//! The Tesseron dialect (protocol 1.2.0, as the PyPI and crates.io `tesseron` packages speak it), gateway role:
+//! `AbpClient` dials the app's WebSocket (subprotocol `tesseron-gateway`), answers the app's `tesseron/hello`
+//! (the app speaks first), invokes actions and cancels them.
+//!
+//! - A call is the request `actions/invoke { name, input, invocationId }` (the call id is the invocation id);
+//!   its result is `{ invocationId, output }`.
+//! - Abort sends the notification `actions/cancel { invocationId }` and waits for the app's -32001 Cancelled;
+//!   the app's own per-action timeout answers -32002 (TIMEOUT). -32003 is an unknown action, -32004 bad input.
+//! - `actions/progress { invocationId, percent?, message?, data? }` is the call's progress (`progress` = percent
+//!   of `total: 100`).
+//! - The hello's actions (with their `timeoutMs`) are the capability list.
+//!
+//! The app role (an `AbpApp` dialing a gateway) is not built yet.
+
+use super::super::codec::{encode_error, Hello, Ignored, Wire};
+use super::super::error::{AbpError, ErrorCode};
+use super::super::message::{ElicitAnswer, Incoming, Outgoing};
+use super::super::schema::Kind;
+use super::jsonrpc::{abp_error_of, key_of, notification, Frame, Peer, Sent};
+
+pub const PROTOCOL_VERSION: &str = "1.2.0";
+
+/// Tesseron's error codes.
+pub mod code {
+    pub const CANCELLED: i32 = -32001;
+    pub const TIMEOUT: i32 = -32002;
+    pub const ACTION_NOT_FOUND: i32 = -32003;
+    pub const INPUT_VALIDATION: i32 = -32004;
+    pub const HANDLER_ERROR: i32 = -32005;
+}
+
+pub struct TesseronCodec<P> {
+    peer: Peer<P>,
+}
+
+impl<P: Wire> Default for TesseronCodec<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// An action of the hello as an ABP capability descriptor.
+fn descriptor_of_action<P: Wire>(a: &P) -> Option<P> {
+    let name = a.get_string("name")?;
+    let mut d = a.shallow_copy();
+    d.set("name", P::string(&name));
+    d.set("available", P::boolean(true));
+    d.set("requirements", P::array(Vec::new()));
+    d.set("features", P::object());
+    Some(d)
+}
+
+/// A Tesseron error as an ABP error: its own codes first, then JSON-RPC's.
+fn error_of<P: Wire>(e: &P) -> AbpError<P> {
+    let mut error = abp_error_of(e);
+    let code = e.get_f64("code").map(|c| c as i32);
+    let mapped = match code {
+        Some(code::CANCELLED) => Some(ErrorCode::Cancelled),
+        Some(code::TIMEOUT) => Some(ErrorCode::Timeout),
+        Some(code::ACTION_NOT_FOUND) => Some(ErrorCode::UnknownCapability),
+        Some(code::INPUT_VALIDATION) => Some(ErrorCode::InvalidParams),
+        Some(code::HANDLER_ERROR) => Some(ErrorCode::OperationFailed),
+        _ => None,
+    };
+    if let Some(c) = mapped {
+        error.retryable = c.retryable();
+        error.code = c;
+    }
+    error
+}
+
+impl<P: Wire> TesseronCodec<P> {
+    pub fn new() -> TesseronCodec<P> {
+        TesseronCodec {
+            peer: Peer::default(),
+        }
+    }
+
+    pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+        match self.peer.read(msg)? {
+            Frame::Request { id, method, params } => Ok(self.request(id, &method, params)),
+            Frame::Notification { method, params } => self.notification(method, params),
+            Frame::Response {
+                id,
+                sent,
+                result,
+                error,
+            } => Ok(self.response(id, sent, result, error)),
+            Frame::Invalid(i) => Ok(i),
+        }
+    }
+
+    fn request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
+        match method {
+            "tesseron/hello" | "tesseron/resume" => {
+                let actions = params.get("actions");
+                let list = actions
+                    .map(|a| {
+                        (0..a.array_len().unwrap_or(0))
+                            .filter_map(|i| a.index(i))
+                            .filter_map(|a| descriptor_of_action(&a))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let payload = P::object_of(&mut [
+                    ("app", params.get_object("app")),
+                    ("protocolVersion", params.get("protocolVersion")),
+                    ("capabilities", Some(P::array(list))),
+                    ("tesseron", Some(params)),
+                ]);
+                Incoming::Initialize { id, payload }
+            }
+            // The app asks the gateway something during an invocation (elicitation, sampling).
+            _ => {
+                let payload = P::object_of(&mut [
+                    ("method", Some(P::string(method))),
+                    ("params", Some(params.clone())),
+                ]);
+                Incoming::ElicitationRequest {
+                    id,
+                    call_id: params.get("invocationId").as_ref().and_then(key_of),
+                    payload,
+                }
+            }
+        }
+    }
+
+    fn notification(&mut self, method: String, params: P) -> Result<Incoming<P>, Ignored> {
+        if method == "actions/progress" {
+            let Some(call_id) = params.get("invocationId").as_ref().and_then(key_of) else {
+                return Err(Ignored::NotAMessage);
+            };
+            let mut info = params.shallow_copy();
+            if let Some(percent) = params.get("percent").filter(|p| p.kind() == Kind::Number) {
+                info.set("progress", percent.clone());
+                info.set("percentage", percent);
+                info.set("total", P::number(100.0));
+            }
+            if let Some(m) = params.get("message") {
+                info.set("status", m);
+            }
+            info.set("callId", P::string(&call_id));
+            return Ok(Incoming::Progress {
+                call_id: Some(call_id),
+                token: None,
+                payload: info,
+            });
+        }
+        let payload =
+            P::object_of(&mut [("event", Some(P::string(&method))), ("data", Some(params))]);
+        Ok(Incoming::Notification {
+            event: method,
+            payload,
+        })
+    }
+
+    fn response(
+        &mut self,
+        id: String,
+        sent: Sent,
+        result: Option<P>,
+        error: Option<P>,
+    ) -> Incoming<P> {
+        match sent {
+            Sent::Call => {
+                let (cancelled, payload) = match (error, result) {
+                    (Some(e), _) => {
+                        let error = error_of(&e);
+                        // Cancelled by us, or ended by the app's own timeout: the call was stopped.
+                        let stopped =
+                            matches!(error.code, ErrorCode::Cancelled | ErrorCode::Timeout);
+                        let p = P::object_of(&mut [
+                            ("success", Some(P::boolean(false))),
+                            ("cancelled", stopped.then(|| P::boolean(true))),
+                            ("error", Some(encode_error(error))),
+                            ("callId", Some(P::string(&id))),
+                        ]);
+                        (stopped, p)
+                    }
+                    (None, r) => {
+                        let output = r.and_then(|r| r.get("output")).unwrap_or_else(P::null);
+                        let p = P::object_of(&mut [
+                            ("success", Some(P::boolean(true))),
+                            ("data", Some(output)),
+                            ("callId", Some(P::string(&id))),
+                        ]);
+                        (false, p)
+                    }
+                };
+                Incoming::CallResult {
+                    id: Some(id.clone()),
+                    call_id: Some(id),
+                    cancelled,
+                    payload,
+                }
+            }
+            // Any answer to a probe shows the app is there.
+            Sent::Ping => Incoming::Pong { id },
+            _ => Incoming::Noted,
+        }
+    }
+
+    /// Builds the JSON-RPC message; `None` for what the gateway role does not send.
+    pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+        Some(match msg {
+            Outgoing::InitializeResult { id, session_id, .. } => {
+                let capabilities = P::object_of(&mut [
+                    ("streaming", Some(P::boolean(true))),
+                    ("subscriptions", Some(P::boolean(false))),
+                    ("sampling", Some(P::boolean(false))),
+                    ("elicitation", Some(P::boolean(true))),
+                ]);
+                let agent = P::object_of(&mut [
+                    ("id", hello.info.get("name")),
+                    ("name", hello.info.get("name")),
+                ]);
+                let welcome = P::object_of(&mut [
+                    ("sessionId", Some(P::string(&session_id))),
+                    ("protocolVersion", Some(P::constant(PROTOCOL_VERSION))),
+                    ("capabilities", Some(capabilities)),
+                    ("agent", Some(agent)),
+                ]);
+                self.peer.response(&id, welcome)
+            }
+            Outgoing::Call {
+                id,
+                call_id,
+                capability,
+                params,
+                ..
+            } => {
+                let input = (!matches!(params.kind(), Kind::Undefined)).then_some(params);
+                let p = P::object_of(&mut [
+                    ("name", Some(P::string(&capability))),
+                    ("input", input),
+                    ("invocationId", Some(P::string(&call_id))),
+                ]);
+                self.peer
+                    .request(&id, Sent::Call, "actions/invoke", Some(p))
+            }
+            Outgoing::Cancel { call_id, .. } => {
+                // Not forgotten: the app answers the invocation -32001.
+                let p = P::object_of(&mut [("invocationId", Some(P::string(&call_id)))]);
+                notification("actions/cancel", Some(p))
+            }
+            Outgoing::ElicitationResponse { id, answer } => match answer {
+                ElicitAnswer::Answer(r)
+                    if r.get("success").and_then(|s| s.as_bool()) == Some(true) =>
+                {
+                    let data = r.get("data").unwrap_or_else(P::null);
+                    self.peer.response(&id, data)
+                }
+                ElicitAnswer::Answer(_) | ElicitAnswer::Failed(_) => {
+                    self.peer
+                        .error(Some(&id), -32007, "Elicitation not available", None)
+                }
+                ElicitAnswer::Cancelled => {
+                    self.peer
+                        .error(Some(&id), code::CANCELLED, "Cancelled", None)
+                }
+            },
+            // No application-level ping in Tesseron: a request the app does not know is answered -32601,
+            // which is enough to show it is there.
+            Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
+            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
+            Outgoing::RpcError { id, code, message } => {
+                self.peer.error(id.as_deref(), code, &message, None)
+            }
+            // The gateway answers the hello; it never sends an initialize of its own, nor the app's messages.
+            _ => return None,
+        })
+    }
+}

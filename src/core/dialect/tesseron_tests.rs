@@ -1,0 +1,263 @@
+//! The Tesseron dialect's gateway role (the agent) against a scripted app, with simulated time: the app's
+//! hello answered with a welcome, actions as the capability list, `actions/invoke` and `{ invocationId,
+//! output }`, `actions/cancel` answered -32001 (CANCELLED) or by the result that won, the app's own timeout
+//! (-32002, TIMEOUT), -32003/-32004, progress routed to its call, and garbage.
+
+use serde_json::{json, Value};
+
+use crate::core::agent::{AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, Settlement};
+use crate::core::codec::Hello;
+use crate::core::dialect::{Codec, DialectKind};
+use crate::core::error::ErrorCode;
+use crate::core::tests::request;
+
+struct Gateway {
+    core: AgentCore<Value>,
+    codec: Codec<Value>,
+    sent: Vec<Value>,
+    events: Vec<AgentOutput<Value>>,
+    now: f64,
+}
+
+impl Gateway {
+    fn new() -> Gateway {
+        let config = AgentConfig {
+            policy: DialectKind::Tesseron.policy(),
+            ..AgentConfig::default()
+        };
+        let mut g = Gateway {
+            core: AgentCore::new(config, "g"),
+            codec: Codec::new(DialectKind::Tesseron, true),
+            sent: Vec::new(),
+            events: Vec::new(),
+            now: 0.0,
+        };
+        g.core.connect(g.now);
+        g.drain();
+        g
+    }
+
+    fn drain(&mut self) {
+        let info = json!({ "name": "abp-gateway", "version": "1" });
+        while let Some(o) = self.core.poll() {
+            match o {
+                AgentOutput::Transmit(m) => {
+                    let hello = Hello {
+                        info: &info,
+                        capabilities: None,
+                    };
+                    if let Some((v, _)) = self.codec.encode(m, self.now, &hello) {
+                        self.sent.push(v);
+                    }
+                }
+                e => self.events.push(e),
+            }
+        }
+    }
+
+    fn feed(&mut self, raw: Value) {
+        if let Ok(m) = self.codec.decode(&raw) {
+            self.core.handle(m, self.now);
+        }
+        self.drain();
+    }
+
+    fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                AgentOutput::Settled {
+                    call_id: c,
+                    settlement,
+                } if c == call_id => Some(settlement),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn response_of(&self, call_id: &str) -> Value {
+        match self.settled(call_id).first() {
+            Some(Settlement::Remote(v)) => v.clone(),
+            other => panic!("expected the app's answer for {call_id}, got {other:?}"),
+        }
+    }
+}
+
+fn hello() -> Value {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "tesseron/hello", "params": {
+        "protocolVersion": "1.2.0",
+        "app": { "id": "shop", "name": "Shop", "origin": "http://127.0.0.1" },
+        "actions": [
+            { "name": "echo", "description": "", "inputSchema": {} },
+            { "name": "slow", "description": "Slow", "inputSchema": {}, "timeoutMs": 300 } ],
+        "resources": [],
+        "capabilities": { "streaming": true, "subscriptions": true, "sampling": true, "elicitation": true } } })
+}
+
+fn connected() -> Gateway {
+    let mut g = Gateway::new();
+    g.feed(hello());
+    assert!(g.core.is_ready());
+    g
+}
+
+fn invoke_id(g: &Gateway) -> Value {
+    g.sent.last().unwrap()["id"].clone()
+}
+
+#[test]
+fn the_app_speaks_first_and_gets_a_welcome() {
+    let mut g = Gateway::new();
+    assert!(
+        g.sent.is_empty(),
+        "the gateway sends nothing before the hello"
+    );
+    g.feed(hello());
+    let welcome = &g.sent[0];
+    assert_eq!(welcome["id"], 1, "the hello's id, as it came");
+    assert_eq!(welcome["result"]["protocolVersion"], "1.2.0");
+    assert!(welcome["result"]["sessionId"].is_string());
+    assert!(welcome["result"].get("resumeToken").is_none());
+    let payload = g.events.iter().find_map(|e| match e {
+        AgentOutput::Connected { payload, .. } => Some(payload.clone()),
+        _ => None,
+    });
+    let payload = payload.expect("connected");
+    assert_eq!(payload["app"]["name"], "Shop");
+    assert_eq!(payload["capabilities"][1]["name"], "slow");
+    assert_eq!(payload["capabilities"][1]["timeoutMs"], 300);
+    assert_eq!(payload["capabilities"][1]["available"], true);
+}
+
+#[test]
+fn an_invocation_round_trips() {
+    let mut g = connected();
+    g.core
+        .start_call(
+            CallRequest {
+                params: json!({ "x": 1 }),
+                ..request("c1", "echo")
+            },
+            g.now,
+        )
+        .unwrap();
+    g.drain();
+    let invoke = g.sent.last().unwrap().clone();
+    assert_eq!(invoke["method"], "actions/invoke");
+    assert_eq!(
+        invoke["params"],
+        json!({ "name": "echo", "input": { "x": 1 }, "invocationId": "c1" })
+    );
+    g.feed(json!({ "jsonrpc": "2.0", "id": invoke["id"], "result": { "invocationId": "c1", "output": { "x": 1 } } }));
+    let r = g.response_of("c1");
+    assert_eq!(
+        [&r["success"], &r["data"]],
+        [&json!(true), &json!({ "x": 1 })]
+    );
+}
+
+#[test]
+fn cancel_waits_for_minus_32001_and_the_apps_timeout_is_timeout() {
+    let mut g = connected();
+    g.core.start_call(request("c1", "slow"), g.now).unwrap();
+    g.drain();
+    let id = invoke_id(&g);
+    g.core
+        .abort_call("c1", AbortKind::Signal(Some("stop".into())), g.now);
+    g.drain();
+    assert_eq!(
+        *g.sent.last().unwrap(),
+        json!({ "jsonrpc": "2.0", "method": "actions/cancel", "params": { "invocationId": "c1" } })
+    );
+    assert!(g.settled("c1").is_empty(), "waits for the app's answer");
+    g.feed(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32001, "message": "Invocation c1 was cancelled" } }));
+    let r = g.response_of("c1");
+    assert_eq!(
+        [&r["cancelled"], &r["error"]["code"]],
+        [&json!(true), &json!("CANCELLED")]
+    );
+    // The app's own per-action timeout.
+    g.core.start_call(request("c2", "slow"), g.now).unwrap();
+    g.drain();
+    let id = invoke_id(&g);
+    g.feed(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32002, "message": "Invocation c2 exceeded 300 ms" } }));
+    let r = g.response_of("c2");
+    assert_eq!(
+        [
+            &r["cancelled"],
+            &r["error"]["code"],
+            &r["error"]["retryable"]
+        ],
+        [&json!(true), &json!("TIMEOUT"), &json!(true)]
+    );
+    // Our own timeout: actions/cancel, then the -32001 becomes TIMEOUT.
+    g.core
+        .start_call(
+            CallRequest {
+                timeout: Some(50.0),
+                ..request("c3", "slow")
+            },
+            g.now,
+        )
+        .unwrap();
+    g.drain();
+    let id = invoke_id(&g);
+    g.now += 50.0;
+    g.core.handle_timeout(g.now);
+    g.drain();
+    assert_eq!(g.sent.last().unwrap()["method"], "actions/cancel");
+    g.feed(
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32001, "message": "cancelled" } }),
+    );
+    match g.settled("c3")[0] {
+        Settlement::Local { error, cancelled } => {
+            assert_eq!((&error.code, *cancelled), (&ErrorCode::Timeout, true));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn errors_and_progress() {
+    let mut g = connected();
+    for (call, code, expected) in [
+        ("c1", -32003, "UNKNOWN_CAPABILITY"),
+        ("c2", -32004, "INVALID_PARAMS"),
+        ("c3", -32005, "OPERATION_FAILED"),
+        ("c4", -32603, "INTERNAL_ERROR"),
+    ] {
+        g.core.start_call(request(call, "echo"), g.now).unwrap();
+        g.drain();
+        let id = invoke_id(&g);
+        g.feed(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": "no", "data": [1] } }));
+        let r = g.response_of(call);
+        assert_eq!(r["error"]["code"], expected, "{code}");
+        assert_eq!(
+            r["error"]["details"]["jsonrpc"]["data"],
+            json!([1]),
+            "{code}"
+        );
+    }
+    g.core.start_call(request("p1", "slow"), g.now).unwrap();
+    g.drain();
+    g.feed(json!({ "jsonrpc": "2.0", "method": "actions/progress",
+        "params": { "invocationId": "p1", "percent": 40, "message": "step 2/5" } }));
+    let progress = g.events.iter().find_map(|e| match e {
+        AgentOutput::Progress { call_id, payload } if call_id == "p1" => Some(payload.clone()),
+        _ => None,
+    });
+    let p = progress.expect("progress routed to its call");
+    assert_eq!(
+        [&p["progress"], &p["total"], &p["status"]],
+        [&json!(40), &json!(100), &json!("step 2/5")]
+    );
+    // Garbage changes nothing.
+    for raw in [
+        json!([1]),
+        json!({ "jsonrpc": "2.0", "method": "actions/progress", "params": {} }),
+        json!("x"),
+    ] {
+        g.feed(raw);
+    }
+    assert!(g.core.is_ready());
+}
