@@ -233,7 +233,7 @@ impl<P: Wire> AgentCore<P> {
             return;
         }
         let init_id = self.ids.next_id();
-        if !self.config.policy.peer_speaks_first {
+        if !self.config.policy.app_speaks_first {
             self.out
                 .push_back(AgentOutput::Transmit(Outgoing::Initialize {
                     id: init_id.clone(),
@@ -246,7 +246,7 @@ impl<P: Wire> AgentCore<P> {
             deadline,
             // A dialect whose initialize is not re-sent (or not ours to send) only waits for the deadline.
             next_resend: if self.config.policy.resend_initialize
-                && !self.config.policy.peer_speaks_first
+                && !self.config.policy.app_speaks_first
             {
                 now + interval
             } else {
@@ -662,7 +662,7 @@ impl<P: Wire> AgentCore<P> {
                 }
             }
             Incoming::Initialize { id, payload }
-                if self.config.policy.peer_speaks_first
+                if self.config.policy.app_speaks_first
                     && matches!(self.state, State::Connecting { .. }) =>
             {
                 // The app introduced itself (Tesseron's hello): welcome it, and the session is open.

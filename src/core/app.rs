@@ -250,6 +250,10 @@ struct Active<P> {
     progress: Option<P>,
     progress_due: Option<f64>,
     last_progress: f64,
+    /// When the app gives up on it (dialects where the app owns the timeout).
+    deadline: Option<f64>,
+    /// Its `timeoutMs`, for the message.
+    timeout_ms: Option<f64>,
 }
 
 struct Queued<P> {
@@ -259,6 +263,7 @@ struct Queued<P> {
     params: P,
     token: Option<String>,
     received: f64,
+    timeout_ms: Option<f64>,
 }
 
 struct Session {
@@ -306,7 +311,12 @@ pub struct AppConn<P> {
     elicits: StrMap<Elicit>,
     out: VecDeque<AppOutput<P>>,
     next_seq: u64,
+    /// The id of our own hello, while it waits for its answer (dialects where the app speaks first).
+    hello: Option<String>,
 }
+
+/// The app's own timeout when a capability names none (Tesseron's default).
+const DEFAULT_APP_TIMEOUT_MS: f64 = 60_000.0;
 
 impl<P: Wire> AppConn<P> {
     pub fn new(config: AppConfig, id_prefix: impl Into<String>) -> Self {
@@ -326,7 +336,19 @@ impl<P: Wire> AppConn<P> {
             elicits: StrMap::new(),
             out: VecDeque::new(),
             next_seq: 0,
+            hello: None,
         }
+    }
+
+    /// Dialects where the app speaks first: introduces the app (the capabilities go with it, from the
+    /// encoder's `Hello`). The session opens when the agent answers. Does nothing in the other dialects.
+    pub fn connect(&mut self) {
+        if !self.config.policy.app_speaks_first || self.session.is_some() || self.hello.is_some() {
+            return;
+        }
+        let id = self.ids.next_id();
+        self.hello = Some(id.clone());
+        self.transmit(Outgoing::Initialize { id });
     }
 
     pub fn session_id(&self) -> Option<&str> {
@@ -424,6 +446,22 @@ impl<P: Wire> AppConn<P> {
                     features,
                 });
             }
+            Incoming::InitializeResult {
+                id,
+                session_id,
+                error,
+                ..
+            } if self.hello.as_deref() == Some(id.as_str()) => {
+                self.hello = None;
+                if let (None, Some(session_id)) = (error, session_id) {
+                    self.session = Some(Session {
+                        id: session_id.clone(),
+                        init_id: id,
+                        features: Features::default(),
+                    });
+                    self.out.push_back(AppOutput::SessionOpened { session_id });
+                }
+            }
             Incoming::Call {
                 id,
                 call_id,
@@ -445,6 +483,13 @@ impl<P: Wire> AppConn<P> {
                     self.finished.insert(call_id.clone(), Finished::Completed);
                     return self.refuse_call(id, call_id, error);
                 }
+                let timeout_ms = self.config.policy.app_timeouts.then(|| {
+                    registry
+                        .descriptor(&capability)
+                        .and_then(|d| d.get_f64("timeoutMs"))
+                        .filter(|t| t.is_finite() && *t >= 0.0)
+                        .unwrap_or(DEFAULT_APP_TIMEOUT_MS)
+                });
                 let full = self
                     .config
                     .max_concurrent
@@ -458,9 +503,18 @@ impl<P: Wire> AppConn<P> {
                         params,
                         token: progress_token,
                         received: now,
+                        timeout_ms,
                     });
                 } else {
-                    self.start(id, call_id, capability, params, progress_token, now);
+                    self.start(
+                        id,
+                        call_id,
+                        capability,
+                        params,
+                        progress_token,
+                        now,
+                        timeout_ms,
+                    );
                 }
             }
             Incoming::Cancel {
@@ -513,6 +567,7 @@ impl<P: Wire> AppConn<P> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn start(
         &mut self,
         msg_id: String,
@@ -521,6 +576,7 @@ impl<P: Wire> AppConn<P> {
         params: P,
         token: Option<String>,
         now: f64,
+        timeout_ms: Option<f64>,
     ) {
         self.next_seq += 1;
         self.active.insert(
@@ -533,6 +589,8 @@ impl<P: Wire> AppConn<P> {
                 progress: None,
                 progress_due: None,
                 last_progress: f64::NEG_INFINITY,
+                deadline: timeout_ms.map(|t| now + t),
+                timeout_ms,
             },
         );
         self.out.push_back(AppOutput::Start {
@@ -560,6 +618,7 @@ impl<P: Wire> AppConn<P> {
                 q.params,
                 q.token,
                 q.received,
+                q.timeout_ms,
             );
         }
     }
@@ -817,6 +876,7 @@ impl<P: Wire> AppConn<P> {
     }
 
     fn end_session(&mut self) {
+        self.hello = None;
         let mut ids: Vec<(u64, String)> = self.active.drain().map(|(id, a)| (a.seq, id)).collect();
         ids.sort_unstable();
         for (_, call_id) in ids {
@@ -842,11 +902,13 @@ impl<P: Wire> AppConn<P> {
         self.active
             .values()
             .filter_map(|a| a.progress_due)
+            .chain(self.active.values().filter_map(|a| a.deadline))
             .chain(self.elicits.values().filter_map(|e| e.deadline))
             .min_by(|a, b| a.total_cmp(b))
     }
 
     pub fn handle_timeout(&mut self, now: f64) {
+        self.expire_calls(now);
         for id in self
             .elicits
             .remove_where(|e| e.deadline.is_some_and(|d| d <= now))
@@ -873,6 +935,42 @@ impl<P: Wire> AppConn<P> {
         for m in due {
             self.transmit(m);
         }
+    }
+
+    /// Calls past the app's own timeout: the handler's signal aborts ("timeout") and the agent gets TIMEOUT.
+    fn expire_calls(&mut self, now: f64) {
+        let mut due: Vec<(u64, String)> = self
+            .active
+            .iter()
+            .filter(|(_, a)| a.deadline.is_some_and(|d| d <= now))
+            .map(|(c, a)| (a.seq, c.clone()))
+            .collect();
+        due.sort_unstable();
+        for (_, call_id) in due {
+            let Some(active) = self.active.remove(&call_id) else {
+                continue;
+            };
+            self.out.push_back(AppOutput::Abort {
+                call_id: call_id.clone(),
+                reason: Some("timeout".to_owned()),
+            });
+            let mut ms = String::new();
+            super::message::push_u64(&mut ms, active.timeout_ms.unwrap_or(0.0) as u64);
+            let error = AbpError::new(
+                ErrorCode::Timeout,
+                text(&["Invocation ", &call_id, " exceeded ", &ms, " ms"]),
+            );
+            self.transmit(Outgoing::CallResult {
+                id: active.msg_id,
+                call_id: call_id.clone(),
+                outcome: Outcome::Failure(error),
+                duration: now - active.started,
+                transfer: None,
+            });
+            self.finished.insert(call_id.clone(), Finished::Completed);
+            self.end_elicitations_of(&call_id);
+        }
+        self.start_queued();
     }
 
     pub fn poll(&mut self) -> Option<AppOutput<P>> {

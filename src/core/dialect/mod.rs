@@ -75,8 +75,12 @@ pub struct Policy {
     /// Requests the app made for a call (elicitations) are cancelled on the wire when the call ends. (ABP's
     /// agent knows which call asked and ends them itself.)
     pub cancel_nested: bool,
-    /// The app speaks first (Tesseron's `tesseron/hello`): the agent sends no initialize, it answers the app's.
-    pub peer_speaks_first: bool,
+    /// The app speaks first (Tesseron's `tesseron/hello`): the app sends the initialize and the agent answers
+    /// it, the other way round from ABP.
+    pub app_speaks_first: bool,
+    /// The app ends a call that outlives its capability's `timeoutMs` (default one minute) with TIMEOUT
+    /// (Tesseron's per-action timeout, -32002).
+    pub app_timeouts: bool,
 }
 
 impl Policy {
@@ -87,7 +91,8 @@ impl Policy {
         list_capabilities: false,
         abp_version_check: true,
         cancel_nested: false,
-        peer_speaks_first: false,
+        app_speaks_first: false,
+        app_timeouts: false,
     };
     pub const MCP: Policy = Policy {
         cancel_answered: false,
@@ -96,7 +101,8 @@ impl Policy {
         list_capabilities: true,
         abp_version_check: false,
         cancel_nested: true,
-        peer_speaks_first: false,
+        app_speaks_first: false,
+        app_timeouts: false,
     };
 }
 
@@ -109,7 +115,8 @@ impl Policy {
         list_capabilities: false,
         abp_version_check: false,
         cancel_nested: true,
-        peer_speaks_first: false,
+        app_speaks_first: false,
+        app_timeouts: false,
     };
 }
 
@@ -123,7 +130,8 @@ impl Policy {
         list_capabilities: false,
         abp_version_check: false,
         cancel_nested: false,
-        peer_speaks_first: true,
+        app_speaks_first: true,
+        app_timeouts: true,
     };
 }
 
@@ -148,7 +156,7 @@ impl<P: Wire> Codec<P> {
             DialectKind::Abp => Codec::Abp,
             DialectKind::Mcp => Codec::Mcp(mcp::McpCodec::new()),
             DialectKind::Acp => Codec::Acp(acp::AcpCodec::new(agent)),
-            DialectKind::Tesseron => Codec::Tesseron(tesseron::TesseronCodec::new()),
+            DialectKind::Tesseron => Codec::Tesseron(tesseron::TesseronCodec::new(agent)),
         }
     }
 

@@ -10,13 +10,18 @@
 //!   of `total: 100`).
 //! - The hello's actions (with their `timeoutMs`) are the capability list.
 //!
-//! The app role (an `AbpApp` dialing a gateway) is not built yet.
+//! App role (an `AbpApp` dialing a gateway, as `@tesseron/web` does): says hello with its capabilities as
+//! actions (`timeoutMs` from the descriptor), serves `actions/invoke`, answers -32001 for a cancelled invocation
+//! and -32002 when its own per-action timeout passes (the state machine keeps it), -32003 for an unknown
+//! action, -32004 for bad input, -32005 for a handler's error, -32603 for anything else; progress is
+//! `actions/progress` with `percent` monotonic (and at most about two a second: the app's progress interval).
 
 use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
-use super::super::message::{ElicitAnswer, Incoming, Outgoing};
+use super::super::map::StrMap;
+use super::super::message::{text, ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
-use super::jsonrpc::{abp_error_of, key_of, notification, Frame, Peer, Sent};
+use super::jsonrpc::{abp_error_of, key_of, notification, rpc, Frame, Peer, Sent};
 
 pub const PROTOCOL_VERSION: &str = "1.2.0";
 
@@ -31,12 +36,10 @@ pub mod code {
 
 pub struct TesseronCodec<P> {
     peer: Peer<P>,
-}
-
-impl<P: Wire> Default for TesseronCodec<P> {
-    fn default() -> Self {
-        Self::new()
-    }
+    /// This side is the gateway (the agent); else the app.
+    gateway: bool,
+    /// App role: the highest percent sent per invocation (percent never goes down).
+    percent: StrMap<f64>,
 }
 
 /// An action of the hello as an ABP capability descriptor.
@@ -70,9 +73,11 @@ fn error_of<P: Wire>(e: &P) -> AbpError<P> {
 }
 
 impl<P: Wire> TesseronCodec<P> {
-    pub fn new() -> TesseronCodec<P> {
+    pub fn new(gateway: bool) -> TesseronCodec<P> {
         TesseronCodec {
             peer: Peer::default(),
+            gateway,
+            percent: StrMap::new(),
         }
     }
 
@@ -91,6 +96,9 @@ impl<P: Wire> TesseronCodec<P> {
     }
 
     fn request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
+        if !self.gateway {
+            return self.app_request(id, method, params);
+        }
         match method {
             "tesseron/hello" | "tesseron/resume" => {
                 let actions = params.get("actions");
@@ -126,6 +134,16 @@ impl<P: Wire> TesseronCodec<P> {
     }
 
     fn notification(&mut self, method: String, params: P) -> Result<Incoming<P>, Ignored> {
+        if !self.gateway && method == "actions/cancel" {
+            let Some(call_id) = params.get("invocationId").as_ref().and_then(key_of) else {
+                return Err(Ignored::NotAMessage);
+            };
+            return Ok(Incoming::Cancel {
+                id: None,
+                call_id,
+                reason: None,
+            });
+        }
         if method == "actions/progress" {
             let Some(call_id) = params.get("invocationId").as_ref().and_then(key_of) else {
                 return Err(Ignored::NotAMessage);
@@ -162,6 +180,36 @@ impl<P: Wire> TesseronCodec<P> {
         error: Option<P>,
     ) -> Incoming<P> {
         match sent {
+            Sent::Initialize => {
+                // The gateway's welcome to our hello.
+                let session_id = result
+                    .as_ref()
+                    .and_then(|r| r.get_string("sessionId"))
+                    .filter(|_| error.is_none());
+                let error = error.map(|e| error_of(&e)).or_else(|| {
+                    session_id.is_none().then(|| {
+                        AbpError::new(ErrorCode::OperationFailed, "The welcome had no sessionId")
+                    })
+                });
+                Incoming::InitializeResult {
+                    id,
+                    session_id,
+                    error,
+                    payload: result.unwrap_or_else(P::object),
+                }
+            }
+            Sent::Elicit => {
+                let payload = match (error, result) {
+                    (Some(e), _) => P::object_of(&mut [
+                        ("success", Some(P::boolean(false))),
+                        ("error", Some(encode_error(error_of(&e)))),
+                    ]),
+                    (None, r) => {
+                        P::object_of(&mut [("success", Some(P::boolean(true))), ("data", r)])
+                    }
+                };
+                Incoming::ElicitationResponse { id, payload }
+            }
             Sent::Call => {
                 let (cancelled, payload) = match (error, result) {
                     (Some(e), _) => {
@@ -200,8 +248,187 @@ impl<P: Wire> TesseronCodec<P> {
         }
     }
 
-    /// Builds the JSON-RPC message; `None` for what the gateway role does not send.
+    fn app_request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
+        if method != "actions/invoke" {
+            return Incoming::Invalid {
+                id: Some(id),
+                code: rpc::METHOD_NOT_FOUND,
+                message: "Method not found",
+            };
+        }
+        let (Some(name), Some(call_id)) = (
+            params.get_string("name"),
+            params
+                .get("invocationId")
+                .filter(|i| i.kind() == Kind::String)
+                .as_ref()
+                .and_then(key_of),
+        ) else {
+            return Incoming::Invalid {
+                id: Some(id),
+                code: rpc::INVALID_PARAMS,
+                message:
+                    "Invalid actions/invoke params: name and invocationId are required strings",
+            };
+        };
+        Incoming::Call {
+            id,
+            call_id: call_id.clone(),
+            capability: name,
+            params: params.get("input").unwrap_or_else(P::null),
+            timeout: None,
+            // Progress is always wanted in Tesseron; the invocation names it.
+            progress_token: Some(call_id),
+        }
+    }
+
+    /// App role: the hello, results, progress and questions.
+    fn encode_app(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+        Some(match msg {
+            Outgoing::Initialize { id } => {
+                let list = hello
+                    .capabilities
+                    .map(|f| f())
+                    .unwrap_or_else(|| P::array(Vec::new()));
+                let actions = (0..list.array_len().unwrap_or(0))
+                    .filter_map(|i| list.index(i))
+                    .map(|d| {
+                        P::object_of(&mut [
+                            ("name", d.get("name")),
+                            (
+                                "description",
+                                Some(d.get("description").unwrap_or_else(|| P::string(""))),
+                            ),
+                            (
+                                "inputSchema",
+                                Some(d.get_object("inputSchema").unwrap_or_else(P::object)),
+                            ),
+                            ("outputSchema", d.get_object("outputSchema")),
+                            (
+                                "timeoutMs",
+                                d.get("timeoutMs").filter(|t| t.kind() == Kind::Number),
+                            ),
+                        ])
+                    })
+                    .collect();
+                let app = P::object_of(&mut [
+                    ("id", hello.info.get("id")),
+                    ("name", hello.info.get("name")),
+                    (
+                        "origin",
+                        Some(
+                            hello
+                                .info
+                                .get("origin")
+                                .unwrap_or_else(|| P::string("null")),
+                        ),
+                    ),
+                    ("description", hello.info.get("description")),
+                    ("version", hello.info.get("version")),
+                ]);
+                let capabilities = P::object_of(&mut [
+                    ("streaming", Some(P::boolean(true))),
+                    ("subscriptions", Some(P::boolean(false))),
+                    ("sampling", Some(P::boolean(false))),
+                    ("elicitation", Some(P::boolean(true))),
+                ]);
+                let params = P::object_of(&mut [
+                    ("protocolVersion", Some(P::constant(PROTOCOL_VERSION))),
+                    ("app", Some(app)),
+                    ("actions", Some(P::array(actions))),
+                    ("resources", Some(P::array(Vec::new()))),
+                    ("capabilities", Some(capabilities)),
+                ]);
+                self.peer
+                    .request(&id, Sent::Initialize, "tesseron/hello", Some(params))
+            }
+            Outgoing::CallResult {
+                id,
+                call_id,
+                outcome,
+                ..
+            } => {
+                self.percent.remove(&call_id);
+                match outcome {
+                    Outcome::Success { data } => {
+                        let result = P::object_of(&mut [
+                            ("invocationId", Some(P::string(&call_id))),
+                            ("output", Some(data)),
+                        ]);
+                        self.peer.response(&id, result)
+                    }
+                    Outcome::Cancelled { .. } => {
+                        let message = text(&["Invocation ", &call_id, " was cancelled"]);
+                        self.peer.error(Some(&id), code::CANCELLED, &message, None)
+                    }
+                    Outcome::Failure(e) => {
+                        let (code, message) = match e.code {
+                            ErrorCode::Timeout => (code::TIMEOUT, e.message.clone()),
+                            ErrorCode::UnknownCapability => {
+                                (code::ACTION_NOT_FOUND, e.message.clone())
+                            }
+                            ErrorCode::InvalidParams => {
+                                (code::INPUT_VALIDATION, "Invalid input".to_owned())
+                            }
+                            ErrorCode::InternalError => {
+                                (rpc::INTERNAL_ERROR, "Internal error".to_owned())
+                            }
+                            _ => (code::HANDLER_ERROR, e.message.clone()),
+                        };
+                        self.peer
+                            .error(Some(&id), code, &message, Some(encode_error(e)))
+                    }
+                }
+            }
+            Outgoing::Progress { call_id, info, .. } => {
+                let call_id = call_id?;
+                let total = info.get_f64("total").filter(|t| *t > 0.0);
+                let raw = info.get_f64("percentage").or_else(|| {
+                    match (info.get_f64("progress"), total) {
+                        (Some(p), Some(t)) => Some(p * 100.0 / t),
+                        (p, None) => p,
+                        _ => None,
+                    }
+                });
+                // Whole numbers in 0..=100, never going down.
+                let percent = raw.map(|p| {
+                    let p = p.clamp(0.0, 100.0).round();
+                    let best = self.percent.get(&call_id).copied().unwrap_or(0.0).max(p);
+                    self.percent.insert(call_id.clone(), best);
+                    best
+                });
+                let message = info
+                    .get("status")
+                    .or_else(|| info.get("message"))
+                    .filter(|m| m.kind() == Kind::String);
+                let p = P::object_of(&mut [
+                    ("invocationId", Some(P::string(&call_id))),
+                    ("percent", percent.map(P::number)),
+                    ("message", message),
+                    ("data", info.get("data")),
+                ]);
+                notification("actions/progress", Some(p))
+            }
+            Outgoing::ElicitationRequest { id, request: r, .. } => {
+                let method = r
+                    .get_string("method")
+                    .unwrap_or_else(|| "elicitation/request".to_owned());
+                self.peer
+                    .request(&id, Sent::Elicit, &method, r.get("params"))
+            }
+            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
+            Outgoing::RpcError { id, code, message } => {
+                self.peer.error(id.as_deref(), code, &message, None)
+            }
+            _ => return None,
+        })
+    }
+
+    /// Builds the JSON-RPC message; `None` for what this role does not send.
     pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+        if !self.gateway {
+            return self.encode_app(msg, hello);
+        }
         Some(match msg {
             Outgoing::InitializeResult { id, session_id, .. } => {
                 let capabilities = P::object_of(&mut [

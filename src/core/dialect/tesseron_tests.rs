@@ -261,3 +261,160 @@ fn errors_and_progress() {
     }
     assert!(g.core.is_ready());
 }
+
+// ---- Both roles of this SDK: our gateway and our app ----
+
+use crate::core::app::AppConfig;
+use crate::core::tests::{remote, Pair};
+
+fn both() -> Pair {
+    let mut p = Pair::speaking(
+        DialectKind::Tesseron,
+        AppConfig {
+            progress_interval: 500.0,
+            ..AppConfig::default()
+        },
+    );
+    p.reg.update("echo", &json!({ "timeoutMs": 200 })).unwrap();
+    p.agent.connect(p.now);
+    p.app.connect();
+    p.run();
+    assert!(p.agent.is_ready(), "the gateway welcomed the app");
+    assert!(p.app.session_id().is_some(), "the app has its session");
+    p
+}
+
+#[test]
+fn our_app_says_hello_with_its_actions() {
+    let p = both();
+    let hello = &p.app_sent[0];
+    assert_eq!(hello["method"], "tesseron/hello");
+    assert_eq!(hello["params"]["protocolVersion"], "1.2.0");
+    assert_eq!(hello["params"]["app"]["id"], "com.test");
+    let actions = &hello["params"]["actions"];
+    assert_eq!(actions[0]["name"], "echo");
+    assert_eq!(actions[0]["timeoutMs"], 200);
+    assert_eq!(actions[1]["inputSchema"]["required"], json!(["pages"]));
+    assert_eq!(
+        p.agent_sent[0]["result"]["sessionId"],
+        p.app.session_id().unwrap()
+    );
+}
+
+#[test]
+fn our_app_serves_invokes_and_answers_cancel_with_minus_32001() {
+    let mut p = both();
+    p.call("c1", "export.pdf", json!({ "pages": 2 }));
+    p.run();
+    p.complete("c1", json!({ "ok": true }));
+    p.run();
+    let result = &p.app_sent.last().unwrap()["result"];
+    assert_eq!(
+        *result,
+        json!({ "invocationId": "c1", "output": { "ok": true } })
+    );
+    assert_eq!(remote(p.settled("c1")[0])["data"], json!({ "ok": true }));
+    p.call("c2", "export.pdf", json!({ "pages": 2 }));
+    p.run();
+    p.agent.abort_call("c2", AbortKind::Signal(None), p.now);
+    p.run();
+    assert_eq!(p.aborted(), ["c2"]);
+    assert_eq!(p.app_sent.last().unwrap()["error"]["code"], -32001);
+    let r = remote(p.settled("c2")[0]);
+    assert_eq!(
+        [&r["cancelled"], &r["error"]["code"]],
+        [&json!(true), &json!("CANCELLED")]
+    );
+    // Unknown and bad input.
+    p.call("c3", "nope", json!({}));
+    p.call("c4", "export.pdf", json!({ "pages": 0 }));
+    p.run();
+    assert_eq!(
+        remote(p.settled("c3")[0])["error"]["code"],
+        "UNKNOWN_CAPABILITY"
+    );
+    assert_eq!(
+        remote(p.settled("c4")[0])["error"]["code"],
+        "INVALID_PARAMS"
+    );
+    let codes: Vec<&Value> = p
+        .app_sent
+        .iter()
+        .filter_map(|m| m.get("error"))
+        .map(|e| &e["code"])
+        .collect();
+    assert!(
+        codes.contains(&&json!(-32003)) && codes.contains(&&json!(-32004)),
+        "{codes:?}"
+    );
+}
+
+#[test]
+fn our_app_owns_the_action_timeout() {
+    let mut p = both();
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.advance(199.0);
+    assert!(p.settled("c1").is_empty());
+    p.advance(1.0);
+    assert_eq!(p.aborted(), ["c1"], "the handler's signal aborts");
+    let answer = &p.app_sent.last().unwrap()["error"];
+    assert_eq!(answer["code"], -32002);
+    assert_eq!(answer["message"], "Invocation c1 exceeded 200 ms");
+    let r = remote(p.settled("c1")[0]);
+    assert_eq!(
+        [
+            &r["cancelled"],
+            &r["error"]["code"],
+            &r["error"]["retryable"]
+        ],
+        [&json!(true), &json!("TIMEOUT"), &json!(true)]
+    );
+    // A late result from the handler goes nowhere.
+    let n = p.app_sent.len();
+    p.complete("c1", json!("late"));
+    p.run();
+    assert_eq!(p.app_sent.len(), n);
+}
+
+#[test]
+fn our_apps_progress_is_monotonic_percent_at_most_twice_a_second() {
+    let mut p = both();
+    p.call("c1", "export.pdf", json!({ "pages": 2 }));
+    p.run();
+    for (step, progress) in [
+        (0.0, 10.0),
+        (100.0, 30.0),
+        (100.0, 20.0),
+        (400.0, 15.0),
+        (500.0, 90.0),
+    ] {
+        p.advance(step);
+        p.app.progress(
+            "c1",
+            json!({ "progress": progress, "total": 100, "status": "working" }),
+            p.now,
+        );
+        p.run();
+    }
+    p.advance(500.0);
+    let sent: Vec<Value> = p
+        .app_sent
+        .iter()
+        .filter(|m| m["method"] == "actions/progress")
+        .map(|m| m["params"].clone())
+        .collect();
+    let percents: Vec<Value> = sent.iter().map(|m| m["percent"].clone()).collect();
+    // 10 at once; 30 then 20 within the same half second: the latest (20) goes at +500 ms; 15 later would go
+    // back down, so it goes as 20; 90 at the next half second. Never down, never more than one per 500 ms.
+    assert_eq!(percents, [json!(10), json!(20), json!(20), json!(90)]);
+    assert!(sent
+        .iter()
+        .all(|m| m["invocationId"] == "c1" && m["message"] == "working"));
+    let routed = p
+        .agent_events
+        .iter()
+        .filter(|e| matches!(e, AgentOutput::Progress { call_id, .. } if call_id == "c1"))
+        .count();
+    assert_eq!(routed, 4);
+}
