@@ -112,3 +112,8 @@ async fn native_agent_drives_a_browser_app() {
 async fn native_agent_server_killed() {
     check("nativeAgentServerKilled").await;
 }
+
+#[wasm_bindgen_test]
+async fn tesseron_app_driven_by_the_native_gateway() {
+    check("tesseronAppDrivenByTheNativeGateway").await;
+}

@@ -18,7 +18,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
-use abp_wasm::core::codec::{decode, encode, encode_error, Hello};
+use abp_wasm::core::codec::{encode_error, Hello};
+use abp_wasm::core::dialect::{Codec, DialectKind};
 use abp_wasm::core::{
     AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, Settlement,
@@ -91,6 +92,8 @@ pub(crate) fn control(mut conn: Conn, shared: Arc<Shared>, room: String) {
 
 struct Agent {
     core: AgentCore<Value>,
+    /// The dialect the app speaks (from the WebSocket subprotocol).
+    codec: Codec<Value>,
     shared: Arc<Shared>,
     room: String,
     start: Instant,
@@ -209,7 +212,7 @@ impl Agent {
                         info: &self.info,
                         capabilities: None,
                     };
-                    if let Some((msg, _)) = encode(m, unix_ms(), &hello) {
+                    if let Some((msg, _)) = self.codec.encode(m, unix_ms(), &hello) {
                         self.send_text(msg.to_string());
                     }
                 }
@@ -314,14 +317,23 @@ fn unix_ms() -> f64 {
 }
 
 /// `/agent/<room>`: an app connected; be its agent until it goes.
-pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String) {
+/// `dialect`: what the app speaks (ABP; MCP for the subprotocol `mcp`; Tesseron, where this peer is the
+/// gateway, for `tesseron-gateway`).
+pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String, dialect: DialectKind) {
     let (tx, commands): (Sender<Command>, Receiver<Command>) = mpsc::channel();
     let id = shared.next_id();
     if let Ok(mut a) = shared.agents.lock() {
         a.insert(room.clone(), (id, tx));
     }
+    let config = AgentConfig {
+        policy: dialect.policy(),
+        // A socket is open: one initialize is enough.
+        resend_interval: f64::INFINITY,
+        ..AgentConfig::default()
+    };
     let mut agent = Agent {
-        core: AgentCore::new(AgentConfig::default(), format!("native-{room}")),
+        core: AgentCore::new(config, format!("native-{room}")),
+        codec: Codec::new(dialect, true),
         shared: shared.clone(),
         room: room.clone(),
         start: Instant::now(),
@@ -349,7 +361,7 @@ pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String) {
                 let now = agent.now();
                 match serde_json::from_str::<Value>(&text)
                     .ok()
-                    .map(|v| decode(&v))
+                    .map(|v| agent.codec.decode(&v))
                 {
                     Some(Ok(m)) => agent.core.handle(m, now),
                     _ => agent.ignored += 1,

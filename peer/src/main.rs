@@ -25,6 +25,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use abp_wasm::core::dialect::DialectKind;
 use tungstenite::handshake::server::{Request, Response};
 use tungstenite::protocol::WebSocketConfig;
 
@@ -138,13 +139,22 @@ fn main() {
     }
 }
 
+fn dialect_of(protocol: Option<&str>) -> DialectKind {
+    match protocol {
+        Some("mcp") => DialectKind::Mcp,
+        Some("tesseron-gateway") => DialectKind::Tesseron,
+        _ => DialectKind::Abp,
+    }
+}
+
 /// The WebSocket subprotocols this peer answers to.
-const SUBPROTOCOLS: [&str; 2] = ["abp", "mcp"];
+const SUBPROTOCOLS: [&str; 3] = ["abp", "mcp", "tesseron-gateway"];
 
 /// Handshake, then hand the connection to the endpoint its path names.
 fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_exit: bool) {
     let _ = stream.set_nodelay(true);
     let mut path = String::new();
+    let mut protocol: Option<&'static str> = None;
     // The signature is tungstenite's `Callback`; its error type is not ours to shrink.
     #[allow(clippy::result_large_err)]
     let callback = |req: &Request, mut res: Response| {
@@ -160,6 +170,7 @@ fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_
             .flat_map(|v| v.split(','))
             .map(str::trim)
             .find_map(|p| SUBPROTOCOLS.iter().find(|k| **k == p));
+        protocol = chosen.copied();
         if let Some(p) = chosen {
             res.headers_mut().insert(
                 "sec-websocket-protocol",
@@ -174,8 +185,14 @@ fn serve(stream: TcpStream, shared: Arc<Shared>, config: WebSocketConfig, allow_
     };
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match parts.as_slice() {
-        ["agent"] => agent::serve(Conn::new(ws), shared, String::new()),
-        ["agent", room] => agent::serve(Conn::new(ws), shared, (*room).to_owned()),
+        // The app's subprotocol says which dialect it speaks (for Tesseron this peer is the gateway).
+        ["agent"] => agent::serve(Conn::new(ws), shared, String::new(), dialect_of(protocol)),
+        ["agent", room] => agent::serve(
+            Conn::new(ws),
+            shared,
+            (*room).to_owned(),
+            dialect_of(protocol),
+        ),
         ["control"] => agent::control(Conn::new(ws), shared, String::new()),
         ["control", room] => agent::control(Conn::new(ws), shared, (*room).to_owned()),
         ["relay", room, role @ ("agent" | "app")] => {

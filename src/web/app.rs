@@ -246,19 +246,21 @@ impl AbpApp {
     ) -> Result<(), JsValue> {
         let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let dialect = dialect_option(&options, "AbpApp.listen")?;
-        if dialect == DialectKind::Tesseron {
-            return Err(type_error(
-                "AbpApp.listen: dialect 'tesseron' is only available to AbpClient (the gateway role) so far",
-            ));
-        }
         let target = take_target(transport, "AbpApp.listen")?;
-        let config = AppConfig {
+        let mut config = AppConfig {
             policy: dialect.policy(),
             ..self.shared.config.clone()
         };
+        if dialect == DialectKind::Tesseron {
+            // Tesseron: about two progress updates a second at most.
+            config.progress_interval = config.progress_interval.max(500.0);
+        }
         let conn = AppConnInner::with_dialect(&self.shared, config, dialect);
         let link = Link::open(target, Rc::downgrade(&conn), false)?;
         *conn.link.borrow_mut() = Some(link);
+        // Dialects where the app speaks first (Tesseron's hello).
+        conn.core.borrow_mut().connect();
+        conn.drive();
         self.shared.conns.borrow_mut().push(conn);
         keep_alive(&self.shared);
         Ok(())
@@ -747,6 +749,12 @@ impl Sink for AppConnInner {
             let link = self.link.borrow_mut().take();
             wasm_bindgen_futures::spawn_local(async move { drop(link) });
         }
+    }
+
+    fn on_reconnected(self: Rc<Self>) {
+        // A new socket: an app that speaks first introduces itself again.
+        self.core.borrow_mut().connect();
+        self.drive();
     }
 
     fn on_page_hide(self: Rc<Self>) {

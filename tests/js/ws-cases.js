@@ -103,12 +103,16 @@ async function rawSocket(path) {
   return { ws, frames, send: (m) => ws.send(typeof m === 'string' ? m : JSON.stringify(m)) };
 }
 
-/** The native agent for an app on this page: `app` listens on /agent/<room>; commands go over /control/<room>. */
-async function native() {
+/** The native agent for an app on this page: `app` listens on /agent/<room>; commands go over /control/<room>.
+ *  `dialect` and `protocols` choose what the app speaks (for 'tesseron' the peer is the gateway); `prepare(app)`
+ *  runs before it listens. */
+async function native({ dialect, protocols, prepare } = {}) {
   const r = room();
   const ctl = await rawSocket(`/control/${r}`);
   const a = makeApp();
-  a.app.listen(await WebSocketTransport.connect(`${BASE}/agent/${r}`));
+  if (prepare) prepare(a.app);
+  a.app.listen(await WebSocketTransport.connect(`${BASE}/agent/${r}`, protocols ? { protocols } : undefined),
+    dialect ? { dialect } : undefined);
   await until(() => ctl.frames.some((e) => e.op === 'connected'), 'the native agent to connect', 5000);
   let refs = 0;
   const events = (op) => ctl.frames.filter((e) => e.op === op);
@@ -497,11 +501,46 @@ export async function nativeAgentServerKilled() {
   await serverBack();
 }
 
+export async function tesseronAppDrivenByTheNativeGateway() {
+  // AbpApp in Tesseron's app role, dialing abp-peer as its gateway (subprotocol tesseron-gateway): the app says
+  // hello first, serves actions/invoke, answers -32001 for actions/cancel, owns its per-action timeout (-32002).
+  const n = await native({
+    dialect: 'tesseron',
+    protocols: ['tesseron-gateway'],
+    prepare: (app) => app.register('sleepy', (params, ctx) => new Promise((resolve, reject) => {
+      ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+    }), { description: 'Never finishes', timeoutMs: 150 }),
+  });
+  const connected = n.events('connected')[0];
+  eq(connected.app.id, 'com.test.ws', 'the hello introduced the app');
+  const sleepy = connected.capabilities.find((c) => c.name === 'sleepy');
+  eq(sleepy.timeoutMs, 150, 'actions with their timeoutMs');
+  const first = (await n.ask({ op: 'call', capability: 'echo', params: { from: 'gateway' } }, 'settled')).response;
+  eq([first.success, first.data], [true, { from: 'gateway' }], 'actions/invoke → { invocationId, output }');
+  const aborted = await n.ask({ op: 'call', capability: 'slow', params: { ms: 5000 }, callId: 'ta', abortAfter: 100 }, 'settled');
+  eq([aborted.response.cancelled, aborted.response.error.code, aborted.response.error.details.jsonrpc.code],
+    [true, 'CANCELLED', -32001], 'actions/cancel → -32001');
+  await until(() => n.log.some((e) => e.event === 'abort' && e.callId === 'ta'), "the handler's signal");
+  const t0 = performance.now();
+  const timed = await n.ask({ op: 'call', capability: 'sleepy', callId: 'tt' }, 'settled');
+  eq([timed.response.error.code, timed.response.error.details.jsonrpc.code], ['TIMEOUT', -32002], "the app's own timeout: -32002");
+  assert(performance.now() - t0 < 1000, 'after 150 ms');
+  const prog = await n.ask({ op: 'call', capability: 'slow', params: { ms: 1200, steps: 4 }, callId: 'tp', progress: true }, 'settled');
+  eq(prog.response.data, { steps: 4 }, 'a call with progress');
+  const percents = n.events('progress').filter((e) => e.callId === 'tp').map((e) => e.payload.percent);
+  assert(percents.length >= 2 && percents.length <= 4, `at most about two a second: ${percents}`);
+  assert(percents.every((p, i) => i === 0 || p >= percents[i - 1]), `percent never goes down: ${percents}`);
+  eq(percents[percents.length - 1], 100, 'and reaches 100');
+  const unknown = (await n.ask({ op: 'call', capability: 'nope' }, 'settled')).response;
+  eq([unknown.error.code, unknown.error.details.jsonrpc.code], ['UNKNOWN_CAPABILITY', -32003], '-32003');
+  eq(n.app.activeCalls, 0, 'nothing active');
+}
+
 const cases = {
   wsCallRoundTrips, wsBinaryDataKeepsItsFields, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
   wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
   wsHeartbeatNoticesAHungApp,
-  nativeAgentDrivesABrowserApp, nativeAgentServerKilled,
+  nativeAgentDrivesABrowserApp, nativeAgentServerKilled, tesseronAppDrivenByTheNativeGateway,
 };
 
 export async function runWsCase(name, base) {
