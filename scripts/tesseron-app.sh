@@ -14,13 +14,14 @@ fi
 mkdir -p target
 python=$(bash tests/interop/tesseron/setup.sh | tail -n 1)
 : > target/tesseron-app.log
-# The app stops when its stdin closes: keep it open with a sleep that lives as long as the process group.
-setsid bash -c "sleep infinity | '$python' tests/interop/tesseron/app.py --port 0 >> target/tesseron-app.log 2>&1" </dev/null >/dev/null 2>&1 &
+port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+# In a loop on a fixed port, so that a case can end the process (the `exit` action) and the app comes back. The app
+# stops when its stdin closes: a sleep keeps it open (a process substitution, which the loop does not wait for).
+setsid bash -c "while :; do '$python' tests/interop/tesseron/app.py --port $port < <(sleep infinity) >> target/tesseron-app.log 2>&1; sleep 0.2; done" </dev/null >/dev/null 2>&1 &
 echo $! > target/tesseron-app.pid
 for _ in $(seq 200); do
-  url=$(awk '/^READY / { print $2; exit }' target/tesseron-app.log)
-  if [ -n "$url" ]; then
-    echo "${url%/}"
+  if grep -q '^READY ' target/tesseron-app.log; then
+    echo "ws://127.0.0.1:$port"
     exit 0
   fi
   sleep 0.05

@@ -4,7 +4,8 @@
 //! `TESSERON_APP_URL`. The cases are in `tests/js/tesseron-cases.js`: the app's hello answered, its actions as
 //! the capability list, invocations and `{ invocationId, output }`, bad input (-32004), an unknown action
 //! (-32003), handler errors (-32005, -32603), progress, the app's own timeout (-32002 → TIMEOUT), and
-//! `actions/cancel` (-32001 → CANCELLED, the Python handler sees `ctx.cancellation`), also from our timeout.
+//! `actions/cancel` (-32001 → CANCELLED, the Python handler sees `ctx.cancellation`), also from our timeout,
+//! and the app process ending mid-call (DISCONNECTED within 1 s; the script restarts it).
 #![cfg(target_arch = "wasm32")]
 
 use wasm_bindgen::prelude::*;
@@ -37,4 +38,9 @@ async fn gateway_invokes_the_python_app() {
 #[wasm_bindgen_test]
 async fn gateway_cancels_an_invocation() {
     check("gatewayCancelsAnInvocation").await;
+}
+
+#[wasm_bindgen_test]
+async fn the_app_going_away_settles_within_a_second() {
+    check("theAppGoingAwaySettlesWithinASecond").await;
 }

@@ -17,7 +17,7 @@ const events = async (abp) => (await abp.call('events', {})).data;
 export async function gatewayInvokesThePythonApp(url) {
   const abp = await gateway(url);
   eq(abp.app.name, 'ABP interop app', 'the hello introduced the app');
-  eq(abp.listCapabilities().map((c) => c.name).sort(), ['add', 'echo', 'events', 'fail', 'slow', 'timeout'], 'actions from the hello');
+  eq(abp.listCapabilities().map((c) => c.name).sort(), ['add', 'echo', 'events', 'exit', 'fail', 'slow', 'timeout'], 'actions from the hello');
   eq(abp.describeCapability('timeout').timeoutMs, 300, 'with their timeoutMs');
   eq((await abp.call('echo', { x: [1, 'two'] })).data, { x: [1, 'two'] }, 'actions/invoke → { invocationId, output }');
   eq((await abp.call('add', { a: 2, b: 3 })).data, { sum: 5 }, 'typed input');
@@ -65,7 +65,32 @@ export async function gatewayCancelsAnInvocation(url) {
   await abp.shutdown();
 }
 
-const cases = { gatewayInvokesThePythonApp, gatewayCancelsAnInvocation };
+export async function theAppGoingAwaySettlesWithinASecond(url) {
+  const abp = await gateway(url);
+  // The Python SDK runs one invocation at a time here: ask for the exit first, due while `slow` runs.
+  const exiting = Date.now() + 300;
+  await abp.call('exit', { afterMs: 300 });
+  const pending = abp.call('slow', { steps: 100, intervalMs: 100 });
+  await sleep(Math.max(0, exiting - Date.now()));
+  const t0 = performance.now();
+  const r = await pending;
+  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', true], 'DISCONNECTED');
+  assert(performance.now() - t0 < 1000, `within 1 s (${Math.round(performance.now() - t0)} ms)`);
+  eq(abp.connected, false, 'the client is closed');
+  // The test script restarts the app: wait until it answers again, so later cases find it.
+  for (let i = 0; i < 100; i++) {
+    try {
+      const again = await gateway(url);
+      await again.shutdown();
+      return;
+    } catch (_) {
+      await sleep(100);
+    }
+  }
+  fail('the app did not come back');
+}
+
+const cases = { gatewayInvokesThePythonApp, gatewayCancelsAnInvocation, theAppGoingAwaySettlesWithinASecond };
 
 export async function runCase(name, url) {
   if (!url) fail('TESSERON_APP_URL is not set: run scripts/test.sh, which starts the Python app');

@@ -20,6 +20,8 @@ Actions:
              rising), honours cancellation; records how the handler saw it
     timeout  per-action timeoutMs 300, sleeps 5 s -> the SDK answers -32002
     fail     {kind: "handler" | "internal"} -> -32005 with message+data, or -32603
+    events   what the handlers saw so far
+    exit     {afterMs?: int = 100} ends the process (the test script restarts it)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import threading
@@ -171,6 +174,13 @@ def build(port: int, host: str) -> TesseronApp:
     @app.action("events", description="What the handlers saw so far (for tests that cannot read stdout)")
     async def events(input: object, ctx: ActionContext) -> object:  # noqa: A002
         return list(EVENTS)
+
+    @app.action("exit", description="Ends this process a moment later (tests: the app goes away mid-call)")
+    async def exit_(input: object, ctx: ActionContext) -> object:  # noqa: A002
+        delay = float(input.get("afterMs", 100)) / 1000 if isinstance(input, dict) else 0.1
+        # A thread, not the event loop: the process must end even while a handler holds the loop.
+        threading.Timer(delay, lambda: os._exit(3)).start()
+        return {"exiting": True}
 
     def on_event(event: HostEvent) -> None:
         if isinstance(event, WelcomeEvent):
