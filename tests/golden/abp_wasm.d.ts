@@ -77,13 +77,16 @@ export interface CallOptions {
 }
 
 /** The protocol a connection speaks: ABP (the default), MCP (JSON-RPC: `tools/list`, `tools/call`,
- * `notifications/cancelled`, `notifications/progress`) or ACP (JSON-RPC: a request per capability,
- * `$/cancel_request`, -32800). The JS API is the same for all. */
-export type Dialect = 'abp' | 'mcp' | 'acp';
+ * `notifications/cancelled`, `notifications/progress`), ACP (JSON-RPC: a request per capability,
+ * `$/cancel_request`, -32800) or Tesseron (`actions/invoke`, `actions/cancel`, -32001/-32002, the app speaks
+ * first; `AbpClient` is the gateway, `AbpApp` the app; over a WebSocket with subprotocol `tesseron-gateway`).
+ * The JS API is the same for all. */
+export type Dialect = 'abp' | 'mcp' | 'acp' | 'tesseron';
 
 /** `app.listen(transport, options)`. */
 export interface ListenOptions {
-    /** `'mcp'`: serve the registry as MCP tools to an MCP client (default `'abp'`). */
+    /** `'mcp'`: serve the registry as MCP tools; `'acp'`: as ACP methods; `'tesseron'`: as Tesseron actions to a
+     * gateway this app dialed (a capability's `timeoutMs` is its action timeout). Default `'abp'`. */
     dialect?: Dialect;
 }
 
