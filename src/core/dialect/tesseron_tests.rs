@@ -418,3 +418,41 @@ fn our_apps_progress_is_monotonic_percent_at_most_twice_a_second() {
         .count();
     assert_eq!(routed, 4);
 }
+
+#[test]
+fn our_app_answers_garbage_with_errors_and_keeps_working() {
+    let mut p = both();
+    let before = p.app_sent.len();
+    for raw in [
+        json!([{ "jsonrpc": "2.0", "id": 1, "method": "actions/invoke" }]),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "actions/invoke", "params": { "name": "echo" } }),
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "actions/invoke", "params": { "name": "echo", "invocationId": 7 } }),
+        json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {} }),
+        json!({ "jsonrpc": "2.0", "method": "actions/cancel", "params": { "invocationId": "nobody" } }),
+        json!({ "jsonrpc": "2.0", "method": "actions/cancel", "params": {} }),
+        json!({ "id": 5, "method": "actions/invoke" }),
+        json!("not even an object"),
+    ] {
+        p.to_app.push_back(raw);
+    }
+    p.run();
+    let codes: Vec<Value> = p.app_sent[before..]
+        .iter()
+        .map(|m| m["error"]["code"].clone())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            json!(-32600),
+            json!(-32602),
+            json!(-32602),
+            json!(-32601),
+            json!(-32600)
+        ]
+    );
+    p.call("after", "export.pdf", json!({ "pages": 1 }));
+    p.run();
+    p.complete("after", json!("fine"));
+    p.run();
+    assert_eq!(remote(p.settled("after")[0])["data"], "fine");
+}
