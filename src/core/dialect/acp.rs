@@ -16,7 +16,9 @@ use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
-use super::jsonrpc::{abp_error_of, key_of, notification, rpc, Frame, Peer, Sent};
+use super::jsonrpc::{
+    abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
+};
 
 /// ACP's protocol version (a number).
 pub const PROTOCOL_VERSION: f64 = 1.0;
@@ -168,18 +170,10 @@ impl<P: Wire> AcpCodec<P> {
                     payload,
                 }
             }
-            Sent::Elicit => {
-                let payload = match (error, result) {
-                    (Some(e), _) => P::object_of(&mut [
-                        ("success", Some(P::boolean(false))),
-                        ("error", Some(encode_error(abp_error_of(&e)))),
-                    ]),
-                    (None, r) => {
-                        P::object_of(&mut [("success", Some(P::boolean(true))), ("data", r)])
-                    }
-                };
-                Incoming::ElicitationResponse { id, payload }
-            }
+            Sent::Elicit => Incoming::ElicitationResponse {
+                id,
+                payload: elicitation_answer(result, error.map(|e| abp_error_of(&e))),
+            },
             // Any answer to a probe (even "method not found") shows the peer is there.
             Sent::Ping => Incoming::Pong { id },
             Sent::List => Incoming::Noted,

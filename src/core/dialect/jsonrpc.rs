@@ -267,3 +267,15 @@ pub fn abp_error_of<P: Wire>(e: &P) -> AbpError<P> {
     error.details = Some(details);
     error
 }
+
+/// An answer to one of our elicitation requests as an ABP `ElicitationResponse`: the result is its `data`, an
+/// error (already read into an ABP error) its `error`.
+pub fn elicitation_answer<P: Wire>(result: Option<P>, error: Option<AbpError<P>>) -> P {
+    match error {
+        Some(e) => P::object_of(&mut [
+            ("success", Some(P::boolean(false))),
+            ("error", Some(super::super::codec::encode_error(e))),
+        ]),
+        None => P::object_of(&mut [("success", Some(P::boolean(true))), ("data", result)]),
+    }
+}

@@ -21,7 +21,9 @@ use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{text, ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
-use super::jsonrpc::{abp_error_of, key_of, notification, rpc, Frame, Peer, Sent};
+use super::jsonrpc::{
+    abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
+};
 
 pub const PROTOCOL_VERSION: &str = "1.2.0";
 
@@ -198,18 +200,10 @@ impl<P: Wire> TesseronCodec<P> {
                     payload: result.unwrap_or_else(P::object),
                 }
             }
-            Sent::Elicit => {
-                let payload = match (error, result) {
-                    (Some(e), _) => P::object_of(&mut [
-                        ("success", Some(P::boolean(false))),
-                        ("error", Some(encode_error(error_of(&e)))),
-                    ]),
-                    (None, r) => {
-                        P::object_of(&mut [("success", Some(P::boolean(true))), ("data", r)])
-                    }
-                };
-                Incoming::ElicitationResponse { id, payload }
-            }
+            Sent::Elicit => Incoming::ElicitationResponse {
+                id,
+                payload: elicitation_answer(result, error.map(|e| error_of(&e))),
+            },
             Sent::Call => {
                 let (cancelled, payload) = match (error, result) {
                     (Some(e), _) => {
