@@ -9,6 +9,7 @@ import os from 'node:os';
 import { execSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
+import { sizes } from '../scripts/sizes.mjs';
 
 const calls = Number(process.env.BENCH_CALLS ?? 10000);
 const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
@@ -17,6 +18,8 @@ const snippets = readdirSync('pkg/snippets', { recursive: true }).filter((f) => 
 const glue = Buffer.concat([readFileSync('pkg/abp_wasm.js'), ...snippets]);
 const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gzipSync(glue, { level: 9 }).length, wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
 size.totalGzip = size.wasmGzip + size.glueGzip;
+// Every build: the full package and the role builds (scripts/sizes.mjs).
+const builds = sizes();
 
 const server = await serve(0);
 const browser = await chromium.launch({
@@ -70,9 +73,15 @@ Memory around ${mem.calls} calls (half aborted), after GC: JS heap ${mb(mem.befo
 ${mb(mem.before.appWasm)} → ${mb(mem.after.appWasm)} MB; pending calls afterwards ${mem.pendingCalls}, active calls ${mem.activeCalls}.
 
 Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS glue (generated module and snippets) ${size.glueGzip} B gzipped;
-total ${size.totalGzip} B gzipped (gzip -9).`;
+total ${size.totalGzip} B gzipped (gzip -9).
+
+What a page loads per build (wasm + generated JS + snippets, gzip -9; targets from issue 12):
+
+| build | import | wasm | JS | total | target |
+|---|---|---|---|---|---|
+${Object.entries(builds).map(([name, b]) => `| ${name} | \`${({ full: 'abp-wasm', agent: 'abp-wasm/agent', app: 'abp-wasm/app' })[name]}\` | ${b.wasm} B | ${b.js} B | ${(b.total / 1000).toFixed(1)} KB | ${({ full: 60, agent: 35, app: 35 })[name]} KB |`).join('\n')}`;
 console.log(table);
-writeFileSync('bench/results.json', JSON.stringify({ machine, date: new Date().toISOString(), size, ...r }, null, 2) + '\n');
+writeFileSync('bench/results.json', JSON.stringify({ machine, date: new Date().toISOString(), size, builds, ...r }, null, 2) + '\n');
 const doc = readFileSync('BENCHMARKS.md', 'utf8');
 const start = '<!-- latest run: written by npm run bench -->', end = '<!-- end of latest run -->';
 const next = doc.includes(start)

@@ -9,20 +9,38 @@ export PATH="$HOME/.cargo/bin:$PATH"
 SIZE_TOOLCHAIN=$(awk -F= '/^SIZE_TOOLCHAIN=/ { print $2 }' scripts/setup.sh)
 if rustup component list --installed --toolchain "$SIZE_TOOLCHAIN" 2>/dev/null | grep -q '^rust-src'; then
   echo "build: release with $SIZE_TOOLCHAIN, -Z build-std, panic=immediate-abort"
-  RUSTUP_TOOLCHAIN="$SIZE_TOOLCHAIN" CARGO_TARGET_DIR=target/size \
-    RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort" \
-    wasm-pack build . --target web --release --out-dir pkg --out-name abp_wasm -- -Z build-std=std,panic_abort
+  small=1
 else
   echo "build: release with stable ($SIZE_TOOLCHAIN is not installed: run scripts/setup.sh for a smaller package)"
-  wasm-pack build --target web --release --out-dir pkg --out-name abp_wasm
+  small=0
 fi
-node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-reference-types --enable-multivalue \
-  --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals \
-  pkg/abp_wasm_bg.wasm -o pkg/abp_wasm_bg.wasm
+
+# build_one OUT_DIR [CARGO FEATURE ARGS...]: one wasm and its generated JS, optimised.
+build_one() {
+  local out=$1; shift
+  if [ "$small" = 1 ]; then
+    RUSTUP_TOOLCHAIN="$SIZE_TOOLCHAIN" CARGO_TARGET_DIR=target/size \
+      RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort" \
+      wasm-pack --quiet build . --target web --release --out-dir "$out" --out-name abp_wasm -- "$@" -Z build-std=std,panic_abort
+  else
+    wasm-pack --quiet build . --target web --release --out-dir "$out" --out-name abp_wasm -- "$@"
+  fi
+  node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-reference-types --enable-multivalue \
+    --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals \
+    "$out/abp_wasm_bg.wasm" -o "$out/abp_wasm_bg.wasm"
+}
+
+# The full package (every role and dialect), then the role builds as subpath exports (SPEC section 7):
+# `abp-wasm/agent` (AbpClient and the transports) and `abp-wasm/app` (AbpApp, window.abp and the transports),
+# ABP only, each its own wasm.
+build_one pkg
+rm -rf pkg/agent pkg/app
+build_one pkg/agent --no-default-features --features agent
+build_one pkg/app --no-default-features --features app
+rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/LICENSE \
+  pkg/app/package.json pkg/app/README.md pkg/app/.gitignore pkg/app/LICENSE
 node scripts/finish-pkg.mjs
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
 node_modules/.bin/tsc -p tests/types/tsconfig.json && echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"
-wasm=$(gzip -9 -c pkg/abp_wasm_bg.wasm | wc -c)
-glue=$(cat pkg/abp_wasm.js pkg/snippets/*/src/web/*.js | gzip -9 -c | wc -c)
-echo "build: pkg/ ready; gzipped wasm ${wasm} B + JS glue ${glue} B (abp_wasm.js and snippets)"
+node scripts/sizes.mjs

@@ -1,30 +1,39 @@
-// Checks the generated typings: the public part of pkg/abp_wasm.d.ts must match tests/golden/abp_wasm.d.ts
-// (so API changes are deliberate) and must not say `any`. `node scripts/check-dts.mjs --update` accepts a change.
+// Checks the generated typings of every build: the public part of pkg/abp_wasm.d.ts (and of the role builds
+// pkg/agent/, pkg/app/) must match its golden copy in tests/golden/ (so API changes are deliberate) and must
+// not say `any`. `node scripts/check-dts.mjs --update` accepts a change.
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const generated = readFileSync('pkg/abp_wasm.d.ts', 'utf8');
-// The part after InitInput describes raw wasm exports (closure shims with hashed names): not public API.
-const cut = generated.indexOf('export type InitInput');
-const pub = (cut >= 0 ? generated.slice(0, cut) : generated).trimEnd() + '\n';
-const golden = 'tests/golden/abp_wasm.d.ts';
-if (process.argv.includes('--update')) {
-  writeFileSync(golden, pub);
-  console.log(`check-dts: wrote ${golden}`);
-  process.exit(0);
-}
-const anys = pub.split('\n').filter((l) => /\bany\b/.test(l.replace(/\/\/.*|\/\*.*?\*\/|^\s*\*.*/g, '')));
-if (anys.length) {
-  console.error('check-dts: `any` on the public surface:\n' + anys.join('\n'));
-  process.exit(1);
-}
-let expected = '';
-try { expected = readFileSync(golden, 'utf8'); } catch {}
-if (expected !== pub) {
-  console.error(`check-dts: pkg/abp_wasm.d.ts differs from ${golden}. If the API change is intended, run:\n  node scripts/check-dts.mjs --update`);
-  const a = expected.split('\n'), b = pub.split('\n');
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] !== b[i]) { console.error(`first difference at line ${i + 1}:\n- ${a[i]}\n+ ${b[i]}`); break; }
+const builds = [
+  ['pkg/abp_wasm.d.ts', 'tests/golden/abp_wasm.d.ts'],
+  ['pkg/agent/abp_wasm.d.ts', 'tests/golden/agent.d.ts'],
+  ['pkg/app/abp_wasm.d.ts', 'tests/golden/app.d.ts'],
+];
+let failed = false;
+for (const [file, golden] of builds) {
+  const generated = readFileSync(file, 'utf8');
+  // The part after InitInput describes raw wasm exports (closure shims with hashed names): not public API.
+  const cut = generated.indexOf('export type InitInput');
+  const pub = (cut >= 0 ? generated.slice(0, cut) : generated).trimEnd() + '\n';
+  if (process.argv.includes('--update')) {
+    writeFileSync(golden, pub);
+    console.log(`check-dts: wrote ${golden}`);
+    continue;
   }
-  process.exit(1);
+  const anys = pub.split('\n').filter((l) => /\bany\b/.test(l.replace(/\/\/.*|\/\*.*?\*\/|^\s*\*.*/g, '')));
+  if (anys.length) {
+    console.error(`check-dts: \`any\` on the public surface of ${file}:\n` + anys.join('\n'));
+    failed = true;
+  }
+  let expected = '';
+  try { expected = readFileSync(golden, 'utf8'); } catch {}
+  if (expected !== pub) {
+    console.error(`check-dts: ${file} differs from ${golden}. If the API change is intended, run:\n  node scripts/check-dts.mjs --update`);
+    const a = expected.split('\n'), b = pub.split('\n');
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+      if (a[i] !== b[i]) { console.error(`first difference at line ${i + 1}:\n- ${a[i]}\n+ ${b[i]}`); break; }
+    }
+    failed = true;
+  }
 }
-console.log('check-dts: public typings match the golden copy, no `any`');
+if (failed) process.exit(1);
+console.log('check-dts: the public typings of all three builds match their golden copies, no `any`');

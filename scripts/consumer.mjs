@@ -25,16 +25,41 @@ const browser = await chromium.launch({
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 try {
+  // Which wasm each page fetched: the host page must load only the agent build, the iframe only the app build.
+  const wasmOf = (page) => {
+    const seen = [];
+    page.on('response', async (r) => {
+      if (r.url().endsWith('.wasm')) seen.push({ url: r.url(), bytes: (await r.body()).length });
+    });
+    return seen;
+  };
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  const hostWasm = wasmOf(page);
   await page.goto(`http://127.0.0.1:${server.address().port}/${app}/dist/index.html`);
   await page.waitForFunction(() => window.result, null, { timeout: 15000 });
   const result = await page.evaluate(() => window.result);
   const aborted = await page.frame({ url: /app\.html/ }).evaluate(() => window.abortedWith);
   console.log(`consumer: result ${JSON.stringify(result)}, app handler aborted with "${aborted}"`);
-  if (result.sum !== 42 || result.cancelled !== true || result.code !== 'CANCELLED' || aborted !== 'stop' || errors.length) {
+  if (result.sum !== 42 || result.cancelled !== true || result.code !== 'CANCELLED' || aborted !== 'stop' || errors.length
+    || !/speaks ABP only; import 'abp-wasm' \(the full package\) for dialect 'mcp'/.test(result.roleError)) {
     throw new Error(`consumer test failed: ${JSON.stringify({ result, aborted, errors })}`);
+  }
+  // The host imports 'abp-wasm/agent' and its iframe 'abp-wasm/app': two different wasm files, each smaller
+  // than the full package's.
+  const sizes = hostWasm.map((w) => w.bytes);
+  console.log(`consumer: the two pages fetched ${sizes.length} wasm files of ${sizes.join(' and ')} B`);
+  const full = await browser.newPage();
+  full.on('pageerror', (e) => errors.push(String(e)));
+  const fullWasm = wasmOf(full);
+  await full.goto(`http://127.0.0.1:${server.address().port}/${app}/dist/full.html`);
+  await full.waitForFunction(() => window.fullResult, null, { timeout: 15000 });
+  const fullResult = await full.evaluate(() => window.fullResult);
+  console.log(`consumer: full package (MCP over a MessageChannel) result ${JSON.stringify(fullResult)}, its wasm ${fullWasm.map((w) => w.bytes).join()} B`);
+  if (fullResult.sum !== 42 || errors.length) throw new Error(`consumer test (full package) failed: ${JSON.stringify({ fullResult, errors })}`);
+  if (sizes.length !== 2 || sizes[0] === sizes[1] || fullWasm.length !== 1 || sizes.some((b) => b >= fullWasm[0].bytes)) {
+    throw new Error(`consumer test: expected the role builds' two smaller wasm files, saw ${JSON.stringify({ hostWasm, fullWasm })}`);
   }
   console.log('consumer: ok');
 } finally {

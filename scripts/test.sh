@@ -13,6 +13,9 @@ echo "== lint: rustfmt, clippy (native and wasm32)"
 cargo fmt --check
 cargo clippy --quiet --workspace --all-targets -- -D warnings
 cargo clippy --quiet --target wasm32-unknown-unknown --all-targets -- -D warnings
+# The role builds (abp-wasm/agent, abp-wasm/app) are other feature sets of the same crate.
+cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features agent -- -D warnings
+cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features app -- -D warnings
 
 echo "== core: native unit tests (simulated time)"
 cargo test --quiet --workspace

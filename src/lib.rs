@@ -11,5 +11,9 @@ mod web;
 
 #[cfg(all(target_arch = "wasm32", feature = "discovery"))]
 pub use web::discover;
+#[cfg(all(target_arch = "wasm32", feature = "app"))]
+pub use web::AbpApp;
+#[cfg(all(target_arch = "wasm32", feature = "agent"))]
+pub use web::AbpClient;
 #[cfg(target_arch = "wasm32")]
-pub use web::{AbpApp, AbpClient, PostMessageTransport, WebSocketTransport};
+pub use web::{PostMessageTransport, WebSocketTransport};

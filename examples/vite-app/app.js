@@ -1,5 +1,5 @@
-// The app side, importing the package exactly as the README says.
-import init, { AbpApp, PostMessageTransport } from 'abp-wasm';
+// The app side, importing the app role build (`abp-wasm/app`: AbpApp, window.abp and the transports, ABP only).
+import init, { AbpApp, PostMessageTransport } from 'abp-wasm/app';
 
 await init();
 const app = new AbpApp({ id: 'vite.app', name: 'Vite app', version: '1.0.0' });

@@ -1,5 +1,5 @@
-// The agent side, importing the package exactly as the README says.
-import init, { AbpClient, PostMessageTransport } from 'abp-wasm';
+// The agent side, importing the agent role build (`abp-wasm/agent`: AbpClient and the transports, ABP only).
+import init, { AbpClient, PostMessageTransport } from 'abp-wasm/agent';
 
 await init();
 const iframe = document.getElementById('app');
@@ -11,5 +11,12 @@ const controller = new AbortController();
 const pending = abp.call('forever', {}, { signal: controller.signal });
 setTimeout(() => controller.abort('stop'), 50);
 const stopped = await pending;
-window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code };
+// The agent build speaks ABP only: another dialect is a TypeError that names the full package.
+let roleError = null;
+try {
+  await AbpClient.connect(PostMessageTransport.fromPort(new MessageChannel().port1), { agent: { name: 'vite-consumer', version: '1.0.0' }, dialect: 'mcp' });
+} catch (e) {
+  roleError = e instanceof TypeError ? e.message : String(e);
+}
+window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError };
 document.getElementById('out').textContent = JSON.stringify(window.result);

@@ -4,18 +4,26 @@
 //! `discover.rs` (`discover()`, with its own typings, behind the `discovery` feature) and `types.rs` (the
 //! TypeScript surface). Payloads stay `JsValue`s end to end.
 
+// A role build (only `agent` or only `app`) leaves parts of the shared transports unused.
+#![cfg_attr(not(all(feature = "agent", feature = "app")), allow(dead_code))]
+
+#[cfg(feature = "app")]
 mod app;
+#[cfg(feature = "agent")]
 mod client;
 #[cfg(feature = "discovery")]
 mod discover;
 mod dom;
+#[cfg(feature = "app")]
 mod global;
 mod socket;
 mod transport;
 mod types;
 mod value;
 
+#[cfg(feature = "app")]
 pub use app::AbpApp;
+#[cfg(feature = "agent")]
 pub use client::AbpClient;
 #[cfg(feature = "discovery")]
 pub use discover::discover;

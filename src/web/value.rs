@@ -441,16 +441,21 @@ pub(crate) fn dialect_option(
     what: &str,
 ) -> Result<crate::core::dialect::DialectKind, JsValue> {
     use crate::core::dialect::DialectKind;
-    match options.get("dialect") {
-        None => Ok(DialectKind::Abp),
-        Some(d) => d
-            .as_string()
-            .and_then(|name| DialectKind::parse(&name))
-            .ok_or_else(|| {
-                type_error(&crate::core::message::text(&[
-                    what,
-                    ": options.dialect must be 'abp', 'mcp', 'acp' or 'tesseron'",
-                ]))
-            }),
+    let Some(d) = options.get("dialect") else {
+        return Ok(DialectKind::Abp);
+    };
+    let name = d.as_string().unwrap_or_default();
+    match DialectKind::parse(&name) {
+        Some(kind) if kind.built() => Ok(kind),
+        Some(_) => Err(type_error(&crate::core::message::text(&[
+            what,
+            ": this build of abp-wasm speaks ABP only; import 'abp-wasm' (the full package) for dialect '",
+            &name,
+            "'",
+        ]))),
+        None => Err(type_error(&crate::core::message::text(&[
+            what,
+            ": options.dialect must be 'abp', 'mcp', 'acp' or 'tesseron'",
+        ]))),
     }
 }

@@ -16,9 +16,13 @@
 //! ACP (a request per capability, `$/cancel_request`, the cancelled request answered -32800, cascading to
 //! the requests its handler made) is in `acp.rs`.
 
+#[cfg(feature = "acp")]
 pub mod acp;
+#[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
 pub mod jsonrpc;
+#[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "tesseron")]
 pub mod tesseron;
 
 use super::codec::{self, Hello, Ignored, Wire};
@@ -42,6 +46,16 @@ impl DialectKind {
             "acp" => Some(DialectKind::Acp),
             "tesseron" => Some(DialectKind::Tesseron),
             _ => None,
+        }
+    }
+
+    /// Whether this build speaks the dialect (each but ABP is a cargo feature; the role builds have ABP only).
+    pub fn built(self) -> bool {
+        match self {
+            DialectKind::Abp => true,
+            DialectKind::Mcp => cfg!(feature = "mcp"),
+            DialectKind::Acp => cfg!(feature = "acp"),
+            DialectKind::Tesseron => cfg!(feature = "tesseron"),
         }
     }
 
@@ -144,28 +158,43 @@ impl Default for Policy {
 /// One connection's codec.
 pub enum Codec<P> {
     Abp,
+    #[cfg(feature = "mcp")]
     Mcp(mcp::McpCodec<P>),
+    #[cfg(feature = "acp")]
     Acp(acp::AcpCodec<P>),
+    #[cfg(feature = "tesseron")]
     Tesseron(tesseron::TesseronCodec<P>),
+    /// Keeps `P` used when no JSON-RPC dialect is built.
+    #[doc(hidden)]
+    _Never(std::convert::Infallible, std::marker::PhantomData<P>),
 }
 
 impl<P: Wire> Codec<P> {
-    /// `agent`: this side calls (ACP reads the requests that arrive by it).
+    /// `agent`: this side calls (ACP reads the requests that arrive by it). A dialect this build lacks
+    /// ([`DialectKind::built`], checked where the option is read) falls back to ABP.
+    #[allow(unused_variables)]
     pub fn new(kind: DialectKind, agent: bool) -> Codec<P> {
         match kind {
-            DialectKind::Abp => Codec::Abp,
+            #[cfg(feature = "mcp")]
             DialectKind::Mcp => Codec::Mcp(mcp::McpCodec::new()),
+            #[cfg(feature = "acp")]
             DialectKind::Acp => Codec::Acp(acp::AcpCodec::new(agent)),
+            #[cfg(feature = "tesseron")]
             DialectKind::Tesseron => Codec::Tesseron(tesseron::TesseronCodec::new(agent)),
+            _ => Codec::Abp,
         }
     }
 
     pub fn kind(&self) -> DialectKind {
         match self {
             Codec::Abp => DialectKind::Abp,
+            #[cfg(feature = "mcp")]
             Codec::Mcp(_) => DialectKind::Mcp,
+            #[cfg(feature = "acp")]
             Codec::Acp(_) => DialectKind::Acp,
+            #[cfg(feature = "tesseron")]
             Codec::Tesseron(_) => DialectKind::Tesseron,
+            Codec::_Never(never, _) => match *never {},
         }
     }
 
@@ -178,9 +207,13 @@ impl<P: Wire> Codec<P> {
     pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
         match self {
             Codec::Abp => codec::decode(msg),
+            #[cfg(feature = "mcp")]
             Codec::Mcp(c) => c.decode(msg),
+            #[cfg(feature = "acp")]
             Codec::Acp(c) => c.decode(msg),
+            #[cfg(feature = "tesseron")]
             Codec::Tesseron(c) => c.decode(msg),
+            Codec::_Never(never, _) => match *never {},
         }
     }
 
@@ -193,9 +226,13 @@ impl<P: Wire> Codec<P> {
     ) -> Option<(P, Option<P>)> {
         match self {
             Codec::Abp => codec::encode(msg, timestamp, hello),
+            #[cfg(feature = "mcp")]
             Codec::Mcp(c) => c.encode(msg, hello).map(|m| (m, None)),
+            #[cfg(feature = "acp")]
             Codec::Acp(c) => c.encode(msg, hello).map(|m| (m, None)),
+            #[cfg(feature = "tesseron")]
             Codec::Tesseron(c) => c.encode(msg, hello).map(|m| (m, None)),
+            Codec::_Never(never, _) => match *never {},
         }
     }
 }

@@ -1,0 +1,528 @@
+/* tslint:disable */
+/* eslint-disable */
+
+/** The error codes of the ABP error table. */
+export type ABPErrorCode =
+| 'NOT_INITIALIZED' | 'ALREADY_INITIALIZED' | 'SESSION_EXPIRED' | 'SESSION_INVALID'
+| 'UNKNOWN_CAPABILITY' | 'CAPABILITY_UNAVAILABLE' | 'REQUIREMENT_NOT_MET'
+| 'PERMISSION_DENIED' | 'PERMISSION_REQUIRED'
+| 'INVALID_PARAMS' | 'MISSING_PARAM' | 'INVALID_TYPE'
+| 'OPERATION_FAILED' | 'PRECONDITION_FAILED' | 'TIMEOUT' | 'CANCELLED' | 'RATE_LIMITED'
+| 'NOT_IMPLEMENTED' | 'NOT_SUPPORTED' | 'BROWSER_ERROR' | 'INTERNAL_ERROR' | 'DISCONNECTED' | 'TRANSPORT_ERROR';
+
+/** An ABP error. `code` is one of the ABP error codes, or an app's own. A handler that throws
+ * `{ code, message, retryable?, details?, retryAfter?, alternatives? }` has all of them reach the agent. */
+export interface ABPError {
+    code: ABPErrorCode | (string & {});
+    message: string;
+    /** Whether trying again may succeed. Defaults from the ABP error table unless the thrower set it. */
+    retryable: boolean;
+    details?: unknown;
+    /** Milliseconds to wait before retrying (RATE_LIMITED and the like). */
+    retryAfter?: number;
+    /** Capability names to try instead. */
+    alternatives?: string[];
+}
+
+/** What every `call` resolves to. It never rejects for cancellation, timeouts or lost connections. */
+export interface ABPResponse<T = unknown> {
+    success: boolean;
+    data?: T;
+    error?: ABPError;
+    metadata?: { duration: number };
+    /** True when the call was cancelled (by your signal, a timeout, or `cancel`). */
+    cancelled?: boolean;
+    callId?: string;
+}
+
+export interface CancelResponse {
+    callId: string;
+    cancelled: boolean;
+    /** Why it was not cancelled: 'Operation not found' or 'Operation already completed'. */
+    reason?: string;
+    error?: ABPError;
+}
+
+/** A progress update, as the app reported it (plus routing fields). */
+export interface ProgressInfo {
+    progress: number;
+    total?: number;
+    percentage?: number;
+    status?: string;
+    stage?: string;
+    estimatedRemaining?: number;
+    callId?: string;
+    operationId?: string;
+    [extra: string]: unknown;
+}
+
+export interface CallOptions {
+    /** Aborting it cancels the call: the app's handler signal aborts, and the call resolves `cancelled: true`. */
+    signal?: AbortSignal;
+    /** Milliseconds. On expiry the call is cancelled and resolves with error code TIMEOUT (retryable). */
+    timeout?: number;
+    /** Restart `timeout` whenever progress arrives. */
+    resetTimeoutOnProgress?: boolean;
+    /** Upper bound for the whole call, progress or not. */
+    maxTotalTimeout?: number;
+    /** Your own id for the call (default: a UUID). Must not be in flight already. */
+    callId?: string;
+    /** Progress token sent to the app (default: the callId when progress is wanted). */
+    progressToken?: string;
+    onProgress?: (progress: ProgressInfo) => void;
+    /** ArrayBuffers (or other transferables) inside `params` to move instead of copy. */
+    transfer?: Transferable[];
+    /** Milliseconds to wait for the app's answer after sending a cancel (default: the client's cancelGrace). */
+    cancelGrace?: number;
+}
+
+/** The protocol a connection speaks: ABP (the default), MCP (JSON-RPC: `tools/list`, `tools/call`,
+ * `notifications/cancelled`, `notifications/progress`), ACP (JSON-RPC: a request per capability,
+ * `$/cancel_request`, -32800) or Tesseron (`actions/invoke`, `actions/cancel`, -32001/-32002, the app speaks
+ * first; `AbpClient` is the gateway, `AbpApp` the app; over a WebSocket with subprotocol `tesseron-gateway`).
+ * The JS API is the same for all. */
+export type Dialect = 'abp' | 'mcp' | 'acp' | 'tesseron';
+
+/** `app.listen(transport, options)`. */
+export interface ListenOptions {
+    /** `'mcp'`: serve the registry as MCP tools; `'acp'`: as ACP methods; `'tesseron'`: as Tesseron actions to a
+     * gateway this app dialed (a capability's `timeoutMs` is its action timeout). Default `'abp'`. */
+    dialect?: Dialect;
+}
+
+export interface AgentInfo { name: string; version: string }
+export interface AppInfo { id: string; name: string; version: string; description?: string }
+
+export interface ClientOptions {
+    agent: AgentInfo;
+    /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
+    dialect?: Dialect;
+    /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
+    connectTimeout?: number;
+    /** Default wait for a cancel to be answered before settling locally, ms (default 1000). */
+    cancelGrace?: number;
+    /** While calls are pending, ask an app that has been silent this long whether it is still there (ms; off by
+     *  default). No answer within the same time resolves every pending call DISCONNECTED. For MessagePorts to
+     *  workers and half-open sockets, which give no other sign. Keep it above the longest time the app's page
+     *  may be blocked by synchronous work. */
+    heartbeat?: number;
+    onProgress?: (progress: ProgressInfo) => void;
+    onNotification?: (notification: NotificationInfo) => void;
+    onElicitation?: ElicitationHandler;
+    onCapabilitiesChanged?: (changes: CapabilityChanges) => void;
+}
+
+export interface NotificationInfo { event: string; data?: unknown }
+
+/** Something a capability needs before it can run. A call while one is not `met` answers REQUIREMENT_NOT_MET. */
+export interface Requirement {
+    type: 'permission' | 'context' | 'gesture' | 'browser' | 'hardware' | 'state';
+    description: string;
+    met: boolean;
+    /** How the user or agent can meet it. */
+    resolution?: unknown;
+}
+
+/** A capability as the app describes it (the SDK fills `available`, `requirements`, `features`). */
+export interface CapabilityDescriptor {
+    /** `namespace.action` in camelCase; vendors use a reverse-domain prefix. */
+    name: string;
+    description?: string;
+    inputSchema?: JsonSchema;
+    outputSchema?: JsonSchema;
+    /** False: calls answer CAPABILITY_UNAVAILABLE without running the handler. */
+    available: boolean;
+    requirements: Requirement[];
+    features: Record<string, unknown>;
+    experimental?: boolean;
+    deprecated?: boolean;
+    deprecationMessage?: string;
+    alternatives?: string[];
+    [extra: string]: unknown;
+}
+
+/** What changed in the app's capabilities (`onCapabilitiesChanged`, `__abp_capabilities_changed`). */
+export interface CapabilityChanges {
+    added: string[];
+    removed: string[];
+    changed: string[];
+    /** The whole list after the change. */
+    capabilities: CapabilityDescriptor[];
+}
+
+/** The subset of JSON Schema the app validates: type, required, properties, enum, const, minimum, maximum,
+ * minLength, maxLength, pattern, format (date-time, email, uri, uuid), items. */
+export interface JsonSchema {
+    type?: 'object' | 'array' | 'string' | 'number' | 'integer' | 'boolean' | 'null' | string[];
+    required?: string[];
+    properties?: Record<string, JsonSchema>;
+    enum?: unknown[];
+    minimum?: number;
+    maximum?: number;
+    minLength?: number;
+    maxLength?: number;
+    const?: unknown;
+    pattern?: string;
+    format?: 'date-time' | 'email' | 'uri' | 'uuid' | (string & {});
+    items?: JsonSchema;
+    [extra: string]: unknown;
+}
+
+/** `supports(name)`: whether the app offers a capability and whether it can run now. */
+export interface SupportInfo {
+    supported: boolean;
+    available: boolean;
+    reason?: string;
+    requirements?: Requirement[];
+    features?: Record<string, unknown>;
+    alternatives?: string[];
+}
+
+/** The standard elicitation methods of ABP, their params and what a successful answer's `data` holds. */
+export interface StandardElicitations {
+    'elicitation/input': { params: { prompt: string; schema?: JsonSchema }; result: { value: unknown } };
+    'elicitation/preference': { params: { prompt: string; schema?: JsonSchema; default?: unknown }; result: { value: unknown } };
+    'elicitation/confirm': { params: { message: string; destructive?: boolean }; result: { confirmed: boolean } };
+    'elicitation/select': {
+        params: { prompt: string; options: { value: unknown; label: string }[]; default?: unknown };
+        result: { selected: unknown };
+    };
+    'elicitation/resource': { params: { type: string; uri?: string }; result: { content: unknown; mimeType: string } };
+    'sampling/create': { params: { task: string; context?: unknown }; result: { result: unknown } };
+}
+
+/** A standard elicitation request, typed by its method. */
+export type StandardElicitationRequest = {
+    [M in keyof StandardElicitations]: { method: M; params: StandardElicitations[M]['params']; timeout?: number; callId?: string }
+}[keyof StandardElicitations];
+
+/** An elicitation request: a standard one, or an app's own method. `timeout` (ms) is enforced on both sides. */
+export interface ElicitationRequest { method: string; params?: unknown; timeout?: number; callId?: string }
+export interface ElicitationResponse<T = unknown> { success: boolean; data?: T; error?: ABPError; cancelled?: boolean }
+export type ElicitationHandler = (request: ElicitationRequest, options: { signal: AbortSignal })
+=> ElicitationResponse | Promise<ElicitationResponse>;
+
+/** What a capability handler receives besides its params. */
+export interface CallContext {
+    /** Aborts when the agent cancels the call (or the session ends). `signal.reason` is an AbortError
+     * DOMException whose message is the agent's reason. */
+    signal: AbortSignal;
+    callId: string;
+    progressToken?: string;
+    /** Report progress. Cheap to call in a loop: updates are coalesced, and the last one is sent before the result. */
+    progress(info: ProgressInfo | number): void;
+    /** Ask the agent something; resolves `cancelled: true` if this call is cancelled first, TIMEOUT when the
+     * request's `timeout` passes, NOT_SUPPORTED when the agent did not enable elicitation or that method. */
+    elicit<M extends keyof StandardElicitations>(request: { method: M; params: StandardElicitations[M]['params']; timeout?: number }):
+    Promise<ElicitationResponse<StandardElicitations[M]['result']>>;
+    elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
+    notify(event: string, data?: unknown): void;
+    /** Transfer (move) these buffers with the result instead of copying them. */
+    transfer(list: Transferable[]): void;
+}
+
+/** Return a value (or a Promise of one). Throw `{ code, message }` for an ABP error, anything else for
+ * OPERATION_FAILED; an AbortError or anything thrown after the signal aborted counts as cancelled. */
+export type CapabilityHandler<P = unknown, R = unknown> = {
+    // Method syntax keeps parameters bivariant, so `(params: { pages: number }, ctx) => …` is accepted.
+    handler(params: P, ctx: CallContext): R | Promise<R>;
+}['handler'];
+
+export interface AppOptions {
+    /** Calls beyond this many (per session) wait in a FIFO queue. Default: no limit. */
+    maxConcurrent?: number;
+}
+
+/** A capability's descriptor as given to `register` (every field optional; checked, defaults filled). */
+export interface CapabilityOptions {
+    description?: string;
+    inputSchema?: JsonSchema;
+    outputSchema?: JsonSchema;
+    available?: boolean;
+    requirements?: Requirement[];
+    features?: Record<string, unknown>;
+    experimental?: boolean;
+    deprecated?: boolean;
+    deprecationMessage?: string;
+    alternatives?: string[];
+    [extra: string]: unknown;
+}
+
+/** What `app.manifest(extra)` adds to the manifest's `app`. */
+export interface ManifestExtra {
+    description?: string;
+    homepage?: string;
+    /** URL of a 192×192 PNG. */
+    icon?: string;
+    support?: string | Record<string, string>;
+}
+
+/** The `app` of an ABP manifest. */
+export interface AbpManifestApp {
+    id: string;
+    name: string;
+    version: string;
+    description?: string;
+    homepage?: string;
+    /** A URL (the ABP docs suggest a 192×192 PNG); discovery does not fetch it. */
+    icon?: string;
+    support?: string | Record<string, string>;
+}
+
+/** A capability as an ABP manifest lists it (the app's own claim, until `initialize` confirms it). */
+export interface AbpManifestCapability {
+    name: string;
+    description?: string;
+    inputSchema?: JsonSchema | boolean;
+    outputSchema?: JsonSchema | boolean;
+    experimental?: boolean;
+    deprecated?: boolean;
+}
+
+/** The manifest an ABP app serves at its `<link rel="abp-manifest" href="…">`. */
+export interface AbpManifest {
+    /** The ABP version, `major.minor`. */
+    abp: string;
+    app: AbpManifestApp;
+    capabilities: AbpManifestCapability[];
+}
+
+/** What `window.abp.initialize` resolves to: the session, or `{ error }` (NOT_SUPPORTED for another major
+ * protocol version). */
+export interface InitializeResult {
+    sessionId?: string;
+    protocolVersion?: string;
+    app?: AppInfo;
+    capabilities?: CapabilityDescriptor[];
+    /** What was agreed: the features the agent enabled, plus `dynamicCapabilities`. */
+    features?: { notifications: boolean; progress: boolean; elicitation: boolean; dynamicCapabilities?: boolean };
+    error?: ABPError;
+}
+
+export interface InitializeParams {
+    agent?: AgentInfo;
+    protocolVersion?: string;
+    /** Turn off what the agent does not want: no progress messages, notifications or elicitations are sent. */
+    features?: { notifications?: boolean; progress?: boolean; elicitation?: boolean };
+    requestedCapabilities?: string[];
+    /** Which elicitation methods the agent answers (others resolve NOT_SUPPORTED in the app). */
+    agentCapabilities?: { allowedRequests?: string[] };
+}
+
+/** `window.abp`, installed by `app.exposeGlobal()` for Puppeteer/Playwright agents (a session of its own),
+ * as the ABP API reference types it. Reports through `window.__abp_progress`, `__abp_notification`,
+ * `__abp_elicitation` (its return value is the answer) and `__abp_capabilities_changed` when the automation
+ * client exposed them, and through the registrars. */
+export interface AbpGlobal {
+    readonly protocolVersion: string;
+    readonly app: AppInfo;
+    readonly initialized: boolean;
+    readonly sessionId: string | null;
+    /** Starts a session. On a page whose session is active, ends it (its calls resolve cancelled) and starts
+     * a new one. */
+    initialize(params?: InitializeParams): Promise<InitializeResult>;
+    shutdown(params?: { reason?: string } | string): Promise<void>;
+    /** `timeout` (ms) is enforced by the page: the call is cancelled and resolves TIMEOUT (retryable). */
+    call(capability: string, params?: unknown, options?: { callId?: string; timeout?: number; progressToken?: string }): Promise<ABPResponse>;
+    cancel(callId: string, reason?: string): Promise<CancelResponse>;
+    cancel(request: { callId: string; reason?: string }): Promise<CancelResponse>;
+    listCapabilities(): Promise<CapabilityDescriptor[]>;
+    describeCapability(name: string): Promise<CapabilityDescriptor | null>;
+    supports(name: string): Promise<SupportInfo>;
+    /** Whether an agent with notifications on was told. */
+    notify(event: string, data?: unknown): boolean;
+    /** Progress of a call (by `callId`, or `operationId` = its progress token) or of another operation. */
+    notifyProgress(info: ProgressInfo & ({ callId: string } | { operationId: string })): void;
+    elicit(request: ElicitationRequest): Promise<ElicitationResponse>;
+    /** Each returns a function that removes the callback. */
+    onProgress(callback: (progress: ProgressInfo) => void): () => void;
+    onNotification(callback: (notification: NotificationInfo) => void): () => void;
+    onElicitation(callback: (request: ElicitationRequest) => ElicitationResponse | unknown | Promise<ElicitationResponse | unknown>): () => void;
+    onCapabilitiesChanged(callback: (changes: CapabilityChanges) => void): () => void;
+}
+
+declare global {
+    interface Window {
+        /** Installed by `app.exposeGlobal()` (or the placeholder of the ABP bootstrap script until then). */
+        abp?: AbpGlobal;
+    }
+}
+
+export interface IframeOptions {
+    targetOrigin: string;
+    /** Wrap every message in the MCP-B envelope of this channel (`'mcp-iframe'` for `@mcp-b/transports`), with
+     * its ready handshake. Without it, messages travel as they are (ABP envelopes, or bare JSON-RPC for MCP). */
+    channel?: string;
+}
+export interface WindowOptions { targetOrigin: string; channel?: string }
+export interface ParentOptions {
+    allowedOrigins?: string[];
+    /** The MCP-B channel (`'mcp-iframe'`): the app announces `'mcp-server-ready'` to the allowed origins and
+     * answers `'mcp-check-ready'`, as `@mcp-b/transports`' `IframeChildTransport` does. */
+    channel?: string;
+}
+
+export interface WebSocketOptions {
+    /** Subprotocols offered in the handshake. */
+    protocols?: string | string[];
+    /** Largest frame, in UTF-8 bytes, either way (default 16 MiB). A bigger outgoing message is not sent: the
+     *  call resolves TRANSPORT_ERROR (or the handler's result becomes OPERATION_FAILED) and the socket stays
+     *  open. A bigger incoming frame is dropped unread and counted in `ignoredMessages`. */
+    maxMessageBytes?: number;
+    /** Open a new socket after a drop, with exponential backoff (default off). Pending calls still resolve
+     *  DISCONNECTED at the drop; a client then starts a new session by itself. */
+    reconnect?: boolean | { initialDelay?: number; maxDelay?: number; maxAttempts?: number };
+}
+
+/** ABP binary data: a file or blob of bytes with its type. Over postMessage every form travels as it is (structured
+ *  clone). Over WebSocket, content given as bytes is sent as base64 (`encoding: 'base64'`, `size` set) keeping
+ *  `mimeType`, `filename` and any other field, and a received BinaryData in base64 arrives with its `content` as
+ *  an `ArrayBuffer` (and no `encoding`). Plain bytes (an `ArrayBuffer` or typed array anywhere in a payload) travel
+ *  as `{ content, encoding: 'base64', mimeType: 'application/octet-stream', size }` and arrive as an `ArrayBuffer`. */
+export interface BinaryData {
+    /** base64 text (`encoding: 'base64'`), plain text (`'utf-8'`), or the bytes. A Blob cannot travel over WebSocket. */
+    content: string | ArrayBuffer | ArrayBufferView | Blob;
+    mimeType: string;
+    encoding?: 'base64' | 'utf-8';
+    /** Bytes of the decoded content. */
+    size?: number;
+    filename?: string;
+}
+
+/** Where to fetch a large result (over about 10 MB) instead of carrying it inline, as ABP describes it. */
+export interface BinaryDataReference {
+    downloadUrl: string;
+    mimeType: string;
+    size: number;
+    filename?: string;
+    /** When `downloadUrl` stops working (an ISO 8601 date-time, or Unix milliseconds). */
+    expiresAt?: string | number;
+    /** How to authenticate the download (for example `{ type: 'bearer', token }`), as the app describes it. */
+    auth?: Record<string, unknown>;
+}
+
+
+
+/**
+ * The agent side of an ABP connection. Make one with `AbpClient.connect(transport, options)`.
+ */
+export class AbpClient {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
+     * error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
+     * the timeout passed (code TIMEOUT). Rejects only if `capability` is not a string.
+     */
+    call(capability: string, params: unknown, options?: CallOptions | null): Promise<ABPResponse>;
+    /**
+     * Cancels a call by id (yours or anyone's on this connection) and resolves to the app's answer:
+     * `{ callId, cancelled, reason? }`.
+     */
+    cancel(callId: string, reason?: string | null): Promise<CancelResponse>;
+    /**
+     * Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
+     * loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
+     * TIMEOUT after `connectTimeout`, or the app's error code.
+     */
+    static connect(transport: PostMessageTransport | WebSocketTransport, options: ClientOptions): Promise<AbpClient>;
+    describeCapability(name: string): CapabilityDescriptor | null;
+    /**
+     * The capabilities the app announced (kept current when it announces changes).
+     */
+    listCapabilities(): CapabilityDescriptor[];
+    /**
+     * Ends the session: tells the app, and every pending call resolves DISCONNECTED.
+     */
+    shutdown(reason?: string | null): Promise<void>;
+    /**
+     * `{ supported, available, reason?, requirements?, features?, alternatives? }` for a capability name,
+     * from the descriptor the app sent (`available` is false while not connected).
+     */
+    supports(name: string): SupportInfo;
+    /**
+     * The app's `{ id, name, version }` from the handshake.
+     */
+    readonly app: AppInfo | undefined;
+    /**
+     * How messages travel now: `'channel'` (a private `MessagePort`: a `fromPort` transport, or a frame or
+     * window whose app accepted the channel offered at `initialize`), `'window'` (window messages, e.g. a
+     * hand-written app), `'socket'` (a `WebSocketTransport`; see `connected` for whether it is up), or
+     * `'closed'`.
+     */
+    readonly channel: 'channel' | 'window' | 'socket' | 'closed';
+    readonly connected: boolean;
+    /**
+     * How many received messages were ignored because they were not ABP messages (a debug counter).
+     */
+    readonly ignoredMessages: number;
+    readonly pendingCalls: number;
+    /**
+     * How many messages were dropped because they came from the wrong window or origin (a debug counter).
+     */
+    readonly rejectedMessages: number;
+    readonly sessionId: string | undefined;
+    set onCapabilitiesChanged(value: ((changes: CapabilityChanges) => void) | null);
+    set onElicitation(value: ElicitationHandler | null);
+    set onNotification(value: ((notification: NotificationInfo) => void) | null);
+    set onProgress(value: ((progress: ProgressInfo) => void) | null);
+}
+
+/**
+ * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
+ * inside an iframe), or a `MessagePort` (either side).
+ */
+export class PostMessageTransport {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
+     */
+    static fromPort(port: MessagePort): PostMessageTransport;
+    /**
+     * Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
+     * whose `event.source` is this iframe's window and whose origin matches are accepted.
+     */
+    static toIframe(iframe: HTMLIFrameElement, options: IframeOptions): PostMessageTransport;
+    /**
+     * App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
+     * in `allowedOrigins` count (default: this page's own origin). Replies go only to the origin that
+     * initialized the session.
+     */
+    static toParent(options?: ParentOptions | null): PostMessageTransport;
+    /**
+     * Talk to another window: the agent to an app it opened (`window.open`), or an app in a popup to its
+     * `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
+     */
+    static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
+}
+
+/**
+ * ABP over a WebSocket: `await WebSocketTransport.connect('wss://…')`, then hand it to `AbpClient.connect` or
+ * `app.listen`. One transport serves one connection.
+ */
+export class WebSocketTransport {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Closes the socket of a transport that was never handed to a client or app (once handed over, the
+     * client's `shutdown()` or the app's `close()` closes it).
+     */
+    close(): void;
+    /**
+     * Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
+     * DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options (never throws).
+     */
+    static connect(url: string, options?: WebSocketOptions | null): Promise<WebSocketTransport>;
+    /**
+     * The subprotocol the server chose (`''` if none).
+     */
+    readonly protocol: string;
+    /**
+     * The URL this transport connects to.
+     */
+    readonly url: string;
+}
