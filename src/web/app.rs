@@ -15,8 +15,8 @@ use super::global::GlobalSession;
 use super::transport::{take_target, Link, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
-    abort_with, dialect_option, id_prefix, is_aborted, js_string, make_ctx, opt_number, opt_string,
-    promise_and_resolve, run_handler, take_controller, take_outcome, to_str, type_error,
+    abort_with, ctx_hooks, dialect_option, id_prefix, is_aborted, js_string, make_ctx, opt_number,
+    opt_string, run_handler, to_str, type_error, Deferred,
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
 use crate::core::capability::{self, Changes};
@@ -29,8 +29,71 @@ use crate::core::{
     AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Outgoing, Registry,
 };
 
-/// The one closure behind every `ctx` of a connection: `(op, callId or event, argument)`.
-type CtxDispatch = Closure<dyn Fn(u32, JsValue, JsValue) -> JsValue>;
+/// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
+type CtxHook = Closure<dyn Fn(JsValue, JsValue) -> JsValue>;
+
+/// What every `ctx` of a connection reports through: the JS object of named functions and the closures
+/// behind them (owned here, dropped at `close()`; a handler still running then reaches nothing).
+struct CtxHooks {
+    js: JsValue,
+    _closures: [CtxHook; 6],
+}
+
+impl CtxHooks {
+    fn new(conn: &Rc<AppConnInner>) -> CtxHooks {
+        fn hook(
+            conn: &Rc<AppConnInner>,
+            f: fn(&Rc<AppConnInner>, String, JsValue) -> JsValue,
+        ) -> CtxHook {
+            let weak = Rc::downgrade(conn);
+            Closure::new(move |a: JsValue, b: JsValue| match weak.upgrade() {
+                Some(c) => {
+                    let r = f(&c, a.as_string().unwrap_or_default(), b);
+                    c.drive();
+                    r
+                }
+                None => JsValue::UNDEFINED,
+            })
+        }
+        let closures = [
+            hook(conn, AppConnInner::ctx_progress),
+            hook(conn, |c, call_id, request| {
+                c.elicit(Some(&call_id), request).into()
+            }),
+            hook(conn, |c, event, data| {
+                c.core.borrow_mut().notify(&event, data);
+                JsValue::UNDEFINED
+            }),
+            hook(conn, |c, call_id, list| {
+                if let Some(r) = c.running.borrow_mut().get_mut(&call_id) {
+                    r.transfer = Some(list).filter(Array::is_array);
+                }
+                JsValue::UNDEFINED
+            }),
+            hook(conn, |c, call_id, value| {
+                c.finish(&call_id, Ok(value));
+                JsValue::UNDEFINED
+            }),
+            hook(conn, |c, call_id, error| {
+                c.finish(&call_id, Err(error));
+                JsValue::UNDEFINED
+            }),
+        ];
+        let [progress, elicit, notify, transfer, resolved, rejected] = closures.each_ref();
+        let js = ctx_hooks(
+            progress.as_ref(),
+            elicit.as_ref(),
+            notify.as_ref(),
+            transfer.as_ref(),
+            resolved.as_ref(),
+            rejected.as_ref(),
+        );
+        CtxHooks {
+            js,
+            _closures: closures,
+        }
+    }
+}
 
 /// State shared by every connection of one app.
 pub(crate) struct AppShared {
@@ -72,11 +135,11 @@ pub(crate) struct AppConnInner {
     pub(crate) core: RefCell<AppConn<JsValue>>,
     codec: RefCell<Codec<JsValue>>,
     running: RefCell<StrMap<Running>>,
-    elicits: RefCell<StrMap<Function>>,
+    elicits: RefCell<StrMap<Deferred>>,
     link: RefCell<Option<Link>>,
     outlet: RefCell<Option<Rc<dyn Outlet>>>,
     timer: RefCell<Option<Timer>>,
-    dispatch: RefCell<Option<CtxDispatch>>,
+    hooks: RefCell<Option<CtxHooks>>,
     ids: RefCell<IdGen>,
     ignored: Cell<u32>,
 }
@@ -349,7 +412,7 @@ impl AbpApp {
             c.link.borrow_mut().take();
             c.outlet.borrow_mut().take();
             c.timer.borrow_mut().take();
-            c.dispatch.borrow_mut().take();
+            c.hooks.borrow_mut().take();
         }
         self.shared.global.borrow_mut().take();
         LIVE.with(|l| l.borrow_mut().retain(|s| !Rc::ptr_eq(s, &self.shared)));
@@ -403,7 +466,7 @@ impl AppConnInner {
             link: RefCell::new(None),
             outlet: RefCell::new(None),
             timer: RefCell::new(None),
-            dispatch: RefCell::new(None),
+            hooks: RefCell::new(None),
             ids: RefCell::new(IdGen::new(id_prefix())),
             ignored: Cell::new(0),
         });
@@ -417,54 +480,23 @@ impl AppConnInner {
                 c.drive();
             }
         }));
-        let weak = Rc::downgrade(&conn);
-        let dispatch = Closure::<dyn Fn(u32, JsValue, JsValue) -> JsValue>::new(
-            move |op, a: JsValue, b: JsValue| match weak.upgrade() {
-                Some(c) => c.ctx_op(op, a, b),
-                None => JsValue::UNDEFINED,
-            },
-        );
-        *conn.dispatch.borrow_mut() = Some(dispatch);
+        *conn.hooks.borrow_mut() = Some(CtxHooks::new(&conn));
         conn
     }
 
-    /// `ctx.progress` (0), `ctx.elicit` (1), `ctx.notify` (2), `ctx.transfer` (3); the handler's promise
-    /// resolved (4) or rejected (5).
-    fn ctx_op(self: &Rc<Self>, op: u32, a: JsValue, b: JsValue) -> JsValue {
-        let call_id = a.as_string().unwrap_or_default();
-        let result = match op {
-            0 => {
-                let info = match b.kind() {
-                    Kind::Object => b,
-                    Kind::Number => {
-                        let mut o = JsValue::object();
-                        o.set("progress", b);
-                        o
-                    }
-                    _ => return JsValue::UNDEFINED,
-                };
-                self.core.borrow_mut().progress(&call_id, info, now());
-                JsValue::UNDEFINED
+    /// `ctx.progress(info)`: an object, or a bare number as `{ progress }`; anything else is ignored.
+    fn ctx_progress(self: &Rc<Self>, call_id: String, info: JsValue) -> JsValue {
+        let info = match info.kind() {
+            Kind::Object => info,
+            Kind::Number => {
+                let mut o = JsValue::object();
+                o.set("progress", info);
+                o
             }
-            1 => self.elicit(Some(&call_id), b).into(),
-            2 => {
-                self.core.borrow_mut().notify(&call_id, b);
-                JsValue::UNDEFINED
-            }
-            3 => {
-                if let Some(r) = self.running.borrow_mut().get_mut(&call_id) {
-                    r.transfer = Some(b).filter(Array::is_array);
-                }
-                JsValue::UNDEFINED
-            }
-            4 | 5 => {
-                self.finish(&call_id, if op == 4 { Ok(b) } else { Err(b) });
-                JsValue::UNDEFINED
-            }
-            _ => JsValue::UNDEFINED,
+            _ => return JsValue::UNDEFINED,
         };
-        self.drive();
-        result
+        self.core.borrow_mut().progress(&call_id, info, now());
+        JsValue::UNDEFINED
     }
 
     /// Asks the agent; the Promise resolves to its ElicitationResponse, or `cancelled` if the call ends first.
@@ -477,8 +509,9 @@ impl AppConnInner {
         let asked = self.core.borrow_mut().elicit(call_id, request, now());
         match asked {
             Ok(id) => {
-                let (promise, resolve) = promise_and_resolve();
-                self.elicits.borrow_mut().insert(id, resolve);
+                let deferred = Deferred::new();
+                let promise = deferred.promise();
+                self.elicits.borrow_mut().insert(id, deferred);
                 self.drive();
                 promise
             }
@@ -526,9 +559,9 @@ impl AppConnInner {
                 }
             }
             AppOutput::ElicitDone { id, end } => {
-                let resolve = self.elicits.borrow_mut().remove(&id);
-                if let Some(resolve) = resolve {
-                    let _ = resolve.call1(&JsValue::NULL, &unanswered_elicitation(end));
+                let deferred = self.elicits.borrow_mut().remove(&id);
+                if let Some(deferred) = deferred {
+                    deferred.resolve(&unanswered_elicitation(end));
                 }
             }
             AppOutput::SessionOpened { .. } => {}
@@ -609,9 +642,9 @@ impl AppConnInner {
             .shared
             .upgrade()
             .and_then(|s| s.handlers.borrow().get(&capability).cloned());
-        // The JS function of the dispatch closure, held without borrowing it: a handler may close the app.
-        let dispatch = self.dispatch.borrow().as_ref().map(|d| d.as_ref().clone());
-        let (Some(handler), Some(dispatch)) = (handler, dispatch) else {
+        // The hooks' JS object, held without borrowing it: a handler may close the app.
+        let hooks = self.hooks.borrow().as_ref().map(|h| h.js.clone());
+        let (Some(handler), Some(hooks)) = (handler, hooks) else {
             let error = AbpError::new(
                 ErrorCode::UnknownCapability,
                 "The capability was unregistered",
@@ -621,29 +654,25 @@ impl AppConnInner {
                 .complete(&call_id, Outcome::Failure(error), None, now());
             return;
         };
-        let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
-        let call_id_js = js_string(&call_id);
-        let ctx = make_ctx(&dispatch, &call_id_js, &token_js);
-        if ctx.is_undefined() {
+        let Ok(controller) = AbortController::new() else {
             let error = AbpError::new(ErrorCode::OperationFailed, "No AbortController here");
             self.core
                 .borrow_mut()
                 .complete(&call_id, Outcome::Failure(error), None, now());
             return;
-        }
-        let controller = take_controller();
+        };
+        let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
+        let call_id_js = js_string(&call_id);
+        let ctx = make_ctx(&hooks, &call_id_js, &token_js, &controller);
         self.running.borrow_mut().insert(
-            call_id.clone(),
+            call_id,
             Running {
                 controller,
                 transfer: None,
             },
         );
-        match run_handler(&handler, &params, &ctx, &dispatch, &call_id_js) {
-            0 => self.finish(&call_id, Ok(take_outcome())),
-            2 => self.finish(&call_id, Err(take_outcome())),
-            _ => {} // a promise: settles through `ctx_op` 4 or 5
-        }
+        // Reports through `hooks.resolved`/`rejected`: at once for a value or a throw, later for a promise.
+        run_handler(&handler, &params, &ctx, &hooks, &call_id_js);
     }
 
     fn finish(&self, call_id: &str, result: Result<JsValue, JsValue>) {

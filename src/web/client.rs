@@ -16,8 +16,8 @@ use super::transport::{take_target, Link, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
-    keep_id, local_response, new_call_id, opt_function, opt_number, opt_string,
-    promise_and_resolve, to_str, try_call, type_error, watch_abort,
+    keep_id, local_response, new_call_id, opt_function, opt_number, opt_string, to_str, try_call,
+    type_error, watch_abort, Deferred,
 };
 use crate::core::codec::{Hello, Wire};
 use crate::core::dialect::Codec;
@@ -29,17 +29,24 @@ use crate::core::{
 };
 
 struct CallJs {
-    resolve: Function,
+    /// The caller's promise.
+    deferred: Deferred,
     on_progress: Option<Function>,
     /// Stops watching the call's signal (from `watchAbort`); called when the call goes.
     unwatch: Option<Function>,
 }
 
-impl Drop for CallJs {
-    fn drop(&mut self) {
+impl CallJs {
+    fn stop_watching(&mut self) {
         if let Some(f) = self.unwatch.take() {
             let _ = f.call0(&JsValue::NULL);
         }
+    }
+}
+
+impl Drop for CallJs {
+    fn drop(&mut self) {
+        self.stop_watching();
     }
 }
 
@@ -53,7 +60,7 @@ struct Hooks {
 
 struct ClientJs {
     calls: StrMap<CallJs>,
-    cancels: StrMap<Function>,
+    cancels: StrMap<Deferred>,
     elicits: StrMap<AbortController>,
     connect: Option<(Function, Function)>,
     capabilities: JsValue,
@@ -333,14 +340,15 @@ impl AbpClient {
             transfer: get("transfer").filter(Array::is_array),
             cancel_grace: number("cancelGrace"),
         };
-        let (promise, resolve) = promise_and_resolve();
+        let deferred = Deferred::new();
+        let promise = deferred.promise();
         // Refused locally (not connected, callId in flight): settle now, send nothing.
         if self.inner.core.borrow().is_pending(&call_id) || !self.inner.core.borrow().is_ready() {
             let err = self.inner.core.borrow_mut().start_call(req, now());
             let error = err
                 .err()
                 .unwrap_or_else(|| AbpError::new(ErrorCode::InvalidParams, "refused"));
-            call_hook(&resolve, &local_response(error, false, Some(&call_id)));
+            deferred.resolve(&local_response(error, false, Some(&call_id)));
             return promise;
         }
         let unwatch = signal.and_then(|signal| {
@@ -352,14 +360,15 @@ impl AbpClient {
         self.inner.js.borrow_mut().calls.insert(
             call_id.clone(),
             CallJs {
-                resolve,
+                deferred,
                 on_progress,
                 unwatch,
             },
         );
         if let Err(error) = self.inner.core.borrow_mut().start_call(req, now()) {
             if let Some(call) = self.inner.js.borrow_mut().calls.remove(&call_id) {
-                call_hook(&call.resolve, &local_response(error, false, Some(&call_id)));
+                call.deferred
+                    .resolve(&local_response(error, false, Some(&call_id)));
             }
         }
         self.inner.drive();
@@ -381,8 +390,9 @@ impl AbpClient {
         let handle = self.inner.core.borrow_mut().cancel(&call_id, reason, now());
         match handle {
             Ok(handle) => {
-                let (promise, resolve) = promise_and_resolve();
-                self.inner.js.borrow_mut().cancels.insert(handle, resolve);
+                let deferred = Deferred::new();
+                let promise = deferred.promise();
+                self.inner.js.borrow_mut().cancels.insert(handle, deferred);
                 self.inner.drive();
                 promise
             }
@@ -591,14 +601,14 @@ impl ClientInner {
                             local_response(error, cancelled, Some(&call_id))
                         }
                     };
-                    let resolve = call.resolve.clone();
-                    drop(call); // stops watching the signal before the caller runs
-                    call_hook(&resolve, &response);
+                    let mut call = call;
+                    call.stop_watching(); // before the caller runs
+                    call.deferred.resolve(&response);
                 }
             }
             AgentOutput::CancelAnswered { handle, answer } => {
-                let resolve = self.js.borrow_mut().cancels.remove(&handle);
-                if let Some(resolve) = resolve {
+                let deferred = self.js.borrow_mut().cancels.remove(&handle);
+                if let Some(deferred) = deferred {
                     let value = match answer {
                         CancelAnswer::Remote(p) => p,
                         CancelAnswer::Local { call_id, error } => cancel_failure(&call_id, error),
@@ -616,7 +626,7 @@ impl ClientInner {
                             r
                         }
                     };
-                    call_hook(&resolve, &value);
+                    deferred.resolve(&value);
                 }
             }
             AgentOutput::Progress { call_id, payload } => {

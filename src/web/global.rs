@@ -15,7 +15,7 @@ use super::app::{AppConnInner, Outlet};
 use super::dom::{now, Timer};
 use super::value::{
     ask_global, emit_global, is_thenable, js_string, local_response, make_global, new_call_id,
-    opt_string, promise_and_resolve, type_error,
+    opt_string, type_error, Deferred,
 };
 use crate::core::capability::{apply_changes, support_info};
 use crate::core::codec::Wire;
@@ -28,9 +28,9 @@ type GlobalDispatch = Closure<dyn Fn(String, JsValue, JsValue, JsValue) -> JsVal
 
 /// What a page's Promise waits for, by the id of the message fed to the core.
 enum Waiting {
-    Initialize(Function),
-    Call { call_id: String, resolve: Function },
-    Cancel(Function),
+    Initialize(Deferred),
+    Call { call_id: String, resolve: Deferred },
+    Cancel(Deferred),
 }
 
 pub(crate) struct GlobalSession {
@@ -105,19 +105,20 @@ impl GlobalSession {
     }
 
     /// Feeds a request to the core; the returned Promise resolves with its answer. `waiting` makes what
-    /// waits from the Promise's resolve function.
+    /// waits from the pending promise.
     fn request(
         &self,
         conn: &Rc<AppConnInner>,
         ty: &str,
         payload: JsValue,
-        waiting: impl FnOnce(Function) -> Waiting,
+        waiting: impl FnOnce(Deferred) -> Waiting,
     ) -> (String, JsValue) {
         let id = conn.next_id();
-        let (promise, resolve) = promise_and_resolve();
+        let deferred = Deferred::new();
+        let promise = deferred.promise();
         self.waiting
             .borrow_mut()
-            .insert(id.clone(), waiting(resolve));
+            .insert(id.clone(), waiting(deferred));
         conn.feed(message(ty, &id, payload));
         (id, promise.into())
     }
@@ -305,7 +306,7 @@ impl GlobalSession {
             let waiting = self.waiting.borrow_mut().remove(&msg_id);
             if let Some(Waiting::Call { resolve, .. }) = waiting {
                 let r = local_response(AbpError::timeout(), true, Some(&call_id));
-                let _ = resolve.call1(&JsValue::NULL, &r);
+                resolve.resolve(&r);
             }
             if let Some(conn) = &conn {
                 let mut p = JsValue::object();
@@ -328,7 +329,7 @@ impl GlobalSession {
                 resolve
             }
         };
-        let _ = resolve.call1(&JsValue::NULL, payload);
+        resolve.resolve(payload);
     }
 }
 
@@ -415,7 +416,7 @@ impl Outlet for GlobalSession {
                 true,
                 Some(&call_id),
             );
-            let _ = resolve.call1(&JsValue::NULL, &r);
+            resolve.resolve(&r);
         }
     }
 }

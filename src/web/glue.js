@@ -1,24 +1,23 @@
 // Small helpers that are simpler (and cheaper) in JavaScript than through wasm-bindgen calls.
 
-// The handler's AbortController, made with its context in one call; `takeController()` hands it to wasm.
-let lastController;
-
-/** The `ctx` a handler gets, with a new AbortController's signal; undefined if no controller can be made. */
-export function makeCtx(dispatch, callId, progressToken) {
-  try {
-    lastController = new AbortController();
-  } catch (_) {
-    return undefined;
-  }
+/** The `ctx` a handler gets: `controller`'s signal, and functions that report to the app through `hooks`
+ *  (`ctxHooks`). */
+export function makeCtx(hooks, callId, progressToken, controller) {
   return {
-    signal: lastController.signal,
+    signal: controller.signal,
     callId,
     progressToken,
-    progress(info) { dispatch(0, callId, info); },
-    elicit(request) { return dispatch(1, callId, request); },
-    notify(event, data) { dispatch(2, event, data); },
-    transfer(list) { dispatch(3, callId, list); },
+    progress(info) { hooks.progress(callId, info); },
+    elicit(request) { return hooks.elicit(callId, request); },
+    notify(event, data) { hooks.notify(event, data); },
+    transfer(list) { hooks.transfer(callId, list); },
   };
+}
+
+/** What a running handler reports to its app (one object per connection, its functions owned by wasm):
+ *  `ctx.progress`, `ctx.elicit`, `ctx.notify`, `ctx.transfer`, and the handler's result. */
+export function ctxHooks(progress, elicit, notify, transfer, resolved, rejected) {
+  return { progress, elicit, notify, transfer, resolved, rejected };
 }
 
 // Call ids: UUID v4 from `crypto.getRandomValues`, fetched 4 KiB at a time. `crypto.randomUUID()` took
@@ -46,57 +45,36 @@ export function randomUUID() {
     + HEX[(b[i + 8] & 0x3f) | 0x80] + h(9) + '-' + h(10) + h(11) + h(12) + h(13) + h(14) + h(15);
 }
 
-// A promise and its resolve function, made in JS: two plain calls instead of a wasm closure run by the
-// Promise constructor (one per call() is a visible cost).
-let lastResolve;
+// A promise and its resolve function, made in JS: cheaper than a wasm closure run by the Promise constructor
+// (one per call() is a visible cost).
 
-/** A new pending promise; `takeResolve()` then hands over its resolve function. */
-export function deferred() {
-  return new Promise((resolve) => { lastResolve = resolve; });
+/** A pending promise (`promise`) and the function that resolves it (`resolve`). */
+export class Deferred {
+  constructor() {
+    this.promise = new Promise((resolve) => { this.resolve = resolve; });
+  }
 }
 
-export function takeResolve() {
-  const r = lastResolve;
-  lastResolve = undefined;
-  return r;
-}
-
-// Running a handler in one call: wasm-bindgen's Function.call goes through a catch wrapper (arguments object
-// and apply), and awaiting a returned promise through a JsFuture made two closures per call.
-let outcome;
-
-/** Runs `f(params, ctx)`. Returns 0 when it returned a value and 2 when it threw (the value or error is then
- *  in `takeOutcome()`), 1 when it returned a promise or thenable: `dispatch(4, callId, value)` or
- *  `dispatch(5, callId, error)` follows when that settles. */
-export function runHandler(f, params, ctx, dispatch, callId) {
+/** Runs `f(params, ctx)` and reports how it ended to `hooks` (`ctxHooks`): `resolved(callId, value)` or
+ *  `rejected(callId, error)`, at once when it returns or throws, when it settles if it returns a promise or
+ *  thenable. Running it here saves wasm-bindgen's catch wrapper (an arguments object and apply) and a
+ *  JsFuture's two closures per call. */
+export function runHandler(f, params, ctx, hooks, callId) {
   let v;
   try {
     v = f(params, ctx);
   } catch (e) {
-    outcome = e;
-    return 2;
+    report(hooks.rejected, callId, e);
+    return;
   }
-  if (!isThenable(v)) {
-    outcome = v;
-    return 0;
-  }
-  const settle = (op) => (x) => {
-    try { dispatch(op, callId, x); } catch (_) { /* the app was closed meanwhile: nothing to answer */ }
-  };
-  Promise.resolve(v).then(settle(4), settle(5));
-  return 1;
+  if (!isThenable(v)) report(hooks.resolved, callId, v);
+  else Promise.resolve(v).then((x) => report(hooks.resolved, callId, x), (e) => report(hooks.rejected, callId, e));
 }
 
-export function takeOutcome() {
-  const v = outcome;
-  outcome = undefined;
-  return v;
-}
-
-export function takeController() {
-  const c = lastController;
-  lastController = undefined;
-  return c;
+/** `hook(callId, value)`, where a throw means the app was closed meanwhile (its hooks dropped): nothing to
+ *  answer then. */
+function report(hook, callId, value) {
+  try { hook(callId, value); } catch (_) { /* closed */ }
 }
 
 /** `controller.signal.aborted`. */

@@ -15,12 +15,20 @@ use crate::core::AbpError;
 extern "C" {
     #[wasm_bindgen(js_name = makeCtx)]
     pub(crate) fn make_ctx(
-        dispatch: &JsValue,
+        hooks: &JsValue,
         call_id: &JsValue,
         progress_token: &JsValue,
+        controller: &web_sys::AbortController,
     ) -> JsValue;
-    #[wasm_bindgen(js_name = takeController)]
-    pub(crate) fn take_controller() -> web_sys::AbortController;
+    #[wasm_bindgen(js_name = ctxHooks)]
+    pub(crate) fn ctx_hooks(
+        progress: &JsValue,
+        elicit: &JsValue,
+        notify: &JsValue,
+        transfer: &JsValue,
+        resolved: &JsValue,
+        rejected: &JsValue,
+    ) -> JsValue;
     #[wasm_bindgen(js_name = isAborted)]
     pub(crate) fn is_aborted(controller: &web_sys::AbortController) -> bool;
     #[wasm_bindgen(js_name = randomUUID)]
@@ -30,11 +38,9 @@ extern "C" {
         f: &js_sys::Function,
         params: &JsValue,
         ctx: &JsValue,
-        dispatch: &JsValue,
+        hooks: &JsValue,
         call_id: &JsValue,
-    ) -> u32;
-    #[wasm_bindgen(js_name = takeOutcome)]
-    pub(crate) fn take_outcome() -> JsValue;
+    );
     #[wasm_bindgen(js_name = matchesPattern)]
     fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
     #[wasm_bindgen(js_name = isThenable)]
@@ -82,9 +88,15 @@ extern "C" {
         on_abort: &JsValue,
         call_id: &JsValue,
     ) -> js_sys::Function;
-    fn deferred() -> js_sys::Promise;
-    #[wasm_bindgen(js_name = takeResolve)]
-    fn take_resolve() -> js_sys::Function;
+    /// A pending promise and its resolve function (glue.js `Deferred`).
+    pub(crate) type Deferred;
+    #[wasm_bindgen(constructor)]
+    pub(crate) fn new() -> Deferred;
+    #[wasm_bindgen(method, getter)]
+    pub(crate) fn promise(this: &Deferred) -> js_sys::Promise;
+    /// Never throws: a promise's resolve function does not.
+    #[wasm_bindgen(method)]
+    pub(crate) fn resolve(this: &Deferred, value: &JsValue);
     #[wasm_bindgen(js_name = tryCall)]
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = abortWith)]
@@ -365,12 +377,6 @@ fn flush(o: &JsValue, batch: &mut [(i32, JsValue); 4]) -> JsValue {
         *v = JsValue::UNDEFINED;
     }
     o
-}
-
-/// A pending promise and the function that resolves it.
-pub(crate) fn promise_and_resolve() -> (js_sys::Promise, js_sys::Function) {
-    let promise = deferred();
-    (promise, take_resolve())
 }
 
 /// Posts on a `MessagePort`; the error is what `postMessage` threw (a value that cannot be cloned, a
