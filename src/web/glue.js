@@ -326,61 +326,40 @@ export function kindOf(v) {
   }
 }
 
-// Property names the wasm side uses, by number: it passes a small integer instead of a string (a string
-// crossing from wasm is decoded from UTF-8 every time). Slot 0 is scratch for names that are not kept.
-const KEYS = [''];
-
-/** Keeps `name` and returns its number. */
-export function internKey(name) {
-  KEYS.push(name);
-  return KEYS.length - 1;
-}
-
-/** Puts `name` in the scratch slot and returns 0 (for names beyond what the wasm side keeps). */
-export function scratchKey(name) {
-  KEYS[0] = name;
-  return 0;
-}
-
-/** The name with number `k`, as a JS string. */
-export function keyName(k) {
-  return KEYS[k];
-}
-
-/** `o[name k]` for an object `o`, else undefined; a throwing getter reads as undefined. */
-export function field(o, k) {
+/** `o[key]` for an object `o`, else undefined; a throwing getter reads as undefined. */
+export function field(o, key) {
   if (o === null || typeof o !== 'object') return undefined;
-  try { return o[KEYS[k]]; } catch (_) { return undefined; }
+  try { return o[key]; } catch (_) { return undefined; }
 }
 
-/** `o[name k]` if it is a string, else undefined. */
-export function fieldString(o, k) {
-  const v = field(o, k);
+/** `o[key]` if it is a string, else undefined. */
+export function fieldString(o, key) {
+  const v = field(o, key);
   return typeof v === 'string' ? v : undefined;
 }
 
-/** `o[name k]` if it is a number, else undefined. */
-export function fieldNumber(o, k) {
-  const v = field(o, k);
+/** `o[key]` if it is a number, else undefined. */
+export function fieldNumber(o, key) {
+  const v = field(o, key);
   return typeof v === 'number' ? v : undefined;
 }
 
-/** `o[name k]` if it is a plain object (not null, not an array), else undefined. */
-export function fieldObject(o, k) {
-  const v = field(o, k);
+/** `o[key]` if it is a plain object (not null, not an array), else undefined. */
+export function fieldObject(o, key) {
+  const v = field(o, key);
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : undefined;
 }
 
 /** Sets up to four properties of `o` (a plain object the codec made, or a new one when `o` is undefined)
- *  and returns it; a key number of -1 ends the list. */
+ *  and returns it; an undefined key ends the list. */
 export function setFields(o, k1, v1, k2, v2, k3, v3, k4, v4) {
   if (o === undefined) o = {};
-  o[KEYS[k1]] = v1;
-  if (k2 < 0) return o;
-  o[KEYS[k2]] = v2;
-  if (k3 < 0) return o;
-  o[KEYS[k3]] = v3;
-  if (k4 >= 0) o[KEYS[k4]] = v4;
+  o[k1] = v1;
+  if (k2 === undefined) return o;
+  o[k2] = v2;
+  if (k3 === undefined) return o;
+  o[k3] = v3;
+  if (k4 !== undefined) o[k4] = v4;
   return o;
 }
 

@@ -55,31 +55,28 @@ extern "C" {
     pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
     #[wasm_bindgen(js_name = kindOf)]
     fn kind_of(v: &JsValue) -> u32;
-    #[wasm_bindgen(js_name = internKey)]
-    fn intern_key(name: &str) -> u32;
-    #[wasm_bindgen(js_name = scratchKey)]
-    fn scratch_key(name: &str) -> u32;
-    #[wasm_bindgen(js_name = keyName)]
-    fn key_name(k: u32) -> JsValue;
-    fn field(o: &JsValue, k: u32) -> JsValue;
+    /// `o[key]` for an object `o`, else undefined (also when a getter throws).
+    fn field(o: &JsValue, key: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = fieldString)]
-    fn field_string(o: &JsValue, k: u32) -> Option<String>;
+    fn field_string(o: &JsValue, key: &JsValue) -> Option<String>;
     /// `undefined` when absent: an `Option<JsValue>` return would cost a call back into wasm to store it.
     #[wasm_bindgen(js_name = fieldObject)]
-    fn field_object(o: &JsValue, k: u32) -> JsValue;
+    fn field_object(o: &JsValue, key: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = fieldNumber)]
-    fn field_number(o: &JsValue, k: u32) -> Option<f64>;
+    fn field_number(o: &JsValue, key: &JsValue) -> Option<f64>;
+    /// Sets up to four properties (an `undefined` key ends the list) on `o`, or on a new object when `o` is
+    /// undefined, and returns it.
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = setFields)]
     fn set_fields(
         o: &JsValue,
-        k1: i32,
+        k1: &JsValue,
         v1: &JsValue,
-        k2: i32,
+        k2: &JsValue,
         v2: &JsValue,
-        k3: i32,
+        k3: &JsValue,
         v3: &JsValue,
-        k4: i32,
+        k4: &JsValue,
         v4: &JsValue,
     ) -> JsValue;
     #[wasm_bindgen(js_name = watchAbort)]
@@ -152,23 +149,23 @@ impl Payload for JsValue {
         }
     }
     fn get(&self, key: &str) -> Option<Self> {
-        let v = field(self, key_id(key));
+        let v = field(self, &key_js(key));
         (!v.is_undefined()).then_some(v)
     }
     fn get_string(&self, key: &str) -> Option<String> {
-        field_string(self, key_id(key))
+        field_string(self, &key_js(key))
     }
     fn get_id(&self, key: &str) -> Option<String> {
-        let v = field(self, key_id(key));
+        let v = field(self, &key_js(key));
         let s = v.as_string()?;
         keep_id(&s, &v);
         Some(s)
     }
     fn get_f64(&self, key: &str) -> Option<f64> {
-        field_number(self, key_id(key))
+        field_number(self, &key_js(key))
     }
     fn get_object(&self, key: &str) -> Option<Self> {
-        let v = field_object(self, key_id(key));
+        let v = field_object(self, &key_js(key));
         (!v.is_undefined()).then_some(v)
     }
     fn as_f64(&self) -> Option<f64> {
@@ -239,21 +236,19 @@ impl Wire for JsValue {
     }
     fn set(&mut self, key: &str, value: Self) {
         let u = &JsValue::UNDEFINED;
-        set_fields(self, key_id(key) as i32, &value, -1, u, -1, u, -1, u);
+        set_fields(self, &key_js(key), &value, u, u, u, u, u, u);
     }
     fn constant(s: &'static str) -> Self {
-        key_name(key_id(s))
+        key_js(s)
     }
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
         // The first batch makes the object (`setFields` with no object); later ones add to it.
         let mut o = JsValue::UNDEFINED;
-        let u = JsValue::UNDEFINED;
-        let mut batch: [(i32, JsValue); 4] =
-            [(-1, u.clone()), (-1, u.clone()), (-1, u.clone()), (-1, u)];
+        let mut batch: [(JsValue, JsValue); 4] = Default::default();
         let mut n = 0;
         for (key, value) in entries.iter_mut() {
             let Some(v) = value.take() else { continue };
-            batch[n] = (key_id(key) as i32, v);
+            batch[n] = (key_js(key), v);
             n += 1;
             if n == 4 {
                 o = flush(&o, &mut batch);
@@ -279,30 +274,28 @@ impl Wire for JsValue {
 }
 
 thread_local! {
-    /// Property names already kept on the JS side (`internKey`), with their numbers. Envelope keys are a few
-    /// dozen literals; passing a number instead of a string saves a UTF-8 decode on every get and set.
-    static KEYS: RefCell<StrMap<u32>> = const { RefCell::new(StrMap::new()) };
+    /// Property names as JS strings, made once: a string made from Rust is decoded from UTF-8 every time, and
+    /// envelope keys are a few dozen literals read and written on every message.
+    static KEYS: RefCell<StrMap<JsValue>> = const { RefCell::new(StrMap::new()) };
     /// JS strings of recent ids, in slots by a hash of their text (see [`js_string`]).
     static ID_STRINGS: RefCell<Vec<Option<(String, JsValue)>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// How many property names are kept (names from users' schemas count too; beyond this they go through the
-/// scratch slot, one extra step each).
+/// How many property names are kept (names from users' schemas count too; beyond this each is made afresh).
 const KEY_CACHE: usize = 4096;
 
-/// The number of property name `key` on the JS side.
-fn key_id(key: &str) -> u32 {
+/// Property name `key` as a JS string.
+fn key_js(key: &str) -> JsValue {
     KEYS.with(|k| {
-        if let Some(id) = k.borrow().get(key).copied() {
-            return id;
+        if let Some(v) = k.borrow().get(key) {
+            return v.clone();
         }
+        let v = JsValue::from_str(key);
         let mut keys = k.borrow_mut();
-        if keys.len() >= KEY_CACHE {
-            return scratch_key(key);
+        if keys.len() < KEY_CACHE {
+            keys.insert(key.to_owned(), v.clone());
         }
-        let id = intern_key(key);
-        keys.insert(key.to_owned(), id);
-        id
+        v
     })
 }
 
@@ -369,13 +362,10 @@ pub(crate) fn new_call_id() -> String {
 
 /// Writes the pairs in `batch` (key number -1: unused) onto `o` (undefined: a new object) in one call,
 /// empties the batch and returns the object.
-fn flush(o: &JsValue, batch: &mut [(i32, JsValue); 4]) -> JsValue {
+fn flush(o: &JsValue, batch: &mut [(JsValue, JsValue); 4]) -> JsValue {
     let [(k1, v1), (k2, v2), (k3, v3), (k4, v4)] = batch;
-    let o = set_fields(o, *k1, v1, *k2, v2, *k3, v3, *k4, v4);
-    for (k, v) in batch.iter_mut() {
-        *k = -1;
-        *v = JsValue::UNDEFINED;
-    }
+    let o = set_fields(o, k1, v1, k2, v2, k3, v3, k4, v4);
+    *batch = Default::default();
     o
 }
 
