@@ -48,14 +48,17 @@ export function matchesPattern(s, pattern) {
   return undefined;
 }
 
+/** Whether `v` is a promise or another thenable (an object or function with a `then` method). */
 export function isThenable(v) {
   return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';
 }
 
+/** `String(v)`, or 'unknown reason' when even that throws (an abort reason with a throwing toString). */
 export function toStr(v) {
   try { return String(v); } catch (_) { return 'unknown reason'; }
 }
 
+/** An `Error` named 'AbpError' with an ABP error `code`, for promises that reject (connect, transports). */
 export function errorWithCode(code, message) {
   const e = new Error(message);
   e.name = 'AbpError';
