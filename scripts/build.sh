@@ -48,6 +48,40 @@ build_one pkg/agent --no-default-features --features agent
 build_one pkg/app --no-default-features --features app
 rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/LICENSE \
   pkg/app/package.json pkg/app/README.md pkg/app/.gitignore pkg/app/LICENSE
+# The generated JS and the snippets ship without comments and indentation (the typings keep every doc comment):
+# typescript's printer reprints each file, and a file is only replaced if its syntax tree (node kinds, names,
+# literal values, operators; not positions or layout) is unchanged. A file whose template literals span lines
+# keeps its indentation; one that still differed would be left as it was.
+node --input-type=module - $(find pkg -name abp_wasm.js -o -path '*/snippets/*' -name '*.js') <<'EOF'
+import ts from 'typescript';
+import { readFileSync, writeFileSync } from 'node:fs';
+const printer = ts.createPrinter({ removeComments: true, newLine: ts.NewLineKind.LineFeed });
+const parse = (file, text) => ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
+const shape = (node, out = []) => {
+  out.push(node.kind);
+  if (node.kind !== ts.SyntaxKind.SourceFile) {
+    for (const k of ['text', 'rawText', 'operator', 'keywordToken', 'token']) {
+      if (typeof node[k] === 'string' || typeof node[k] === 'number') out.push(`${k}=${node[k]}`);
+    }
+  }
+  if (ts.isVariableDeclarationList(node)) out.push(`decl=${node.flags & 7}`);
+  out.push('(');
+  ts.forEachChild(node, (child) => { shape(child, out); });
+  out.push(')');
+  return out.join(' ');
+};
+for (const file of process.argv.slice(2)) {
+  const text = readFileSync(file, 'utf8');
+  const want = shape(parse(file, text));
+  // wasm-bindgen's first line points Deno and TypeScript at the typings: keep it.
+  const directive = text.match(/^\/\* @ts-self-types="[^"]*" \*\/\n/)?.[0] ?? '';
+  const printed = printer.printFile(parse(file, text));
+  const out = [directive + printed.replace(/^[ \t]+/gm, ''), directive + printed]
+    .find((candidate) => shape(parse(file, candidate)) === want);
+  if (out) writeFileSync(file, out);
+  else console.warn(`build: ${file} is shipped as generated (stripping it changed its syntax tree)`);
+}
+EOF
 node scripts/finish-pkg.mjs
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
