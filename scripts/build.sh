@@ -52,95 +52,12 @@ rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/
 # typescript's printer reprints each file, and a file is only replaced if its syntax tree (node kinds, names,
 # literal values, operators; not positions or layout) is unchanged. A file whose template literals span lines
 # keeps its indentation; one that still differed would be left as it was.
-node --input-type=module - $(find pkg -name abp_wasm.js -o -path '*/snippets/*' -name '*.js') <<'EOF'
-import ts from 'typescript';
-import { readFileSync, writeFileSync } from 'node:fs';
-const printer = ts.createPrinter({ removeComments: true, newLine: ts.NewLineKind.LineFeed });
-const parse = (file, text) => ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
-const shape = (node, out = []) => {
-  out.push(node.kind);
-  if (node.kind !== ts.SyntaxKind.SourceFile) {
-    for (const k of ['text', 'rawText', 'operator', 'keywordToken', 'token']) {
-      if (typeof node[k] === 'string' || typeof node[k] === 'number') out.push(`${k}=${node[k]}`);
-    }
-  }
-  if (ts.isVariableDeclarationList(node)) out.push(`decl=${node.flags & 7}`);
-  out.push('(');
-  ts.forEachChild(node, (child) => { shape(child, out); });
-  out.push(')');
-  return out.join(' ');
-};
-for (const file of process.argv.slice(2)) {
-  const text = readFileSync(file, 'utf8');
-  const want = shape(parse(file, text));
-  // wasm-bindgen's first line points Deno and TypeScript at the typings: keep it.
-  const directive = text.match(/^\/\* @ts-self-types="[^"]*" \*\/\n/)?.[0] ?? '';
-  const printed = printer.printFile(parse(file, text));
-  const out = [directive + printed.replace(/^[ \t]+/gm, ''), directive + printed]
-    .find((candidate) => shape(parse(file, candidate)) === want);
-  if (out) writeFileSync(file, out);
-  else console.warn(`build: ${file} is shipped as generated (stripping it changed its syntax tree)`);
-}
-EOF
+node scripts/strip-js.mjs $(find pkg -name abp_wasm.js -o -path '*/snippets/*' -name '*.js')
 # wasm-bindgen names each import `__wbg_<name>_<16 hex digits>`, which gzip cannot shrink, and the names appear
 # in the wasm's import section and again as keys of the JS import object. Both get short names (a, b, …): the
 # imports from './abp_wasm_bg.js' only; the snippets' imports keep their export names. If a name is not found as
 # a key of the import object, the build ships both files as generated.
-node --input-type=module - pkg pkg/agent pkg/app <<'EOF'
-import { readFileSync, writeFileSync } from 'node:fs';
-const uleb = (b, i) => { let r = 0, s = 0, x; do { x = b[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80); return [r, i]; };
-const enc = (n) => { const o = []; do { let x = n & 0x7f; n = Math.floor(n / 128); if (n) x |= 0x80; o.push(x); } while (n); return Buffer.from(o); };
-const str = (s) => Buffer.concat([enc(Buffer.byteLength(s)), Buffer.from(s)]);
-const letters = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
-const short = (n) => { let s = ''; for (n += 1; n > 0; n = Math.floor((n - 1) / 52)) s = letters[(n - 1) % 52] + s; return s; };
-for (const dir of process.argv.slice(2)) {
-  const wasmFile = `${dir}/abp_wasm_bg.wasm`, jsFile = `${dir}/abp_wasm.js`;
-  const w = readFileSync(wasmFile);
-  const names = new Map();
-  const parts = [w.subarray(0, 8)];
-  for (let i = 8; i < w.length;) {
-    const [size, start] = uleb(w, i + 1);
-    const end = start + size;
-    if (w[i] !== 2) { parts.push(w.subarray(i, end)); i = end; continue; }
-    let [count, k] = uleb(w, start);
-    const out = [enc(count)];
-    for (let c = 0; c < count; c++) {
-      let len;
-      [len, k] = uleb(w, k); const module = w.subarray(k, k += len).toString();
-      [len, k] = uleb(w, k); const name = w.subarray(k, k += len).toString();
-      const desc = k, kind = w[k++];
-      if (kind === 0) [, k] = uleb(w, k);
-      else if (kind === 1 || kind === 2) {
-        if (kind === 1) k++;
-        let flags; [flags, k] = uleb(w, k); [, k] = uleb(w, k); if (flags & 1) [, k] = uleb(w, k);
-      } else if (kind === 3) k += 2;
-      else throw new Error(`${wasmFile}: import kind ${kind}`);
-      let renamed = name;
-      if (module === './abp_wasm_bg.js') {
-        if (!names.has(name)) names.set(name, short(names.size));
-        renamed = names.get(name);
-      }
-      out.push(str(module), str(renamed), w.subarray(desc, k));
-    }
-    const body = Buffer.concat(out);
-    parts.push(Buffer.from([2]), enc(body.length), body);
-    i = end;
-  }
-  let js = readFileSync(jsFile, 'utf8');
-  const from = js.indexOf('const import0 = {'), to = js.indexOf('"./abp_wasm_bg.js": import0', from);
-  let object = from >= 0 && to > from ? js.slice(from, to) : '';
-  const missing = [...names].filter(([name, renamed]) => {
-    const key = name.replace(/[$.*+?^(){}|[\]\\]/g, '\\$&');
-    const next = object.replace(new RegExp(`(\\n[ \\t]*)${key}: `), `$1${renamed}: `);
-    if (next === object) return true;
-    object = next;
-    return false;
-  });
-  if (missing.length) { console.warn(`build: ${dir} keeps its import names (${missing[0][0]} not found)`); continue; }
-  writeFileSync(jsFile, js.slice(0, from) + object + js.slice(to));
-  writeFileSync(wasmFile, Buffer.concat(parts));
-}
-EOF
+node scripts/short-imports.mjs pkg pkg/agent pkg/app
 node scripts/finish-pkg.mjs
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
