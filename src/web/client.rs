@@ -766,13 +766,18 @@ impl ClientInner {
         self.link.borrow().as_ref().is_some_and(Link::reconnects)
     }
 
-    /// Removes the listeners. Deferred to a microtask: this may run inside one of the link's own listeners.
+    /// Removes the listeners, and lets go of what a closed client no longer needs (its timer, abort hook and
+    /// callbacks): the page may keep the handle long after, and only the garbage collector frees it. Deferred
+    /// to a microtask: this may run inside one of the link's listeners or the timer's own callback.
     fn drop_link(self: &Rc<Self>) {
         LIVE.with(|l| l.borrow_mut().retain(|c| !Rc::ptr_eq(c, self)));
-        let link = self.link.borrow_mut().take();
-        if let Some(link) = link {
-            wasm_bindgen_futures::spawn_local(async move { drop(link) });
-        }
+        let gone = (
+            self.link.borrow_mut().take(),
+            self.timer.borrow_mut().take(),
+            self.on_abort.borrow_mut().take(),
+            std::mem::take(&mut *self.hooks.borrow_mut()),
+        );
+        wasm_bindgen_futures::spawn_local(async move { drop(gone) });
     }
 }
 
