@@ -13,7 +13,9 @@ const types = {
   '.svg': 'image/svg+xml', '.ts': 'text/plain; charset=utf-8',
 };
 
-export function serve(port = 8080) {
+/** `cache`: let the browser keep what it fetched (for the duration of one run) instead of `no-store`; the memory
+ *  benchmark loads thousands of frames of the same few files. */
+export function serve(port = 8080, { cache = false } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     let path = normalize(decodeURIComponent(url.pathname));
@@ -23,7 +25,7 @@ export function serve(port = 8080) {
     if (!file.startsWith(root)) { res.writeHead(403); res.end(); return; }
     try {
       const body = await readFile(file);
-      const headers = { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store',
+      const headers = { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': cache ? 'max-age=3600' : 'no-store',
         'cross-origin-resource-policy': 'same-origin' };
       if (path.startsWith('/www/')) {
         // The demo's host page discovers the app (another origin) by fetching its page and manifest.

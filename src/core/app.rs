@@ -280,23 +280,79 @@ struct Elicit {
     deadline: Option<f64>,
 }
 
-/// Bounded memory of finished calls.
+/// Bounded memory of finished calls: the last `cap` ids, each kept once (an id in an arrival-order queue and
+/// again as a map key cost twice the memory: about 60 KB more per session at 1,024 ids).
 struct Recent {
-    order: VecDeque<String>,
-    map: StrMap<Finished>,
+    /// In arrival order once `head` is taken into account: the oldest entry is at `head` when full.
+    ring: Vec<(String, Finished)>,
+    /// Positions in `ring`, sorted by id, for binary search.
+    sorted: Vec<u32>,
+    head: usize,
     cap: usize,
 }
 
 impl Recent {
-    fn insert(&mut self, id: String, how: Finished) {
-        if self.map.insert(id.clone(), how).is_none() {
-            self.order.push_back(id);
-            while self.order.len() > self.cap {
-                if let Some(old) = self.order.pop_front() {
-                    self.map.remove(&old);
-                }
-            }
+    fn new(cap: usize) -> Recent {
+        Recent {
+            ring: Vec::new(),
+            sorted: Vec::new(),
+            head: 0,
+            cap: cap.clamp(1, u32::MAX as usize),
         }
+    }
+
+    /// Where `id` is in `sorted` (Ok), or where it would go (Err).
+    fn find(&self, id: &str) -> Result<usize, usize> {
+        let ring = &self.ring;
+        self.sorted
+            .binary_search_by(|&i| ring[i as usize].0.as_str().cmp(id))
+    }
+
+    fn get(&self, id: &str) -> Option<&Finished> {
+        let at = self.find(id).ok()?;
+        let i = *self.sorted.get(at)? as usize;
+        self.ring.get(i).map(|(_, how)| how)
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.find(id).is_ok()
+    }
+
+    /// Records how `id` finished: updates an id already there, else adds it, forgetting the oldest when full.
+    fn insert(&mut self, id: String, how: Finished) {
+        let at = match self.find(&id) {
+            Ok(at) => {
+                if let Some(i) = self.sorted.get(at).map(|&i| i as usize) {
+                    if let Some(entry) = self.ring.get_mut(i) {
+                        entry.1 = how;
+                    }
+                }
+                return;
+            }
+            Err(at) => at,
+        };
+        if self.ring.len() < self.cap {
+            self.sorted.insert(at, self.ring.len() as u32);
+            self.ring.push((id, how));
+            return;
+        }
+        // Full: the oldest entry's slot takes the new id.
+        let slot = self.head;
+        self.head = (slot + 1) % self.cap;
+        if let Ok(old) = self.find(&self.ring[slot].0) {
+            self.sorted.remove(old);
+        }
+        self.ring[slot] = (id, how);
+        let at = match self.find(&self.ring[slot].0) {
+            Ok(at) | Err(at) => at,
+        };
+        self.sorted.insert(at, slot as u32);
+    }
+
+    fn clear(&mut self) {
+        self.ring.clear();
+        self.sorted.clear();
+        self.head = 0;
     }
 }
 
@@ -328,11 +384,7 @@ impl<P: Wire> AppConn<P> {
             active: StrMap::new(),
             queued: VecDeque::new(),
             queued_ids: StrSet::new(),
-            finished: Recent {
-                order: VecDeque::new(),
-                map: StrMap::new(),
-                cap,
-            },
+            finished: Recent::new(cap),
             elicits: StrMap::new(),
             out: VecDeque::new(),
             next_seq: 0,
@@ -435,8 +487,7 @@ impl<P: Wire> AppConn<P> {
                     init_id: id.clone(),
                     features: features.clone(),
                 });
-                self.finished.order.clear();
-                self.finished.map.clear();
+                self.finished.clear();
                 self.out.push_back(AppOutput::SessionOpened {
                     session_id: session_id.clone(),
                 });
@@ -475,7 +526,7 @@ impl<P: Wire> AppConn<P> {
                 }
                 if self.active.contains_key(&call_id)
                     || self.queued_ids.contains(&call_id)
-                    || self.finished.map.contains_key(&call_id)
+                    || self.finished.contains(&call_id)
                 {
                     return; // a duplicated delivery: never run a handler twice
                 }
@@ -687,7 +738,7 @@ impl<P: Wire> AppConn<P> {
                 self.finished.insert(call_id, Finished::Cancelled);
             }
         } else {
-            let a = match self.finished.map.get(&call_id) {
+            let a = match self.finished.get(&call_id) {
                 Some(Finished::Cancelled) => answer(true, None),
                 Some(Finished::Completed) => answer(false, Some(REASON_COMPLETED)),
                 Some(Finished::Tombstone) => answer(false, Some(REASON_NOT_FOUND)),
@@ -1053,4 +1104,56 @@ pub fn outcome_of_throw<P: Wire>(
     }
     let message = thrown.get_string("message").unwrap_or_else(describe);
     Outcome::Failure(AbpError::new(ErrorCode::OperationFailed, message))
+}
+
+#[cfg(test)]
+mod recent_tests {
+    use super::{Finished, Recent};
+    use std::collections::VecDeque;
+
+    /// `Recent` against the obvious model (an arrival-order queue and a lookup), through inserts of new and
+    /// repeated ids, with the window full most of the time.
+    #[test]
+    fn recent_keeps_the_last_ids_like_a_queue_and_a_map() {
+        for cap in [1, 2, 3, 7, 64] {
+            let mut recent = Recent::new(cap);
+            let mut model: VecDeque<(String, Finished)> = VecDeque::new();
+            let kinds = [
+                Finished::Completed,
+                Finished::Cancelled,
+                Finished::Tombstone,
+            ];
+            // A cheap deterministic sequence with repeats (ids come back while still remembered, and after).
+            let mut x: u32 = 12345;
+            for step in 0..2000u32 {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                let id = format!("id-{}", (x >> 8) % (3 * cap as u32 + 2));
+                let how = kinds[(step % 3) as usize];
+                match model.iter_mut().find(|(k, _)| *k == id) {
+                    Some(entry) => entry.1 = how,
+                    None => {
+                        model.push_back((id.clone(), how));
+                        if model.len() > cap {
+                            model.pop_front();
+                        }
+                    }
+                }
+                recent.insert(id, how);
+                for n in 0..(3 * cap as u32 + 2) {
+                    let probe = format!("id-{n}");
+                    let want = model.iter().find(|(k, _)| *k == probe).map(|(_, h)| *h);
+                    assert_eq!(
+                        recent.get(&probe).copied(),
+                        want,
+                        "cap {cap}, step {step}, {probe}"
+                    );
+                    assert_eq!(recent.contains(&probe), want.is_some());
+                }
+            }
+            recent.clear();
+            assert!(!recent.contains("id-0") && recent.get("id-1").is_none());
+            recent.insert("again".into(), Finished::Completed);
+            assert_eq!(recent.get("again"), Some(&Finished::Completed));
+        }
+    }
 }

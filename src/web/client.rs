@@ -132,8 +132,10 @@ pub(crate) struct ClientInner {
     codec: RefCell<Codec<JsValue>>,
     js: RefCell<ClientJs>,
     hooks: RefCell<Hooks>,
-    link: RefCell<Option<Link>>,
-    timer: RefCell<Option<Timer>>,
+    // Boxed, like the timer: a closed client, kept until the garbage collector finds its handle, then holds
+    // neither inline.
+    link: RefCell<Option<Box<Link>>>,
+    timer: RefCell<Option<Box<Timer>>>,
     agent_info: JsValue,
     ignored: Cell<u32>,
     rejected: Cell<u32>,
@@ -269,7 +271,7 @@ impl AbpClient {
                 }
             }));
         let weak = Rc::downgrade(&inner);
-        *inner.timer.borrow_mut() = Some(Timer::new(move || {
+        *inner.timer.borrow_mut() = Some(Box::new(Timer::new(move || {
             if let Some(inner) = weak.upgrade() {
                 if let Some(t) = inner.timer.borrow().as_ref() {
                     t.fired();
@@ -277,9 +279,9 @@ impl AbpClient {
                 inner.core.borrow_mut().handle_timeout(now());
                 inner.drive();
             }
-        }));
+        })));
         let link = Link::open(target, Rc::downgrade(&inner), true)?;
-        *inner.link.borrow_mut() = Some(link);
+        *inner.link.borrow_mut() = Some(Box::new(link));
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
         let mut slot = None;
         let promise = Promise::new(&mut |resolve, reject| slot = Some((resolve, reject)));
@@ -773,16 +775,28 @@ impl ClientInner {
     }
 
     fn reconnects(&self) -> bool {
-        self.link.borrow().as_ref().is_some_and(Link::reconnects)
+        self.link.borrow().as_ref().is_some_and(|l| l.reconnects())
     }
 
-    /// Removes the listeners. Deferred to a microtask: this may run inside one of the link's own listeners.
+    /// Removes the listeners, and lets go of what a closed client no longer needs (its timer, abort hook and
+    /// callbacks): the page may keep the handle long after, and only the garbage collector frees it. Deferred
+    /// to a microtask: this may run inside one of the link's listeners or the timer's own callback.
     fn drop_link(self: &Rc<Self>) {
         LIVE.with(|l| l.borrow_mut().retain(|c| !Rc::ptr_eq(c, self)));
-        let link = self.link.borrow_mut().take();
-        if let Some(link) = link {
-            wasm_bindgen_futures::spawn_local(async move { drop(link) });
+        {
+            // Every call has settled by now; only the map's buffers are left.
+            let mut js = self.js.borrow_mut();
+            if js.calls.is_empty() {
+                js.calls = StrMap::new();
+            }
         }
+        let gone = (
+            self.link.borrow_mut().take(),
+            self.timer.borrow_mut().take(),
+            self.on_abort.borrow_mut().take(),
+            std::mem::take(&mut *self.hooks.borrow_mut()),
+        );
+        wasm_bindgen_futures::spawn_local(async move { drop(gone) });
     }
 }
 
