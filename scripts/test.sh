@@ -22,7 +22,7 @@ cargo test --quiet --workspace
 
 echo "== browser tests: headless Chrome and Firefox (real iframes; WebSocket against abp-peer on 127.0.0.1)"
 # Also set in .cargo/config.toml; repeated here so the script does not depend on cargo reading it.
-export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=300
+export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=150
 # The peer runs in a restart loop (tests kill it); it and the discovery fixture server are stopped however this
 # script ends.
 trap 'bash scripts/peer.sh stop; bash scripts/discovery-fixtures.sh stop; bash scripts/tesseron-app.sh stop' EXIT
@@ -34,7 +34,26 @@ export ABP_PEER_URL ABP_DISCOVERY_URL TESSERON_APP_URL
 echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL; Tesseron app at $TESSERON_APP_URL"
 # The official MCP packages the interop cases talk to (tests/interop/package.json, pinned), bundled for the browser.
 node tests/interop/build.mjs
-wasm-pack test --headless --chrome --firefox
+# One test file and browser at a time. Now and then (2 of about 20 runs this session, always at "Loading
+# scripts...", before any test had started) headless Chrome's renderer hangs while the runner's page loads, and
+# the runner gives up after WASM_BINDGEN_TEST_TIMEOUT. Only that case is run again, once; a failing test is
+# never retried.
+for file in tests/*.rs; do
+  name=$(basename "$file" .rs)
+  for browser in chrome firefox; do
+    log="target/browser-$name-$browser.log"
+    for attempt in 1 2; do
+      if wasm-pack test --headless --"$browser" --test "$name" 2>&1 | tee "$log"; then
+        break
+      elif [ "$attempt" = 1 ] && grep -q "Failed to detect test as having been run" "$log" \
+          && ! grep -q "^test .* \.\.\. " "$log"; then
+        echo "== $name in $browser: the page never loaded (runner timeout, no test started); once more"
+      else
+        exit 1
+      fi
+    done
+  done
+done
 bash scripts/peer.sh stop
 bash scripts/discovery-fixtures.sh stop
 bash scripts/tesseron-app.sh stop
