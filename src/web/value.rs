@@ -13,8 +13,34 @@ use crate::core::AbpError;
 
 #[wasm_bindgen(module = "/src/web/glue.js")]
 extern "C" {
+    #[wasm_bindgen(js_name = makeCtx)]
+    pub(crate) fn make_ctx(
+        hooks: &JsValue,
+        call_id: &JsValue,
+        progress_token: &JsValue,
+        controller: &web_sys::AbortController,
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = ctxHooks)]
+    pub(crate) fn ctx_hooks(
+        progress: &JsValue,
+        elicit: &JsValue,
+        notify: &JsValue,
+        transfer: &JsValue,
+        resolved: &JsValue,
+        rejected: &JsValue,
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = isAborted)]
+    pub(crate) fn is_aborted(controller: &web_sys::AbortController) -> bool;
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
+    #[wasm_bindgen(js_name = runHandler)]
+    pub(crate) fn run_handler(
+        f: &js_sys::Function,
+        params: &JsValue,
+        ctx: &JsValue,
+        hooks: &JsValue,
+        call_id: &JsValue,
+    );
     #[wasm_bindgen(js_name = matchesPattern)]
     fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
     #[wasm_bindgen(js_name = isThenable)]
@@ -70,55 +96,23 @@ extern "C" {
     pub(crate) fn resolve(this: &Deferred, value: &JsValue);
     #[wasm_bindgen(js_name = tryCall)]
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = abortWith)]
+    pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
     #[wasm_bindgen(js_name = portPost)]
     fn port_post_js(port: &web_sys::MessagePort, msg: &JsValue, transfer: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = makeGlobal)]
+    pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
+        -> JsValue;
     #[wasm_bindgen(js_name = mcpbWrap)]
     pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = mcpbPayload)]
     pub(crate) fn mcpb_payload(data: &JsValue, channel: &str, direction: &str) -> JsValue;
-}
-
-#[cfg(feature = "app")]
-#[wasm_bindgen(module = "/src/web/glue_app.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = makeCtx)]
-    pub(crate) fn make_ctx(
-        hooks: &JsValue,
-        call_id: &JsValue,
-        progress_token: &JsValue,
-        controller: &web_sys::AbortController,
-    ) -> JsValue;
-    #[wasm_bindgen(js_name = ctxHooks)]
-    pub(crate) fn ctx_hooks(
-        progress: &JsValue,
-        elicit: &JsValue,
-        notify: &JsValue,
-        transfer: &JsValue,
-        resolved: &JsValue,
-        rejected: &JsValue,
-    ) -> JsValue;
-    #[wasm_bindgen(js_name = isAborted)]
-    pub(crate) fn is_aborted(controller: &web_sys::AbortController) -> bool;
-    #[wasm_bindgen(js_name = runHandler)]
-    pub(crate) fn run_handler(
-        f: &js_sys::Function,
-        params: &JsValue,
-        ctx: &JsValue,
-        hooks: &JsValue,
-        call_id: &JsValue,
-    );
-    #[wasm_bindgen(js_name = abortWith)]
-    pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
-    #[wasm_bindgen(js_name = makeGlobal)]
-    pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
-        -> JsValue;
     #[wasm_bindgen(js_name = emitGlobal)]
     pub(crate) fn emit_global(api: &JsValue, kind: &str, value: &JsValue);
     #[wasm_bindgen(js_name = askGlobal)]
     fn ask_global_js(api: &JsValue, request: &JsValue) -> JsValue;
 }
 
-#[cfg(feature = "app")]
 /// Asks `window.abp`'s automation agent an elicitation: `None` when nobody answers, else what its answer
 /// function returned (`Ok`) or threw (`Err`).
 pub(crate) fn ask_global(api: &JsValue, request: &JsValue) -> Option<Result<JsValue, JsValue>> {
