@@ -9,13 +9,29 @@ await page.goto(`http://127.0.0.1:${server.address().port}/bench/`);
 await page.waitForFunction(() => window.benchReady);
 const cdp = await page.context().newCDPSession(page);
 await cdp.send('Profiler.enable');
-await page.evaluate(async () => {
+// PROFILE_LIB=rawport-abp profiles the hand-written ABP envelope over a MessagePort instead (the same frame
+// page as the benchmark's row), for the same breakdown without the SDK.
+const lib = process.env.PROFILE_LIB ?? 'abp';
+await page.evaluate(async (lib) => {
+  if (lib === 'rawport-abp') {
+    const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=rawport-abp'; document.body.appendChild(iframe);
+    while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
+    const { port1, port2 } = new MessageChannel();
+    iframe.contentWindow.postMessage({ t: 'port' }, location.origin, [port2]);
+    const pending = new Map();
+    port1.onmessage = (e) => { const m = e.data; const r = pending.get(m.id); pending.delete(m.id); r(m.payload.data); };
+    const call = (cap, v) => new Promise((resolve) => { const id = crypto.randomUUID(); pending.set(id, resolve);
+      port1.postMessage({ type: 'capabilities/call', id, timestamp: Date.now(), payload: { callId: id, capability: cap, params: v } }); });
+    window.abp = { call };
+    for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
+    return;
+  }
   const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=abp'; document.body.appendChild(iframe);
   while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
   const { AbpClient, PostMessageTransport } = await import('../pkg/abp_wasm.js');
   window.abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin }), { agent: { name: 'p', version: '1' } });
   for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
-});
+}, lib);
 await cdp.send('Profiler.setSamplingInterval', { interval: 50 });
 await cdp.send('Profiler.start');
 const t = await page.evaluate(async () => { const t0 = performance.now(); for (let i = 0; i < 5000; i++) await abp.call('echo', { a: 1 }); return (performance.now() - t0) / 5000; });
