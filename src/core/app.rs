@@ -19,7 +19,31 @@ use super::schema::{validate, Kind, Payload};
 /// Registered capabilities: name → descriptor, with the reference's defaults filled in.
 pub struct Registry<P> {
     order: Vec<String>,
-    caps: StrMap<P>,
+    caps: StrMap<Entry<P>>,
+}
+
+/// A registered capability: its descriptor, and what a call reads of it, taken when it is registered or
+/// updated (so a call reads nothing from the descriptor object: in the browser each read is a step into JS,
+/// and there were ten per call).
+struct Entry<P> {
+    descriptor: P,
+    /// Calls are refused (not available, or a requirement not met); `capability::gate` says why when one is.
+    refused: bool,
+    input_schema: Option<P>,
+    timeout_ms: Option<f64>,
+}
+
+impl<P: Wire> Entry<P> {
+    fn new(name: &str, descriptor: P) -> Entry<P> {
+        Entry {
+            refused: capability::gate(name, &descriptor).is_err(),
+            input_schema: descriptor.get("inputSchema"),
+            timeout_ms: descriptor
+                .get_f64("timeoutMs")
+                .filter(|t| t.is_finite() && *t >= 0.0),
+            descriptor,
+        }
+    }
 }
 
 impl<P: Wire> Default for Registry<P> {
@@ -36,7 +60,7 @@ impl<P: Wire> Registry<P> {
     /// is new, `Ok(false)` if it replaced one.
     pub fn register(&mut self, name: &str, descriptor: Option<P>) -> Result<bool, String> {
         let d = capability::descriptor(name, descriptor.as_ref())?;
-        let added = self.caps.insert(name.to_owned(), d).is_none();
+        let added = self.caps.insert(name.to_owned(), Entry::new(name, d)).is_none();
         if added {
             self.order.push(name.to_owned());
         }
@@ -55,11 +79,11 @@ impl<P: Wire> Registry<P> {
     /// Lays `patch` over a registered descriptor (`available`, `requirements`, …). `Err` for an unknown name
     /// or a field of the wrong type.
     pub fn update(&mut self, name: &str, patch: &P) -> Result<(), String> {
-        let Some(d) = self.caps.get(name) else {
+        let Some(entry) = self.caps.get(name) else {
             return Err(text(&["No capability named '", name, "' is registered"]));
         };
-        let d = capability::patched(d, patch)?;
-        self.caps.insert(name.to_owned(), d);
+        let d = capability::patched(&entry.descriptor, patch)?;
+        self.caps.insert(name.to_owned(), Entry::new(name, d));
         Ok(())
     }
 
@@ -68,14 +92,19 @@ impl<P: Wire> Registry<P> {
     }
 
     pub fn descriptor(&self, name: &str) -> Option<&P> {
-        self.caps.get(name)
+        self.caps.get(name).map(|e| &e.descriptor)
+    }
+
+    /// The descriptor's `timeoutMs`, if it is a number of milliseconds.
+    pub fn timeout_ms(&self, name: &str) -> Option<f64> {
+        self.caps.get(name).and_then(|e| e.timeout_ms)
     }
 
     /// Names and descriptors in registration order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &P)> {
         self.order
             .iter()
-            .filter_map(|n| self.caps.get(n).map(|d| (n.as_str(), d)))
+            .filter_map(|n| self.caps.get(n).map(|e| (n.as_str(), &e.descriptor)))
     }
 
     /// The descriptors, in registration order.
@@ -94,15 +123,17 @@ impl<P: Wire> Registry<P> {
     /// What a call must pass before its handler runs: the capability exists, is available, has its
     /// requirements met, and its params fit the `inputSchema`.
     pub fn check_call(&self, name: &str, params: &P) -> Result<(), AbpError<P>> {
-        let Some(d) = self.caps.get(name) else {
+        let Some(entry) = self.caps.get(name) else {
             return Err(AbpError::new(
                 ErrorCode::UnknownCapability,
                 text(&["Unknown capability '", name, "'"]),
             ));
         };
-        capability::gate(name, d)?;
-        match d.get("inputSchema") {
-            Some(schema) => validate(&schema, params)
+        if entry.refused {
+            capability::gate(name, &entry.descriptor)?;
+        }
+        match &entry.input_schema {
+            Some(schema) => validate(schema, params)
                 .map_err(|problem| AbpError::new(ErrorCode::InvalidParams, problem)),
             None => Ok(()),
         }
@@ -536,9 +567,7 @@ impl<P: Wire> AppConn<P> {
                 }
                 let timeout_ms = self.config.policy.app_timeouts.then(|| {
                     registry
-                        .descriptor(&capability)
-                        .and_then(|d| d.get_f64("timeoutMs"))
-                        .filter(|t| t.is_finite() && *t >= 0.0)
+                        .timeout_ms(&capability)
                         .unwrap_or(DEFAULT_APP_TIMEOUT_MS)
                 });
                 let full = self

@@ -31,6 +31,37 @@ pub trait Wire: Payload {
     fn constant(s: &'static str) -> Self {
         Self::string(s)
     }
+    /// `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params, options? } }`.
+    /// The two messages of every call are built in one step each where the payload type can (the browser's
+    /// does it in JS, SPEC section 4); the defaults are the generic build.
+    fn call_message(
+        id: &str,
+        timestamp: f64,
+        call_id: &str,
+        capability: &str,
+        params: Self,
+        options: Option<Self>,
+    ) -> Self {
+        let p = Self::object_of(&mut [
+            ("callId", Some(Self::string(call_id))),
+            ("capability", Some(Self::string(capability))),
+            ("params", Some(params)),
+            ("options", options),
+        ]);
+        envelope(types::CALL, Some(id), timestamp, p)
+    }
+    /// The result of a call that succeeded: `{ type: 'capabilities/call-result', id, timestamp, payload:
+    /// { success: true, data, metadata: { duration }, callId } }` (see [`Wire::call_message`]).
+    fn success_message(id: &str, timestamp: f64, call_id: &str, data: Self, duration: f64) -> Self {
+        let meta = Self::object_of(&mut [("duration", Some(Self::number(duration)))]);
+        let p = Self::object_of(&mut [
+            ("success", Some(Self::boolean(true))),
+            ("data", Some(data)),
+            ("metadata", Some(meta)),
+            ("callId", Some(Self::string(call_id))),
+        ]);
+        envelope(types::CALL_RESULT, Some(id), timestamp, p)
+    }
     /// A new object with the given properties in order; `None` values are left out. (One step where the
     /// payload type can do it in one; the values are taken out of `entries`.)
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
@@ -339,13 +370,7 @@ pub fn encode<P: Wire>(
                     ("progressToken", progress_token.as_deref().map(P::string)),
                 ])
             });
-            let p = P::object_of(&mut [
-                ("callId", Some(P::string(&call_id))),
-                ("capability", Some(P::string(&capability))),
-                ("params", Some(params)),
-                ("options", options),
-            ]);
-            envelope(types::CALL, Some(&id), timestamp, p)
+            P::call_message(&id, timestamp, &call_id, &capability, params, options)
         }
         Outgoing::CallResult {
             id,
@@ -355,23 +380,21 @@ pub fn encode<P: Wire>(
             transfer,
         } => {
             transfer_list = transfer;
-            let meta = P::object_of(&mut [("duration", Some(P::number(duration)))]);
+            let meta = || P::object_of(&mut [("duration", Some(P::number(duration)))]);
             let p = match outcome {
-                Outcome::Success { data } => P::object_of(&mut [
-                    ("success", Some(P::boolean(true))),
-                    ("data", Some(data)),
-                    ("metadata", Some(meta)),
-                    ("callId", Some(P::string(&call_id))),
-                ]),
+                Outcome::Success { data } => {
+                    let m = P::success_message(&id, timestamp, &call_id, data, duration);
+                    return Some((m, transfer_list));
+                }
                 Outcome::Failure(e) => P::object_of(&mut [
                     ("success", Some(P::boolean(false))),
                     ("error", Some(encode_error(e))),
-                    ("metadata", Some(meta)),
+                    ("metadata", Some(meta())),
                     ("callId", Some(P::string(&call_id))),
                 ]),
                 Outcome::Cancelled { reason } => {
                     let mut p: P = cancelled_response(reason.as_deref());
-                    p.set("metadata", meta);
+                    p.set("metadata", meta());
                     p.set("callId", P::string(&call_id));
                     p
                 }

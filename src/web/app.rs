@@ -12,7 +12,7 @@ use web_sys::{AbortController, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
-use super::transport::{take_target, Link, Sink};
+use super::transport::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
     abort_with, ctx_hooks, dialect_option, id_prefix, is_aborted, js_string, make_ctx, opt_number,
@@ -689,11 +689,14 @@ impl AppConnInner {
             .complete(call_id, outcome, running.transfer, now());
     }
 
-    fn handle_incoming(self: &Rc<Self>, data: JsValue) {
+    fn handle_incoming(self: &Rc<Self>, data: Received) {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let decoded = self.codec.borrow_mut().decode(&data);
+        let decoded = match data {
+            Received::Read(m) => Ok(m),
+            Received::Raw(data) => self.codec.borrow_mut().decode(&data),
+        };
         match decoded {
             Ok(m) => {
                 let registry = shared.registry.borrow();
@@ -706,7 +709,7 @@ impl AppConnInner {
 
     /// Feeds a message from `window.abp` (no origin checks apply in-page).
     pub(crate) fn feed(self: &Rc<Self>, data: JsValue) {
-        self.handle_incoming(data);
+        self.handle_incoming(Received::Raw(data));
     }
 
     pub(crate) fn next_id(&self) -> String {
@@ -729,9 +732,12 @@ impl AppConnInner {
 }
 
 impl Sink for AppConnInner {
-    fn on_message(self: Rc<Self>, data: JsValue, origin: &str, port: Option<MessagePort>) {
+    fn on_message(self: Rc<Self>, data: Received, origin: &str, port: Option<MessagePort>) {
         // An `initialize` that offers a private channel: once it has opened the session, answer over it.
-        let offer = port.and_then(|p| opt_string(&data, "id").map(|id| (p, id)));
+        let offer = match &data {
+            Received::Raw(data) => port.and_then(|p| opt_string(data, "id").map(|id| (p, id))),
+            Received::Read(_) => None,
+        };
         if let Some(link) = self.link.borrow().as_ref() {
             if link.is_parent() {
                 let has_session = self.core.borrow().session_id().is_some();
@@ -744,8 +750,11 @@ impl Sink for AppConnInner {
             }
         }
         // Only a message that carried a port can be an offer (so ordinary messages skip reading `type` here).
-        let offered = offer.filter(|_| {
-            opt_string(&data, "type").as_deref() == Some(crate::core::message::types::INITIALIZE)
+        let offered = offer.filter(|_| match &data {
+            Received::Raw(data) => {
+                opt_string(data, "type").as_deref() == Some(crate::core::message::types::INITIALIZE)
+            }
+            Received::Read(_) => false,
         });
         if let Some((port, id)) = offered {
             // Adopt before answering, so the initialize-result already travels over the channel.

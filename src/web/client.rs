@@ -12,7 +12,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{now, timestamp, Timer};
-use super::transport::{take_target, Link, Sink, Target};
+use super::transport::{take_target, Link, Received, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
@@ -801,8 +801,11 @@ impl ClientInner {
 }
 
 impl Sink for ClientInner {
-    fn on_message(self: Rc<Self>, data: JsValue, _origin: &str, _port: Option<MessagePort>) {
-        let decoded = self.codec.borrow_mut().decode(&data);
+    fn on_message(self: Rc<Self>, data: Received, _origin: &str, _port: Option<MessagePort>) {
+        let decoded = match data {
+            Received::Read(m) => Ok(m),
+            Received::Raw(data) => self.codec.borrow_mut().decode(&data),
+        };
         match decoded {
             Ok(m) => {
                 self.core.borrow_mut().handle(m, now());
@@ -822,7 +825,7 @@ impl Sink for ClientInner {
         self.drive();
     }
 
-    fn on_offered_reply(self: Rc<Self>, port: MessagePort, data: JsValue) {
+    fn on_offered_reply(self: Rc<Self>, port: MessagePort, data: Received) {
         if let Some(link) = self.link.borrow().as_ref() {
             link.accept_offered(&port);
         }

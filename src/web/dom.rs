@@ -1,10 +1,12 @@
 //! Owned event listeners and timers: each holds its `Closure` (timers: gloo-timers' `Timeout`/`Interval`)
 //! and unregisters it on drop, so nothing outlives the connection that made it.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use gloo_timers::callback::Timeout;
+use js_sys::Function;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -31,7 +33,9 @@ pub(crate) fn timestamp() -> f64 {
 pub(crate) struct Listener {
     target: EventTarget,
     kind: &'static str,
-    closure: Closure<dyn FnMut(Event)>,
+    function: Function,
+    /// The wasm closures `function` calls, alive as long as it is registered.
+    _closures: Box<dyn Any>,
 }
 
 impl Listener {
@@ -41,11 +45,23 @@ impl Listener {
         f: impl FnMut(Event) + 'static,
     ) -> Listener {
         let closure = Closure::<dyn FnMut(Event)>::new(f);
-        let _ = target.add_event_listener_with_callback(kind, closure.as_ref().unchecked_ref());
+        let function = closure.as_ref().unchecked_ref::<Function>().clone();
+        Listener::js(target, kind, function, Box::new(closure))
+    }
+
+    /// `function` (made in JS, calling the wasm `closures`) as the listener.
+    pub(crate) fn js(
+        target: &EventTarget,
+        kind: &'static str,
+        function: Function,
+        closures: Box<dyn Any>,
+    ) -> Listener {
+        let _ = target.add_event_listener_with_callback(kind, &function);
         Listener {
             target: target.clone(),
             kind,
-            closure,
+            function,
+            _closures: closures,
         }
     }
 }
@@ -54,7 +70,7 @@ impl Drop for Listener {
     fn drop(&mut self) {
         let _ = self
             .target
-            .remove_event_listener_with_callback(self.kind, self.closure.as_ref().unchecked_ref());
+            .remove_event_listener_with_callback(self.kind, &self.function);
     }
 }
 

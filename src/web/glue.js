@@ -316,6 +316,55 @@ export function wsDecode(data, max) {
   }
 }
 
+// ---- The two messages of every call, read in one pass (SPEC section 4: fixed-shape readers) ----
+
+/** A `message` listener for a private ABP channel (the port an agent offers with `initialize`). It reads a
+ *  well-formed `capabilities/call` or `capabilities/call-result` and hands its fields to wasm in one call,
+ *  `onRead(kind, id, callId, capability, value, number, progressToken)`:
+ *  - kind 1, a call (string `id`, `callId`, `capability`): `value` its `params`, `number` its options' timeout
+ *    (NaN if none), `progressToken` a string or undefined;
+ *  - kind 2, a result (an object `payload`): `id` and `callId` as sent, `value` the payload, `number` 1 if
+ *    `cancelled: true`, else 0.
+ *  Everything else goes to `onOther(data)` whole, to be read in wasm. Messages on a port are structured
+ *  clones: plain data, no getters. */
+export function abpPortListener(onRead, onOther) {
+  return (e) => {
+    const m = e.data;
+    const p = isRecord(m) ? m.payload : undefined;
+    if (isRecord(p)) {
+      if (m.type === 'capabilities/call-result') {
+        onRead(2, m.id, p.callId, undefined, p, p.cancelled === true ? 1 : 0, undefined);
+        return;
+      }
+      if (m.type === 'capabilities/call' && typeof m.id === 'string' && typeof p.callId === 'string'
+        && typeof p.capability === 'string') {
+        const o = isRecord(p.options) ? p.options : undefined;
+        const t = o && o.timeout;
+        const token = o && typeof o.progressToken === 'string' ? o.progressToken : undefined;
+        onRead(1, m.id, p.callId, p.capability, p.params, typeof t === 'number' && isFinite(t) ? t : NaN, token);
+        return;
+      }
+    }
+    onOther(m);
+  };
+}
+
+// ---- The two messages of every call, built in one step each (object literals of one shape; the same
+// fields in the same order as the generic build in src/core/codec.rs) ----
+
+/** `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params[, options] } }`. */
+export function callMessage(id, timestamp, callId, capability, params, options) {
+  const payload = options === undefined ? { callId, capability, params } : { callId, capability, params, options };
+  return { type: 'capabilities/call', id, timestamp, payload };
+}
+
+/** `{ type: 'capabilities/call-result', id, timestamp, payload: { success: true, data, metadata: { duration },
+ *  callId } }`. */
+export function successMessage(id, timestamp, callId, data, duration) {
+  return { type: 'capabilities/call-result', id, timestamp,
+    payload: { success: true, data, metadata: { duration }, callId } };
+}
+
 // ---- Reading values in one call each (every crossing between wasm and JS costs) ----
 
 /** The core's `Kind`: 0 undefined, 1 null, 2 boolean, 3 number, 4 string, 5 array, 6 object, 7 other. */

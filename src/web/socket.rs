@@ -15,7 +15,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, WebSocket};
 
 use super::dom::{now, Listener, Timer};
-use super::transport::Sink;
+use super::transport::{Received, Sink};
 use super::types::WebSocketOptions;
 use super::value::{error_with_code, opt_number, type_error, ws_decode, ws_encode};
 use crate::core::message::text;
@@ -266,7 +266,7 @@ impl Socket {
 
     fn received(&self, message: JsValue) {
         match self.sink() {
-            Some(sink) => sink.on_message(message, "", None),
+            Some(sink) => sink.on_message(Received::Raw(message), "", None),
             None => {
                 let mut early = self.early.borrow_mut();
                 if early.len() < EARLY_LIMIT {

@@ -16,7 +16,11 @@ use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window}
 use super::dom::{Interval, Listener};
 use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
-use super::value::{console_warn, mcpb_payload, mcpb_wrap, opt_string, port_post, type_error};
+use super::value::{
+    abp_port_listener, console_warn, id_of, mcpb_payload, mcpb_wrap, opt_string, port_post,
+    type_error,
+};
+use crate::core::message::Incoming;
 use crate::core::schema::Payload;
 
 #[derive(Clone)]
@@ -215,13 +219,20 @@ pub(crate) fn take_target(transport: JsValue, who: &str) -> Result<Target, JsVal
     }
 }
 
+/// A message as a link hands it on: a value for the sink's codec to read, or a call or result that the
+/// private channel's listener already read (`abpPortListener` in glue.js: one crossing per message).
+pub(crate) enum Received {
+    Raw(JsValue),
+    Read(Incoming<JsValue>),
+}
+
 /// What a link reports to its owner. Implemented by the client and app connections.
 pub(crate) trait Sink: 'static {
     /// An accepted message (source and origin already checked). `port`: a `MessagePort` the message carried
     /// (an agent offers one with `initialize`).
-    fn on_message(self: Rc<Self>, data: JsValue, origin: &str, port: Option<MessagePort>);
+    fn on_message(self: Rc<Self>, data: Received, origin: &str, port: Option<MessagePort>);
     /// Agent side: the app answered on one of the ports offered with `initialize`.
-    fn on_offered_reply(self: Rc<Self>, _port: MessagePort, _data: JsValue) {}
+    fn on_offered_reply(self: Rc<Self>, _port: MessagePort, _data: Received) {}
     /// The other side is gone.
     fn on_lost(self: Rc<Self>);
     /// This page is going away.
@@ -282,6 +293,51 @@ impl Drop for Link {
             port.close();
         }
     }
+}
+
+/// The listener of a private ABP channel (the port offered with `initialize`): calls and results are read in
+/// JS in one pass and arrive as [`Received::Read`], anything else as [`Received::Raw`].
+fn channel_listener(port: &MessagePort, deliver: impl Fn(Received) + 'static) -> Listener {
+    type OnRead = dyn FnMut(u32, JsValue, JsValue, JsValue, JsValue, f64, Option<String>);
+    let deliver = Rc::new(deliver);
+    let d = deliver.clone();
+    let on_read = Closure::<OnRead>::new(move |kind, id, call_id, capability, value, number, token| {
+        if let Some(m) = read_hot(kind, &id, &call_id, &capability, value, number, token) {
+            d(Received::Read(m));
+        }
+    });
+    let on_other = Closure::<dyn FnMut(JsValue)>::new(move |data| deliver(Received::Raw(data)));
+    let function = abp_port_listener(on_read.as_ref(), on_other.as_ref());
+    Listener::js(port, "message", function, Box::new((on_read, on_other)))
+}
+
+/// A call (`kind` 1) or result (2) from `abpPortListener`, as the codec would have read it.
+fn read_hot(
+    kind: u32,
+    id: &JsValue,
+    call_id: &JsValue,
+    capability: &JsValue,
+    value: JsValue,
+    number: f64,
+    token: Option<String>,
+) -> Option<Incoming<JsValue>> {
+    Some(match kind {
+        1 => Incoming::Call {
+            id: id_of(id)?,
+            call_id: id_of(call_id)?,
+            capability: capability.as_string()?,
+            params: value,
+            timeout: number.is_finite().then_some(number),
+            progress_token: token,
+        },
+        2 => Incoming::CallResult {
+            id: id_of(id),
+            call_id: call_id.as_string(),
+            cancelled: number != 0.0,
+            payload: value,
+        },
+        _ => return None,
+    })
 }
 
 fn first_port(e: &MessageEvent) -> Option<MessagePort> {
@@ -415,7 +471,7 @@ impl Link {
                 _ => e.data(),
             };
             match verdict {
-                Verdict::Accept => s.on_message(data, &e.origin(), first_port(e)),
+                Verdict::Accept => s.on_message(Received::Raw(data), &e.origin(), first_port(e)),
                 Verdict::Orphan => s.on_orphan(data),
                 Verdict::Reject => s.on_rejected(),
             }
@@ -493,11 +549,10 @@ impl Link {
         let (mine, theirs) = (channel.port1(), channel.port2());
         let w = self.sink.clone();
         let port = mine.clone();
-        let listener = Listener::new(&mine, "message", move |event| {
-            let (Some(e), Some(s)) = (event.dyn_ref::<MessageEvent>(), w.upgrade()) else {
-                return;
-            };
-            s.on_offered_reply(port.clone(), e.data());
+        let listener = channel_listener(&mine, move |data| {
+            if let Some(s) = w.upgrade() {
+                s.on_offered_reply(port.clone(), data);
+            }
         });
         mine.start();
         self.offered.borrow_mut().push((mine, listener));
@@ -553,11 +608,10 @@ impl Link {
             return;
         }
         let w = self.sink.clone();
-        let listener = Listener::new(&port, "message", move |event| {
-            let (Some(e), Some(s)) = (event.dyn_ref::<MessageEvent>(), w.upgrade()) else {
-                return;
-            };
-            s.on_message(e.data(), &origin, None);
+        let listener = channel_listener(&port, move |data| {
+            if let Some(s) = w.upgrade() {
+                s.on_message(data, &origin, None);
+            }
         });
         port.start();
         *self.port.borrow_mut() = Some((port, listener));

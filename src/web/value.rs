@@ -98,6 +98,28 @@ extern "C" {
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = abortWith)]
     pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
+    /// The call message, built in one step (see `Wire::call_message`).
+    #[wasm_bindgen(js_name = callMessage)]
+    fn call_message(
+        id: &JsValue,
+        timestamp: f64,
+        call_id: &JsValue,
+        capability: &JsValue,
+        params: &JsValue,
+        options: &JsValue,
+    ) -> JsValue;
+    /// A success result, built in one step (see `Wire::success_message`).
+    #[wasm_bindgen(js_name = successMessage)]
+    fn success_message(
+        id: &JsValue,
+        timestamp: f64,
+        call_id: &JsValue,
+        data: &JsValue,
+        duration: f64,
+    ) -> JsValue;
+    /// The listener of a private ABP channel: reads calls and results in one pass (see glue.js).
+    #[wasm_bindgen(js_name = abpPortListener)]
+    pub(crate) fn abp_port_listener(on_read: &JsValue, on_other: &JsValue) -> js_sys::Function;
     #[wasm_bindgen(js_name = portPost)]
     fn port_post_js(port: &web_sys::MessagePort, msg: &JsValue, transfer: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = makeGlobal)]
@@ -156,10 +178,7 @@ impl Payload for JsValue {
         field_string(self, &key_js(key))
     }
     fn get_id(&self, key: &str) -> Option<String> {
-        let v = field(self, &key_js(key));
-        let s = v.as_string()?;
-        keep_id(&s, &v);
-        Some(s)
+        id_of(&field(self, &key_js(key)))
     }
     fn get_f64(&self, key: &str) -> Option<f64> {
         field_number(self, &key_js(key))
@@ -240,6 +259,21 @@ impl Wire for JsValue {
     }
     fn constant(s: &'static str) -> Self {
         key_js(s)
+    }
+    fn call_message(
+        id: &str,
+        timestamp: f64,
+        call_id: &str,
+        capability: &str,
+        params: Self,
+        options: Option<Self>,
+    ) -> Self {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
+        let (id, call_id) = (js_string(id), js_string(call_id));
+        call_message(&id, timestamp, &call_id, &js_string(capability), &params, &options)
+    }
+    fn success_message(id: &str, timestamp: f64, call_id: &str, data: Self, duration: f64) -> Self {
+        success_message(&js_string(id), timestamp, &js_string(call_id), &data, duration)
     }
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
         // The first batch makes the object (`setFields` with no object); later ones add to it.
@@ -333,6 +367,13 @@ pub(crate) fn keep_id(s: &str, js: &JsValue) {
             empty => *empty = Some((s.to_owned(), js.clone())),
         }
     })
+}
+
+/// The text of `v` if it is a string, kept (as by [`keep_id`]) for the messages that send it back.
+pub(crate) fn id_of(v: &JsValue) -> Option<String> {
+    let s = v.as_string()?;
+    keep_id(&s, v);
+    Some(s)
 }
 
 /// `s` as a JS string: the kept one if `s` is a recent id, else a new one.
