@@ -248,3 +248,8 @@ async fn mcp_dialect_between_our_own_sides() {
 async fn acp_dialect_between_our_own_sides() {
     check("acpDialectBetweenOurOwnSides").await;
 }
+
+#[wasm_bindgen_test]
+async fn the_private_channel_answers_as_window_messages_do() {
+    check("thePrivateChannelAnswersAsWindowMessagesDo").await;
+}

@@ -60,7 +60,10 @@ impl<P: Wire> Registry<P> {
     /// is new, `Ok(false)` if it replaced one.
     pub fn register(&mut self, name: &str, descriptor: Option<P>) -> Result<bool, String> {
         let d = capability::descriptor(name, descriptor.as_ref())?;
-        let added = self.caps.insert(name.to_owned(), Entry::new(name, d)).is_none();
+        let added = self
+            .caps
+            .insert(name.to_owned(), Entry::new(name, d))
+            .is_none();
         if added {
             self.order.push(name.to_owned());
         }

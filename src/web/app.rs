@@ -15,8 +15,8 @@ use super::global::GlobalSession;
 use super::transport::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
-    abort_with, ctx_hooks, dialect_option, id_prefix, is_aborted, js_string, make_ctx, opt_number,
-    opt_string, run_handler, to_str, type_error, Deferred,
+    abort_with, ctx_hooks, dialect_option, id_prefix, js_string, opt_number, opt_string,
+    run_handler, to_str, type_error, Deferred,
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
 use crate::core::capability::{self, Changes};
@@ -31,12 +31,19 @@ use crate::core::{
 
 /// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
 type CtxHook = Closure<dyn Fn(JsValue, JsValue) -> JsValue>;
+/// How a handler ended (glue.js `runHandler`): `(callId, value or error, flags)`.
+type SettleHook = Closure<dyn Fn(String, JsValue, u32)>;
+
+/// `runHandler`'s flags (glue.js): the handler's signal had aborted when it settled; the value is an object
+/// with a boolean `success` (it may be a whole ABPResponse).
+const ABORTED: u32 = 1;
+const RESPONSE: u32 = 2;
 
 /// What every `ctx` of a connection reports through: the JS object of named functions and the closures
 /// behind them (owned here, dropped at `close()`; a handler still running then reaches nothing).
 struct CtxHooks {
     js: JsValue,
-    _closures: [CtxHook; 6],
+    _closures: ([CtxHook; 4], [SettleHook; 2]),
 }
 
 impl CtxHooks {
@@ -70,16 +77,19 @@ impl CtxHooks {
                 }
                 JsValue::UNDEFINED
             }),
-            hook(conn, |c, call_id, value| {
-                c.finish(&call_id, Ok(value));
-                JsValue::UNDEFINED
-            }),
-            hook(conn, |c, call_id, error| {
-                c.finish(&call_id, Err(error));
-                JsValue::UNDEFINED
-            }),
         ];
-        let [progress, elicit, notify, transfer, resolved, rejected] = closures.each_ref();
+        fn settle(conn: &Rc<AppConnInner>, ok: bool) -> SettleHook {
+            let weak = Rc::downgrade(conn);
+            Closure::new(move |call_id: String, value: JsValue, flags: u32| {
+                if let Some(c) = weak.upgrade() {
+                    c.finish(&call_id, if ok { Ok(value) } else { Err(value) }, flags);
+                    c.drive();
+                }
+            })
+        }
+        let settles = [settle(conn, true), settle(conn, false)];
+        let [progress, elicit, notify, transfer] = closures.each_ref();
+        let [resolved, rejected] = settles.each_ref();
         let js = ctx_hooks(
             progress.as_ref(),
             elicit.as_ref(),
@@ -90,7 +100,7 @@ impl CtxHooks {
         );
         CtxHooks {
             js,
-            _closures: closures,
+            _closures: (closures, settles),
         }
     }
 }
@@ -663,24 +673,33 @@ impl AppConnInner {
         };
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
         let call_id_js = js_string(&call_id);
-        let ctx = make_ctx(&hooks, &call_id_js, &token_js, &controller);
         self.running.borrow_mut().insert(
             call_id,
             Running {
-                controller,
+                controller: controller.clone(),
                 transfer: None,
             },
         );
         // Reports through `hooks.resolved`/`rejected`: at once for a value or a throw, later for a promise.
-        run_handler(&handler, &params, &ctx, &hooks, &call_id_js);
+        run_handler(
+            &handler,
+            &params,
+            &hooks,
+            &call_id_js,
+            &token_js,
+            &controller,
+        );
     }
 
-    fn finish(&self, call_id: &str, result: Result<JsValue, JsValue>) {
+    /// `flags`: `runHandler`'s (ABORTED, RESPONSE).
+    fn finish(&self, call_id: &str, result: Result<JsValue, JsValue>, flags: u32) {
         let Some(running) = self.running.borrow_mut().remove(call_id) else {
             return; // cancelled meanwhile: whatever the handler produced is discarded
         };
-        let aborted = is_aborted(&running.controller);
+        let aborted = flags & ABORTED != 0;
         let outcome = match result {
+            // Not an object with a boolean `success`: plain data (what `outcome_of_return` would find).
+            Ok(value) if !aborted && flags & RESPONSE == 0 => Outcome::Success { data: value },
             Ok(value) => outcome_of_return(value, aborted),
             Err(e) => outcome_of_throw(&e, aborted, || to_str(&e)),
         };

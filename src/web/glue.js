@@ -4,7 +4,7 @@
 
 /** The `ctx` a handler gets: `controller`'s signal, and functions that report to the app through `hooks`
  *  (`ctxHooks`). */
-export function makeCtx(hooks, callId, progressToken, controller) {
+function makeCtx(hooks, callId, progressToken, controller) {
   return {
     signal: controller.signal,
     callId,
@@ -57,31 +57,43 @@ export class Deferred {
   }
 }
 
-/** Runs `f(params, ctx)` and reports how it ended to `hooks` (`ctxHooks`): `resolved(callId, value)` or
- *  `rejected(callId, error)`, at once when it returns or throws, when it settles if it returns a promise or
- *  thenable. Running it here saves wasm-bindgen's catch wrapper (an arguments object and apply) and a
- *  JsFuture's two closures per call. */
-export function runHandler(f, params, ctx, hooks, callId) {
+/** Runs `f(params, ctx)` with a `ctx` on `controller` (`makeCtx`) and reports how it ended to `hooks`
+ *  (`ctxHooks`): `resolved(callId, value, flags)` or `rejected(callId, error, flags)`, at once when it returns
+ *  or throws, when it settles if it returns a promise or thenable (flags: `ABORTED`, `RESPONSE` below).
+ *  Running it here saves wasm-bindgen's catch wrapper (an arguments object and apply) and a JsFuture's two
+ *  closures per call. */
+export function runHandler(f, params, hooks, callId, progressToken, controller) {
+  const ctx = makeCtx(hooks, callId, progressToken, controller);
+  const signal = controller.signal;
   let v;
   try {
     v = f(params, ctx);
   } catch (e) {
-    report(hooks.rejected, callId, e);
+    report(hooks.rejected, callId, e, signal.aborted ? ABORTED : 0);
     return;
   }
-  if (!isThenable(v)) report(hooks.resolved, callId, v);
-  else Promise.resolve(v).then((x) => report(hooks.resolved, callId, x), (e) => report(hooks.rejected, callId, e));
+  const resolved = (x) => report(hooks.resolved, callId, x, (signal.aborted ? ABORTED : 0) | (maybeResponse(x) ? RESPONSE : 0));
+  if (!isThenable(v)) resolved(v);
+  else Promise.resolve(v).then(resolved, (e) => report(hooks.rejected, callId, e, signal.aborted ? ABORTED : 0));
 }
 
-/** `hook(callId, value)`, where a throw means the app was closed meanwhile (its hooks dropped): nothing to
- *  answer then. */
-function report(hook, callId, value) {
-  try { hook(callId, value); } catch (_) { /* closed */ }
+/** Flags `runHandler` reports with a result: the handler's signal had aborted by then; the value is an object
+ *  with a boolean `success` (it may be a whole ABPResponse, which wasm then reads). */
+const ABORTED = 1;
+const RESPONSE = 2;
+
+function maybeResponse(v) {
+  try {
+    return isRecord(v) && typeof v.success === 'boolean';
+  } catch (_) {
+    return false; // a throwing getter: wasm reads it as absent too
+  }
 }
 
-/** `controller.signal.aborted`. */
-export function isAborted(controller) {
-  return controller.signal.aborted;
+/** `hook(callId, value, flags)`, where a throw means the app was closed meanwhile (its hooks dropped): nothing
+ *  to answer then. */
+function report(hook, callId, value, flags) {
+  try { hook(callId, value, flags); } catch (_) { /* closed */ }
 }
 
 /** Whether string `s` matches a schema `pattern` (as a Unicode RegExp, else a plain one); undefined when
@@ -318,30 +330,31 @@ export function wsDecode(data, max) {
 
 // ---- The two messages of every call, read in one pass (SPEC section 4: fixed-shape readers) ----
 
+const stringOr = (v) => (typeof v === 'string' ? v : undefined);
+
 /** A `message` listener for a private ABP channel (the port an agent offers with `initialize`). It reads a
- *  well-formed `capabilities/call` or `capabilities/call-result` and hands its fields to wasm in one call,
- *  `onRead(kind, id, callId, capability, value, number, progressToken)`:
- *  - kind 1, a call (string `id`, `callId`, `capability`): `value` its `params`, `number` its options' timeout
- *    (NaN if none), `progressToken` a string or undefined;
- *  - kind 2, a result (an object `payload`): `id` and `callId` as sent, `value` the payload, `number` 1 if
- *    `cancelled: true`, else 0.
+ *  well-formed `capabilities/call` or `capabilities/call-result` and hands its fields to wasm in one call:
+ *  - a call (string `id`, `callId` and `capability`, an object `payload`): `onCall(id, callId, capability,
+ *    params, timeout, progressToken)`, the last two from its `options` (NaN and undefined when absent);
+ *  - a result (an object `payload`): `onResult(id, callId, payload, cancelled)`, the ids as strings or
+ *    undefined, `cancelled` true only for `cancelled: true`.
  *  Everything else goes to `onOther(data)` whole, to be read in wasm. Messages on a port are structured
  *  clones: plain data, no getters. */
-export function abpPortListener(onRead, onOther) {
+export function abpPortListener(onCall, onResult, onOther) {
   return (e) => {
     const m = e.data;
     const p = isRecord(m) ? m.payload : undefined;
     if (isRecord(p)) {
       if (m.type === 'capabilities/call-result') {
-        onRead(2, m.id, p.callId, undefined, p, p.cancelled === true ? 1 : 0, undefined);
+        onResult(stringOr(m.id), stringOr(p.callId), p, p.cancelled === true);
         return;
       }
       if (m.type === 'capabilities/call' && typeof m.id === 'string' && typeof p.callId === 'string'
         && typeof p.capability === 'string') {
         const o = isRecord(p.options) ? p.options : undefined;
         const t = o && o.timeout;
-        const token = o && typeof o.progressToken === 'string' ? o.progressToken : undefined;
-        onRead(1, m.id, p.callId, p.capability, p.params, typeof t === 'number' && isFinite(t) ? t : NaN, token);
+        onCall(m.id, p.callId, p.capability, p.params, typeof t === 'number' && isFinite(t) ? t : NaN,
+          o && stringOr(o.progressToken));
         return;
       }
     }
@@ -417,15 +430,15 @@ export function setFields(o, k1, v1, k2, v2, k3, v3, k4, v4) {
   return o;
 }
 
-/** `port.postMessage(msg[, transfer])`; returns what it threw (null for a thrown undefined), else undefined.
- *  A plain try/catch here is cheaper than wasm-bindgen's catch wrapper on the hottest call there is. */
+/** `port.postMessage(msg[, transfer])`; returns what it threw (its text for a thrown null or undefined), else
+ *  undefined. A plain try/catch here is cheaper than wasm-bindgen's catch wrapper on the hottest call there is. */
 export function portPost(port, msg, transfer) {
   try {
     if (transfer === undefined) port.postMessage(msg);
     else port.postMessage(msg, transfer);
     return undefined;
   } catch (e) {
-    return e === undefined ? null : e;
+    return e == null ? String(e) : e;
   }
 }
 

@@ -296,48 +296,44 @@ impl Drop for Link {
 }
 
 /// The listener of a private ABP channel (the port offered with `initialize`): calls and results are read in
-/// JS in one pass and arrive as [`Received::Read`], anything else as [`Received::Raw`].
+/// JS in one pass (`abpPortListener`) and arrive as [`Received::Read`], anything else as [`Received::Raw`].
 fn channel_listener(port: &MessagePort, deliver: impl Fn(Received) + 'static) -> Listener {
-    type OnRead = dyn FnMut(u32, JsValue, JsValue, JsValue, JsValue, f64, Option<String>);
+    type OnCall = dyn Fn(JsValue, JsValue, String, JsValue, f64, Option<String>);
+    type OnResult = dyn Fn(Option<String>, Option<String>, JsValue, bool);
     let deliver = Rc::new(deliver);
     let d = deliver.clone();
-    let on_read = Closure::<OnRead>::new(move |kind, id, call_id, capability, value, number, token| {
-        if let Some(m) = read_hot(kind, &id, &call_id, &capability, value, number, token) {
-            d(Received::Read(m));
-        }
+    let on_call = Closure::<OnCall>::new(
+        move |id, call_id, capability, params, timeout: f64, token| {
+            // The ids are kept as JS strings: the result sends them back.
+            if let (Some(id), Some(call_id)) = (id_of(&id), id_of(&call_id)) {
+                d(Received::Read(Incoming::Call {
+                    id,
+                    call_id,
+                    capability,
+                    params,
+                    timeout: timeout.is_finite().then_some(timeout),
+                    progress_token: token,
+                }));
+            }
+        },
+    );
+    let d = deliver.clone();
+    let on_result = Closure::<OnResult>::new(move |id, call_id, payload, cancelled| {
+        d(Received::Read(Incoming::CallResult {
+            id,
+            call_id,
+            cancelled,
+            payload,
+        }));
     });
-    let on_other = Closure::<dyn FnMut(JsValue)>::new(move |data| deliver(Received::Raw(data)));
-    let function = abp_port_listener(on_read.as_ref(), on_other.as_ref());
-    Listener::js(port, "message", function, Box::new((on_read, on_other)))
-}
-
-/// A call (`kind` 1) or result (2) from `abpPortListener`, as the codec would have read it.
-fn read_hot(
-    kind: u32,
-    id: &JsValue,
-    call_id: &JsValue,
-    capability: &JsValue,
-    value: JsValue,
-    number: f64,
-    token: Option<String>,
-) -> Option<Incoming<JsValue>> {
-    Some(match kind {
-        1 => Incoming::Call {
-            id: id_of(id)?,
-            call_id: id_of(call_id)?,
-            capability: capability.as_string()?,
-            params: value,
-            timeout: number.is_finite().then_some(number),
-            progress_token: token,
-        },
-        2 => Incoming::CallResult {
-            id: id_of(id),
-            call_id: call_id.as_string(),
-            cancelled: number != 0.0,
-            payload: value,
-        },
-        _ => return None,
-    })
+    let on_other = Closure::<dyn Fn(JsValue)>::new(move |data| deliver(Received::Raw(data)));
+    let function = abp_port_listener(on_call.as_ref(), on_result.as_ref(), on_other.as_ref());
+    Listener::js(
+        port,
+        "message",
+        function,
+        Box::new((on_call, on_result, on_other)),
+    )
 }
 
 fn first_port(e: &MessageEvent) -> Option<MessagePort> {

@@ -13,13 +13,6 @@ use crate::core::AbpError;
 
 #[wasm_bindgen(module = "/src/web/glue.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = makeCtx)]
-    pub(crate) fn make_ctx(
-        hooks: &JsValue,
-        call_id: &JsValue,
-        progress_token: &JsValue,
-        controller: &web_sys::AbortController,
-    ) -> JsValue;
     #[wasm_bindgen(js_name = ctxHooks)]
     pub(crate) fn ctx_hooks(
         progress: &JsValue,
@@ -29,17 +22,16 @@ extern "C" {
         resolved: &JsValue,
         rejected: &JsValue,
     ) -> JsValue;
-    #[wasm_bindgen(js_name = isAborted)]
-    pub(crate) fn is_aborted(controller: &web_sys::AbortController) -> bool;
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
     #[wasm_bindgen(js_name = runHandler)]
     pub(crate) fn run_handler(
         f: &js_sys::Function,
         params: &JsValue,
-        ctx: &JsValue,
         hooks: &JsValue,
         call_id: &JsValue,
+        progress_token: &JsValue,
+        controller: &web_sys::AbortController,
     );
     #[wasm_bindgen(js_name = matchesPattern)]
     fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
@@ -119,9 +111,17 @@ extern "C" {
     ) -> JsValue;
     /// The listener of a private ABP channel: reads calls and results in one pass (see glue.js).
     #[wasm_bindgen(js_name = abpPortListener)]
-    pub(crate) fn abp_port_listener(on_read: &JsValue, on_other: &JsValue) -> js_sys::Function;
+    pub(crate) fn abp_port_listener(
+        on_call: &JsValue,
+        on_result: &JsValue,
+        on_other: &JsValue,
+    ) -> js_sys::Function;
     #[wasm_bindgen(js_name = portPost)]
-    fn port_post_js(port: &web_sys::MessagePort, msg: &JsValue, transfer: &JsValue) -> JsValue;
+    fn port_post_js(
+        port: &web_sys::MessagePort,
+        msg: &JsValue,
+        transfer: &JsValue,
+    ) -> Option<JsValue>;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
@@ -270,10 +270,23 @@ impl Wire for JsValue {
     ) -> Self {
         let options = options.unwrap_or(JsValue::UNDEFINED);
         let (id, call_id) = (js_string(id), js_string(call_id));
-        call_message(&id, timestamp, &call_id, &js_string(capability), &params, &options)
+        call_message(
+            &id,
+            timestamp,
+            &call_id,
+            &js_string(capability),
+            &params,
+            &options,
+        )
     }
     fn success_message(id: &str, timestamp: f64, call_id: &str, data: Self, duration: f64) -> Self {
-        success_message(&js_string(id), timestamp, &js_string(call_id), &data, duration)
+        success_message(
+            &js_string(id),
+            timestamp,
+            &js_string(call_id),
+            &data,
+            duration,
+        )
     }
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
         // The first batch makes the object (`setFields` with no object); later ones add to it.
@@ -417,11 +430,10 @@ pub(crate) fn port_post(
     msg: &JsValue,
     transfer: Option<&JsValue>,
 ) -> Result<(), JsValue> {
-    let thrown = port_post_js(port, msg, transfer.unwrap_or(&JsValue::UNDEFINED));
-    if thrown.is_undefined() {
-        Ok(())
-    } else {
-        Err(thrown)
+    // `None` (undefined) tested in JS: no step back into wasm to ask.
+    match port_post_js(port, msg, transfer.unwrap_or(&JsValue::UNDEFINED)) {
+        None => Ok(()),
+        Some(thrown) => Err(thrown),
     }
 }
 

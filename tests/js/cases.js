@@ -534,6 +534,63 @@ export async function garbageNeitherThrowsNorPanics() {
   await t.done();
 }
 
+// The private channel's calls and results are read in JS in one pass (glue.js abpPortListener); anything it
+// does not read is decoded in wasm, as window messages are. A hand-written agent sends the same messages
+// both ways, to two apps: one over window messages, one over a port it offers with `initialize` as our
+// client does. Every answer must be the same.
+export async function thePrivateChannelAnswersAsWindowMessagesDo() {
+  const byWindow = frame(), byPort = frame();
+  await until(() => byWindow.contentWindow.fixtureReady && byPort.contentWindow.fixtureReady, 'the apps to load');
+  const answers = { window: [], port: [] };
+  const listen = (e) => { if (e.source === byWindow.contentWindow) answers.window.push(e.data); };
+  addEventListener('message', listen);
+  const { port1, port2 } = new MessageChannel();
+  port1.onmessage = (e) => answers.port.push(e.data);
+  const init = { type: 'initialize', id: 'i1', timestamp: Date.now(), payload: { protocolVersion: '0.1', agent: AGENT.agent } };
+  byWindow.contentWindow.postMessage(init, ORIGIN);
+  byPort.contentWindow.postMessage(init, ORIGIN, [port2]);
+  await until(() => answers.window.length && answers.port.length, 'both apps to answer initialize');
+  const call = (id, payload) => ({ type: 'capabilities/call', ...(id ? { id } : {}), timestamp: Date.now(), payload });
+  const messages = [
+    call('c1', { callId: 'c1', capability: 'echo', params: { a: [1, 2] } }),
+    call('c2', { capability: 'echo', params: 'older senders put callId in options', options: { callId: 'c2' } }),
+    call('c3', { callId: 'c3', capability: 'progressThenReturn', options: { timeout: 5000, progressToken: 't3' } }),
+    call('c4', { callId: 'c4', capability: 'echo', params: 4, options: { timeout: 'soon', progressToken: 4 } }),
+    call('c5', { callId: 'c5', capability: 2 }),
+    call('c6', 'not an object'),
+    call(undefined, { callId: 'c7', capability: 'echo' }),
+    call('c8', { callId: 8, capability: 'echo' }),
+    call('c9', { callId: 'c9', capability: 'docsShaped', params: { ok: false } }),
+    call('c10', { callId: 'c10', capability: 'throwCode' }),
+    call('c11', { callId: 'c11', capability: 'camera.snap' }),
+    { type: 'capabilities/call-result', id: 'r1', timestamp: Date.now(), payload: { callId: 'c1', success: true, data: 1 } },
+    { type: 'capabilities/call-result', id: 'r2', timestamp: Date.now(), payload: 'str' },
+    call('c12', { callId: 'c12', capability: 'echo', params: 'last' }),
+  ];
+  for (const m of messages) {
+    byWindow.contentWindow.postMessage(m, ORIGIN);
+    port1.postMessage(m);
+  }
+  const lastOf = (list) => list.some((m) => m.payload && m.payload.callId === 'c12' && m.type === 'capabilities/call-result');
+  await until(() => lastOf(answers.window) && lastOf(answers.port), 'the answer to the last call on both');
+  await sleep(50);
+  removeEventListener('message', listen);
+  // What may differ: times, and the session each app made.
+  const plain = (list) => list.map((m) => JSON.parse(JSON.stringify(m, (k, v) =>
+    (k === 'timestamp' || k === 'duration' || k === 'sessionId' ? undefined : v))))
+    .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  eq(plain(answers.port), plain(answers.window), 'the same answers over the port as over window messages');
+  const results = answers.port.filter((m) => m.type === 'capabilities/call-result');
+  eq(results.find((m) => m.payload.callId === 'c2').payload.data, 'older senders put callId in options', 'callId from options');
+  assert(answers.port.some((m) => m.type === 'progress' && m.payload.operationId === 't3'), 'progress names the token');
+  // Every call but the one without an id (c7) is answered; c6 and c8 as malformed, with an empty callId.
+  eq(results.map((m) => m.payload.callId).sort(), ['', '', 'c1', 'c10', 'c11', 'c12', 'c2', 'c3', 'c4', 'c5', 'c9'], 'the calls answered');
+  eq(byPort.contentWindow.app.ignoredMessages, byWindow.contentWindow.app.ignoredMessages, 'the same messages ignored');
+  byWindow.remove();
+  byPort.remove();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
 export async function aFloodOfMessagesNeitherStallsNorBreaksEitherSide() {
   const t = await setup();
   // 10,000 junk messages at the app and 10,000 forged ones at the client, all at once, mid-call.
@@ -1007,7 +1064,7 @@ const cases = {
   popupWindowAndItsClosing, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
   windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
-  mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides,
+  mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides, thePrivateChannelAnswersAsWindowMessagesDo,
 };
 
 /** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */

@@ -1,0 +1,67 @@
+// How many times a round trip steps from wasm into JavaScript: every import the built package's wasm calls
+// (wasm-bindgen's generated functions and glue.js's exports) is wrapped with a counter in a copy of pkg/, and
+// 100 echo calls host page -> iframe are counted on each side. Counts, not times: what each boundary step
+// removes shows here exactly, where a timing would drown in this machine's noise.
+// Needs `npm run build` first. Usage: node bench/crossings.mjs [--options]   (--options: { signal, timeout })
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+import { serve } from '../www/serve.mjs';
+
+const withOptions = process.argv.includes('--options');
+const dir = new URL('./ab/crossings/', import.meta.url);
+rmSync(dir, { recursive: true, force: true });
+for (const f of ['abp_wasm.js', 'abp_wasm_bg.wasm', 'snippets']) {
+  cpSync(new URL(`../pkg/${f}`, import.meta.url), new URL(f, dir), { recursive: true });
+}
+// Wrap the import object's functions (named by their first statement: the build shortens import names) and
+// glue.js's functions (named as exported) just before __wbg_get_imports returns them.
+const jsFile = new URL('abp_wasm.js', dir);
+let js = readFileSync(jsFile, 'utf8');
+const at = js.indexOf('return {', js.indexOf('function __wbg_get_imports'));
+if (at < 0 || !/import \* as import1 from/.test(js)) throw new Error('crossings: unexpected shape of pkg/abp_wasm.js');
+js = js.slice(0, at) + `
+const count = globalThis.__crossings = {};
+const wrap = (name, f) => function (...args) { count[name] = (count[name] || 0) + 1; return f.apply(this, args); };
+for (const k of Object.keys(import0)) {
+  const body = String(import0[k]).replace(/^[^{]*\\{\\s*/, '').replace(/\\s+/g, ' ').slice(0, 60);
+  import0[k] = wrap(body, import0[k]);
+}
+const glue = {};
+for (const k of Object.keys(import1)) glue[k] = typeof import1[k] === 'function' && !/^[A-Z]/.test(k) ? wrap('glue.js ' + k, import1[k]) : import1[k];
+` + js.slice(at);
+js = js.replace(/("\.\/snippets\/[^"]+\/glue\.js"): import\d+/g, '$1: glue');
+writeFileSync(jsFile, js);
+
+const server = await serve(0);
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--headless=new', '--no-sandbox', '--disable-gpu'] });
+try {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e));
+  await page.goto(`http://127.0.0.1:${server.address().port}/bench/ab/`);
+  await page.waitForFunction(() => window.ready);
+  const N = 100;
+  const r = await page.evaluate(async ([N, withOptions]) => {
+    const iframe = document.createElement('iframe');
+    iframe.src = './frame.html?v=crossings';
+    document.body.appendChild(iframe);
+    while (!iframe.contentWindow?.ready) await new Promise((r) => setTimeout(r, 5));
+    const { default: init, AbpClient, PostMessageTransport } = await import('./crossings/abp_wasm.js');
+    await init();
+    const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin }), { agent: { name: 'crossings', version: '1' } });
+    const ac = new AbortController();
+    const call = () => abp.call('echo', { a: 1 }, withOptions ? { signal: ac.signal, timeout: 60000 } : undefined);
+    for (let i = 0; i < 20; i++) await call();
+    const before = [{ ...globalThis.__crossings }, { ...iframe.contentWindow.__crossings }];
+    for (let i = 0; i < N; i++) await call();
+    const per = (now, then) => Object.entries(now).map(([k, v]) => [k, (v - (then[k] || 0)) / N]).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+    return { agent: per(globalThis.__crossings, before[0]), app: per(iframe.contentWindow.__crossings, before[1]) };
+  }, [N, withOptions]);
+  for (const side of ['agent', 'app']) {
+    const total = r[side].reduce((s, [, v]) => s + v, 0);
+    console.log(`${side} side: ${total} steps from wasm into JS per call${withOptions ? ' (with { signal, timeout })' : ''}`);
+    for (const [k, v] of r[side]) console.log(`  ${String(v).padStart(5)}  ${k}`);
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
