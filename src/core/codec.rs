@@ -31,24 +31,24 @@ pub trait Wire: Payload {
     fn constant(s: &'static str) -> Self {
         Self::string(s)
     }
-    /// `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params, options? } }`.
-    /// The two messages of every call are built in one step each where the payload type can (the browser's
-    /// does it in JS, SPEC section 4); the defaults are the generic build.
-    fn call_message(
-        id: &str,
-        timestamp: f64,
-        call_id: &str,
-        capability: &str,
-        params: Self,
-        options: Option<Self>,
-    ) -> Self {
+    /// `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params, options? } }`,
+    /// `options` (`{ timeout?, progressToken? }`) only when there is something in it: every property costs in
+    /// the structured clone. The two messages of every call are built in one step each where the payload type
+    /// can (the browser's does it in JS, SPEC section 4); the defaults are the generic build.
+    fn call_message(call: &CallFields<'_>, timestamp: f64, params: Self) -> Self {
+        let options = (call.timeout.is_some() || call.progress_token.is_some()).then(|| {
+            Self::object_of(&mut [
+                ("timeout", call.timeout.map(Self::number)),
+                ("progressToken", call.progress_token.map(Self::string)),
+            ])
+        });
         let p = Self::object_of(&mut [
-            ("callId", Some(Self::string(call_id))),
-            ("capability", Some(Self::string(capability))),
+            ("callId", Some(Self::string(call.call_id))),
+            ("capability", Some(Self::string(call.capability))),
             ("params", Some(params)),
             ("options", options),
         ]);
-        envelope(types::CALL, Some(id), timestamp, p)
+        envelope(types::CALL, Some(call.id), timestamp, p)
     }
     /// The result of a call that succeeded: `{ type: 'capabilities/call-result', id, timestamp, payload:
     /// { success: true, data, metadata: { duration }, callId } }` (see [`Wire::call_message`]).
@@ -73,6 +73,15 @@ pub trait Wire: Payload {
         }
         o
     }
+}
+
+/// The control fields of a `capabilities/call` (see [`Wire::call_message`]).
+pub struct CallFields<'a> {
+    pub id: &'a str,
+    pub call_id: &'a str,
+    pub capability: &'a str,
+    pub timeout: Option<f64>,
+    pub progress_token: Option<&'a str>,
 }
 
 /// Why a received value was not a message.
@@ -363,14 +372,14 @@ pub fn encode<P: Wire>(
             transfer,
         } => {
             transfer_list = transfer;
-            // `options` only when there is something in it: every property costs in the structured clone.
-            let options = (timeout.is_some() || progress_token.is_some()).then(|| {
-                P::object_of(&mut [
-                    ("timeout", timeout.map(P::number)),
-                    ("progressToken", progress_token.as_deref().map(P::string)),
-                ])
-            });
-            P::call_message(&id, timestamp, &call_id, &capability, params, options)
+            let call = CallFields {
+                id: &id,
+                call_id: &call_id,
+                capability: &capability,
+                timeout,
+                progress_token: progress_token.as_deref(),
+            };
+            P::call_message(&call, timestamp, params)
         }
         Outgoing::CallResult {
             id,

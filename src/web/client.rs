@@ -16,8 +16,8 @@ use super::transport::{take_target, Link, Received, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
-    keep_id, local_response, new_call_id, opt_function, opt_number, opt_string, to_str, try_call,
-    type_error, watch_abort, Deferred,
+    keep_id, local_response, new_call_id, opt_function, opt_number, opt_string, read_call_options,
+    to_str, try_call, type_error, watch_abort, Deferred,
 };
 use crate::core::codec::{Hello, Wire};
 use crate::core::dialect::Codec;
@@ -154,6 +154,20 @@ thread_local! {
 pub struct AbpClient {
     inner: Rc<ClientInner>,
 }
+
+/// What `readCallOptions` (glue.js) found: the option is there with its type (a signal, a string callId, …).
+const OPT_SIGNAL: u32 = 1;
+/// The signal has already aborted.
+const OPT_ABORTED: u32 = 2;
+const OPT_CALL_ID: u32 = 4;
+const OPT_ON_PROGRESS: u32 = 8;
+const OPT_PROGRESS_TOKEN: u32 = 16;
+const OPT_TIMEOUT: u32 = 32;
+/// `resetTimeoutOnProgress: true`.
+const OPT_RESET_TIMEOUT: u32 = 64;
+const OPT_MAX_TOTAL: u32 = 128;
+const OPT_TRANSFER: u32 = 256;
+const OPT_CANCEL_GRACE: u32 = 512;
 
 fn report(what: &str, err: &JsValue) {
     console_error2(what, err);
@@ -307,40 +321,49 @@ impl AbpClient {
         // The name goes back out in the message: reuse this JS string rather than decode a new one.
         keep_id(&name, &capability);
         let capability = name;
-        // Without an options object there is nothing to read (nine reads of `undefined` were a visible cost).
-        let options: Option<JsValue> = options.map(Into::<JsValue>::into).filter(|o| o.is_object());
-        let options = options.as_ref();
-        let get = |key: &str| options.and_then(|o| o.get(key));
-        let number = |key: &str| options.and_then(|o| opt_number(o, key));
-        let signal = get("signal").and_then(|s| s.dyn_into::<AbortSignal>().ok());
-        let call_id = options
-            .and_then(|o| opt_string(o, "callId"))
+        // The options in one pass (readCallOptions); the rarer ones are read again only when they are there.
+        let options: Option<JsValue> = options.map(Into::into);
+        let mut numbers = [0.0; 4];
+        let signal = options
+            .as_ref()
+            .map(|o| read_call_options(o, &mut numbers))
+            .unwrap_or(JsValue::UNDEFINED);
+        let bits = numbers[3] as u32;
+        let has = |bit: u32| bits & bit != 0;
+        let get = |bit: u32, key: &str| {
+            options
+                .as_ref()
+                .filter(|_| has(bit))
+                .and_then(|o| o.get(key))
+        };
+        let number = |bit: u32, i: usize| has(bit).then_some(numbers[i]);
+        let signal: Option<AbortSignal> = has(OPT_SIGNAL).then(|| signal.unchecked_into());
+        let call_id = get(OPT_CALL_ID, "callId")
+            .and_then(|v| v.as_string())
             .unwrap_or_else(new_call_id);
-        if signal.as_ref().is_some_and(|s| s.aborted()) {
+        if has(OPT_ABORTED) {
             // Nothing is sent for a call whose signal has already aborted.
             let reason = signal.as_ref().map(abort_reason);
             let r = local_response(AbpError::cancelled(reason.as_deref()), true, Some(&call_id));
             return Promise::resolve(&r);
         }
         self.inner.warn_once(&capability);
-        let on_progress = options.and_then(|o| opt_function(o, "onProgress"));
+        let on_progress = get(OPT_ON_PROGRESS, "onProgress").and_then(|f| f.dyn_into().ok());
         let wants_progress =
             on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
-        let progress_token = options
-            .and_then(|o| opt_string(o, "progressToken"))
+        let progress_token = get(OPT_PROGRESS_TOKEN, "progressToken")
+            .and_then(|v| v.as_string())
             .or_else(|| wants_progress.then(|| call_id.clone()));
         let req = CallRequest {
             call_id: call_id.clone(),
             capability,
             params,
-            timeout: number("timeout"),
+            timeout: number(OPT_TIMEOUT, 0),
             progress_token,
-            reset_timeout_on_progress: get("resetTimeoutOnProgress")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
-            max_total_timeout: number("maxTotalTimeout"),
-            transfer: get("transfer").filter(Array::is_array),
-            cancel_grace: number("cancelGrace"),
+            reset_timeout_on_progress: has(OPT_RESET_TIMEOUT),
+            max_total_timeout: number(OPT_MAX_TOTAL, 1),
+            transfer: get(OPT_TRANSFER, "transfer").filter(Array::is_array),
+            cancel_grace: number(OPT_CANCEL_GRACE, 2),
         };
         let deferred = Deferred::new();
         let promise = deferred.promise();

@@ -365,10 +365,15 @@ export function abpPortListener(onCall, onResult, onOther) {
 // ---- The two messages of every call, built in one step each (object literals of one shape; the same
 // fields in the same order as the generic build in src/core/codec.rs) ----
 
-/** `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params[, options] } }`. */
-export function callMessage(id, timestamp, callId, capability, params, options) {
-  const payload = options === undefined ? { callId, capability, params } : { callId, capability, params, options };
-  return { type: 'capabilities/call', id, timestamp, payload };
+/** `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params[, options] } }`, with
+ *  `options: { timeout?, progressToken? }` only when either is given (not undefined). */
+export function callMessage(id, timestamp, callId, capability, params, timeout, progressToken) {
+  if (timeout === undefined && progressToken === undefined) {
+    return { type: 'capabilities/call', id, timestamp, payload: { callId, capability, params } };
+  }
+  const options = progressToken === undefined ? { timeout }
+    : timeout === undefined ? { progressToken } : { timeout, progressToken };
+  return { type: 'capabilities/call', id, timestamp, payload: { callId, capability, params, options } };
 }
 
 /** `{ type: 'capabilities/call-result', id, timestamp, payload: { success: true, data, metadata: { duration },
@@ -376,6 +381,40 @@ export function callMessage(id, timestamp, callId, capability, params, options) 
 export function successMessage(id, timestamp, callId, data, duration) {
   return { type: 'capabilities/call-result', id, timestamp,
     payload: { success: true, data, metadata: { duration }, callId } };
+}
+
+/** `o[key]`, or undefined when a getter throws. */
+function read(o, key) {
+  try { return o[key]; } catch (_) { return undefined; }
+}
+
+/** `abp.call`'s options, read in one pass (the common `{ signal, timeout }` cost some twenty steps into JS read
+ *  field by field). Returns the signal if it is an AbortSignal. Into `out` (a view of wasm memory): the numbers
+ *  `timeout`, `maxTotalTimeout` and `cancelGrace`, then a bit for each option that is there with its type
+ *  (`OPT_*` in src/web/client.rs). A throwing getter reads as absent. */
+export function readCallOptions(o, out) {
+  let bits = 0;
+  let signal;
+  if (o !== null && typeof o === 'object') {
+    const s = read(o, 'signal');
+    if (typeof AbortSignal === 'function' && s instanceof AbortSignal) {
+      signal = s;
+      bits |= s.aborted ? 3 : 1;
+    }
+    if (typeof read(o, 'callId') === 'string') bits |= 4;
+    if (typeof read(o, 'onProgress') === 'function') bits |= 8;
+    if (typeof read(o, 'progressToken') === 'string') bits |= 16;
+    const timeout = read(o, 'timeout');
+    if (typeof timeout === 'number') { out[0] = timeout; bits |= 32; }
+    if (read(o, 'resetTimeoutOnProgress') === true) bits |= 64;
+    const total = read(o, 'maxTotalTimeout');
+    if (typeof total === 'number') { out[1] = total; bits |= 128; }
+    if (Array.isArray(read(o, 'transfer'))) bits |= 256;
+    const grace = read(o, 'cancelGrace');
+    if (typeof grace === 'number') { out[2] = grace; bits |= 512; }
+  }
+  out[3] = bits;
+  return signal;
 }
 
 // ---- Reading values in one call each (every crossing between wasm and JS costs) ----

@@ -6,7 +6,7 @@ use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::core::codec::{encode_error, Wire};
+use crate::core::codec::{encode_error, CallFields, Wire};
 use crate::core::map::StrMap;
 use crate::core::schema::{Kind, Payload};
 use crate::core::AbpError;
@@ -90,7 +90,12 @@ extern "C" {
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = abortWith)]
     pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
+    /// `abp.call`'s options in one pass: the signal, and into `numbers` the timeout, maxTotalTimeout,
+    /// cancelGrace and a bit per option present (client.rs `OPT_*`).
+    #[wasm_bindgen(js_name = readCallOptions)]
+    pub(crate) fn read_call_options(options: &JsValue, numbers: &mut [f64]) -> JsValue;
     /// The call message, built in one step (see `Wire::call_message`).
+    #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = callMessage)]
     fn call_message(
         id: &JsValue,
@@ -98,7 +103,8 @@ extern "C" {
         call_id: &JsValue,
         capability: &JsValue,
         params: &JsValue,
-        options: &JsValue,
+        timeout: Option<f64>,
+        progress_token: &JsValue,
     ) -> JsValue;
     /// A success result, built in one step (see `Wire::success_message`).
     #[wasm_bindgen(js_name = successMessage)]
@@ -260,23 +266,17 @@ impl Wire for JsValue {
     fn constant(s: &'static str) -> Self {
         key_js(s)
     }
-    fn call_message(
-        id: &str,
-        timestamp: f64,
-        call_id: &str,
-        capability: &str,
-        params: Self,
-        options: Option<Self>,
-    ) -> Self {
-        let options = options.unwrap_or(JsValue::UNDEFINED);
-        let (id, call_id) = (js_string(id), js_string(call_id));
+    fn call_message(call: &CallFields<'_>, timestamp: f64, params: Self) -> Self {
+        let (id, call_id) = (js_string(call.id), js_string(call.call_id));
+        let token = call.progress_token.map(js_string);
         call_message(
             &id,
             timestamp,
             &call_id,
-            &js_string(capability),
+            &js_string(call.capability),
             &params,
-            &options,
+            call.timeout,
+            token.as_ref().unwrap_or(&JsValue::UNDEFINED),
         )
     }
     fn success_message(id: &str, timestamp: f64, call_id: &str, data: Self, duration: f64) -> Self {
