@@ -42,8 +42,9 @@ build_one() {
 # The full package (every role and dialect), then the role builds as subpath exports (SPEC section 7):
 # `abp-wasm/agent` (AbpClient and the transports) and `abp-wasm/app` (AbpApp, window.abp and the transports),
 # ABP only, each its own wasm.
+# Snippets from an earlier build would be shipped (and counted) too: wasm-pack only adds files.
+rm -rf pkg/snippets pkg/agent pkg/app
 build_one pkg
-rm -rf pkg/agent pkg/app
 build_one pkg/agent --no-default-features --features agent
 build_one pkg/app --no-default-features --features app
 rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/LICENSE \
@@ -58,6 +59,9 @@ node scripts/strip-js.mjs $(find pkg -name abp_wasm.js -o -path '*/snippets/*' -
 # imports from './abp_wasm_bg.js' only; the snippets' imports keep their export names. If a name is not found as
 # a key of the import object, the build ships both files as generated.
 node scripts/short-imports.mjs pkg pkg/agent pkg/app
+# Each build's copy of glue.js keeps only what that build reaches (scripts/shake-snippets.mjs): the agent's
+# drops the app's handler and window.abp glue (JS −1,165 B gzipped), the app's the client's (−358 B).
+node scripts/shake-snippets.mjs pkg pkg/agent pkg/app
 node scripts/finish-pkg.mjs
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
