@@ -4,11 +4,14 @@
 //! Decoding reads only control fields; the rest of a payload is handed on untouched.
 
 use super::app::Features;
+#[cfg(feature = "app")]
 use super::capability;
 use super::error::{AbpError, ErrorCode};
-use super::message::{
-    types, ElicitAnswer, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION,
-};
+#[cfg(feature = "agent")]
+use super::message::ElicitAnswer;
+#[cfg(feature = "app")]
+use super::message::Outcome;
+use super::message::{types, Incoming, MalformedKind, Outgoing, PROTOCOL_VERSION};
 use super::schema::{Kind, Payload};
 
 /// A payload that can also be built: what a codec needs to write messages.
@@ -310,6 +313,7 @@ fn features<P: Wire>(agreed: Option<&Features>) -> P {
     f
 }
 
+#[cfg(feature = "app")]
 fn capabilities<P: Wire>(hello: &Hello<'_, P>) -> P {
     hello
         .capabilities
@@ -337,6 +341,7 @@ pub fn encode<P: Wire>(
 ) -> Option<(P, Option<P>)> {
     let mut transfer_list = None;
     let m = match msg {
+        #[cfg(feature = "agent")]
         Outgoing::Initialize { id } => {
             let mut p = P::object();
             p.set("agent", hello.info.clone());
@@ -344,6 +349,7 @@ pub fn encode<P: Wire>(
             p.set("features", features(None));
             envelope(types::INITIALIZE, Some(&id), timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::InitializeResult {
             id,
             session_id,
@@ -357,11 +363,13 @@ pub fn encode<P: Wire>(
             p.set("features", features(Some(&agreed)));
             envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::InitializeError { id, error } => {
             let mut p = P::object();
             p.set("error", encode_error(error));
             envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
         }
+        #[cfg(feature = "agent")]
         Outgoing::Call {
             id,
             call_id,
@@ -381,6 +389,7 @@ pub fn encode<P: Wire>(
             };
             P::call_message(&call, timestamp, params)
         }
+        #[cfg(feature = "app")]
         Outgoing::CallResult {
             id,
             call_id,
@@ -410,6 +419,7 @@ pub fn encode<P: Wire>(
             };
             envelope(types::CALL_RESULT, Some(&id), timestamp, p)
         }
+        #[cfg(feature = "agent")]
         Outgoing::Cancel {
             id,
             call_id,
@@ -421,6 +431,7 @@ pub fn encode<P: Wire>(
             ]);
             envelope(types::CANCEL, Some(&id), timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::CancelResult {
             id,
             call_id,
@@ -436,6 +447,7 @@ pub fn encode<P: Wire>(
             ]);
             envelope(types::CANCEL_RESULT, id.as_deref(), timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::Progress {
             call_id,
             token,
@@ -448,6 +460,7 @@ pub fn encode<P: Wire>(
             }
             envelope(types::PROGRESS, None, timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::Notification { event, data } => {
             let mut p = P::object();
             p.set("event", P::string(&event));
@@ -456,6 +469,7 @@ pub fn encode<P: Wire>(
             }
             envelope(types::NOTIFICATION, None, timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::CapabilitiesChanged { changes } => {
             let d = capability::changes_data(&changes, capabilities(hello));
             let mut p = P::object();
@@ -463,6 +477,7 @@ pub fn encode<P: Wire>(
             p.set("data", d);
             envelope(types::NOTIFICATION, None, timestamp, p)
         }
+        #[cfg(feature = "app")]
         Outgoing::ElicitationRequest {
             id,
             call_id,
@@ -474,6 +489,7 @@ pub fn encode<P: Wire>(
             }
             envelope(types::ELICITATION_REQUEST, Some(&id), timestamp, p)
         }
+        #[cfg(feature = "agent")]
         Outgoing::ElicitationResponse { id, answer } => {
             let p = match answer {
                 ElicitAnswer::Answer(p) => p,
@@ -507,6 +523,10 @@ pub fn encode<P: Wire>(
         | Outgoing::ListCapabilities { .. }
         | Outgoing::CapabilityList { .. }
         | Outgoing::RpcError { .. } => return None,
+        // A build without one role never makes that role's messages (in ABP: the agent's initialize, calls,
+        // cancels and elicitation answers; the app's results, progress, notifications and elicitations).
+        #[allow(unreachable_patterns)]
+        _ => return None,
     };
     Some((m, transfer_list))
 }
