@@ -17,3 +17,11 @@ pub use web::AbpApp;
 pub use web::AbpClient;
 #[cfg(target_arch = "wasm32")]
 pub use web::{PostMessageTransport, WebSocketTransport};
+
+/// The wasm's allocator: talc instead of std's dlmalloc, for size (gzipped wasm: full −1,277 B, agent −1,357 B,
+/// app −1,232 B; BENCHMARKS.md, sixth session).
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+// SAFETY: `new_global` needs single-threaded wasm that nothing else allocates in; this package's wasm is
+// built without threads (no shared memory or atomics) and only Rust's allocator uses its heap.
+static ALLOCATOR: talc::TalckWasm = unsafe { talc::TalckWasm::new_global() };
