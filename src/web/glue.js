@@ -64,17 +64,18 @@ export class Deferred {
  *  closures per call. */
 export function runHandler(f, params, hooks, callId, progressToken, controller) {
   const ctx = makeCtx(hooks, callId, progressToken, controller);
-  const signal = controller.signal;
+  const aborted = () => (controller.signal.aborted ? ABORTED : 0);
+  const rejected = (e) => report(hooks.rejected, callId, e, aborted());
+  const resolved = (x) => report(hooks.resolved, callId, x, aborted() | (maybeResponse(x) ? RESPONSE : 0));
   let v;
   try {
     v = f(params, ctx);
   } catch (e) {
-    report(hooks.rejected, callId, e, signal.aborted ? ABORTED : 0);
+    rejected(e);
     return;
   }
-  const resolved = (x) => report(hooks.resolved, callId, x, (signal.aborted ? ABORTED : 0) | (maybeResponse(x) ? RESPONSE : 0));
   if (!isThenable(v)) resolved(v);
-  else Promise.resolve(v).then(resolved, (e) => report(hooks.rejected, callId, e, signal.aborted ? ABORTED : 0));
+  else Promise.resolve(v).then(resolved, rejected);
 }
 
 /** Flags `runHandler` reports with a result: the handler's signal had aborted by then; the value is an object
@@ -383,11 +384,6 @@ export function successMessage(id, timestamp, callId, data, duration) {
     payload: { success: true, data, metadata: { duration }, callId } };
 }
 
-/** `o[key]`, or undefined when a getter throws. */
-function read(o, key) {
-  try { return o[key]; } catch (_) { return undefined; }
-}
-
 /** `abp.call`'s options, read in one pass (the common `{ signal, timeout }` cost some twenty steps into JS read
  *  field by field). Returns the signal if it is an AbortSignal. Into `out` (a view of wasm memory): the numbers
  *  `timeout`, `maxTotalTimeout` and `cancelGrace`, then a bit for each option that is there with its type
@@ -396,21 +392,21 @@ export function readCallOptions(o, out) {
   let bits = 0;
   let signal;
   if (o !== null && typeof o === 'object') {
-    const s = read(o, 'signal');
+    const s = field(o, 'signal');
     if (typeof AbortSignal === 'function' && s instanceof AbortSignal) {
       signal = s;
       bits |= s.aborted ? 3 : 1;
     }
-    if (typeof read(o, 'callId') === 'string') bits |= 4;
-    if (typeof read(o, 'onProgress') === 'function') bits |= 8;
-    if (typeof read(o, 'progressToken') === 'string') bits |= 16;
-    const timeout = read(o, 'timeout');
+    if (typeof field(o, 'callId') === 'string') bits |= 4;
+    if (typeof field(o, 'onProgress') === 'function') bits |= 8;
+    if (typeof field(o, 'progressToken') === 'string') bits |= 16;
+    const timeout = field(o, 'timeout');
     if (typeof timeout === 'number') { out[0] = timeout; bits |= 32; }
-    if (read(o, 'resetTimeoutOnProgress') === true) bits |= 64;
-    const total = read(o, 'maxTotalTimeout');
+    if (field(o, 'resetTimeoutOnProgress') === true) bits |= 64;
+    const total = field(o, 'maxTotalTimeout');
     if (typeof total === 'number') { out[1] = total; bits |= 128; }
-    if (Array.isArray(read(o, 'transfer'))) bits |= 256;
-    const grace = read(o, 'cancelGrace');
+    if (Array.isArray(field(o, 'transfer'))) bits |= 256;
+    const grace = field(o, 'cancelGrace');
     if (typeof grace === 'number') { out[2] = grace; bits |= 512; }
   }
   out[3] = bits;
