@@ -1,10 +1,12 @@
 // Adds what wasm-pack cannot generate to pkg/: the ABP bootstrap script, shipped as `abp-wasm/bootstrap.js`
 // (a classic script for the page's <head>) and as the string export `ABP_BOOTSTRAP` (to inline it in
 // server-rendered HTML). Run by scripts/build.sh after wasm-pack.
-import { readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { minify } from './minify-js.mjs';
 
-const source = readFileSync('src/web/bootstrap.js', 'utf8');
-copyFileSync('src/web/bootstrap.js', 'pkg/bootstrap.js');
+// Minified, like the rest of the package's JS (src/web/bootstrap.js keeps its comments).
+const source = minify(readFileSync('src/web/bootstrap.js', 'utf8'));
+writeFileSync('pkg/bootstrap.js', source);
 
 /** Appends `ABP_BOOTSTRAP` to the build in `dir` (the full package and the app build serve window.abp). */
 function addBootstrap(dir) {
