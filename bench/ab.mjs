@@ -3,11 +3,14 @@
 // browser sessions with the load order alternated (the client loaded second measured ~4 µs slower in an
 // A/A run). Prints the mean round trip per build per session and overall.
 // Usage: cp -r pkg bench/ab/before  (… change, npm run build …)  cp -r pkg bench/ab/after
-//        node bench/ab.mjs before after [sessions=6] [--options]   (--options: calls pass { signal, timeout })
+//        node bench/ab.mjs before after [sessions=6] [--options] [--inflight=256]
+//        (--options: calls pass { signal, timeout }; --inflight=N: N calls in flight, and the figure is the
+//        time per call, total time / calls, as in the benchmark's throughput column)
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 const args = process.argv.slice(2);
 const withOptions = args.includes('--options');
+const inflight = Number(args.find((x) => x.startsWith('--inflight='))?.split('=')[1] ?? 1);
 const [a, b, sessions = '6'] = args.filter((x) => !x.startsWith('--'));
 if (!a || !b) { console.error('usage: node bench/ab.mjs <dir under bench/ab> <dir under bench/ab> [sessions] [--options]'); process.exit(2); }
 const server = await serve(0);
@@ -21,7 +24,7 @@ try {
       page.on('pageerror', (e) => console.error('page error:', e));
       await page.goto(`http://127.0.0.1:${server.address().port}/bench/ab/`);
       await page.waitForFunction(() => window.ready);
-      const r = await page.evaluate(([v, o]) => window.run(v, 10, 1000, o), [order, withOptions]);
+      const r = await page.evaluate(([v, o, n]) => window.run(v, 10, 1000, o, n), [order, withOptions, inflight]);
       for (const v of order) means[v].push(+r[v].mean);
       console.log(`session ${s + 1}: ${order.map((v) => `${v} ${r[v].mean} µs`).join(', ')}`);
     } finally {
@@ -32,4 +35,4 @@ try {
   server.close();
 }
 const avg = (xs) => xs.reduce((x, y) => x + y, 0) / xs.length;
-console.log(`mean round trip: ${a} ${avg(means[a]).toFixed(1)} µs, ${b} ${avg(means[b]).toFixed(1)} µs (${(avg(means[b]) / avg(means[a])).toFixed(3)}×)`);
+console.log(`mean ${inflight > 1 ? `time per call, ${inflight} in flight` : 'round trip'}: ${a} ${avg(means[a]).toFixed(1)} µs, ${b} ${avg(means[b]).toFixed(1)} µs (${(avg(means[b]) / avg(means[a])).toFixed(3)}×)`);

@@ -13,23 +13,30 @@ rmSync(dir, { recursive: true, force: true });
 for (const f of ['abp_wasm.js', 'abp_wasm_bg.wasm', 'snippets']) {
   cpSync(new URL(`../pkg/${f}`, import.meta.url), new URL(f, dir), { recursive: true });
 }
-// Wrap the import object's functions (named by their first statement: the build shortens import names) and
-// glue.js's functions (named as exported) just before __wbg_get_imports returns them.
+// Wrap every function of the import object when the module instantiates its wasm: wasm-bindgen's generated
+// functions (named by their body: the build shortens import names) and the snippets' exports (named as
+// exported). Done on WebAssembly.instantiate, so it does not depend on the layout of the (minified) module.
 const jsFile = new URL('abp_wasm.js', dir);
-let js = readFileSync(jsFile, 'utf8');
-const at = js.indexOf('return {', js.indexOf('function __wbg_get_imports'));
-if (at < 0 || !/import \* as import1 from/.test(js)) throw new Error('crossings: unexpected shape of pkg/abp_wasm.js');
-js = js.slice(0, at) + `
-const count = globalThis.__crossings = {};
-const wrap = (name, f) => function (...args) { count[name] = (count[name] || 0) + 1; return f.apply(this, args); };
-for (const k of Object.keys(import0)) {
-  const body = String(import0[k]).replace(/^[^{]*\\{\\s*/, '').replace(/\\s+/g, ' ').slice(0, 60);
-  import0[k] = wrap(body, import0[k]);
-}
-const glue = {};
-for (const k of Object.keys(import1)) glue[k] = typeof import1[k] === 'function' && !/^[A-Z]/.test(k) ? wrap('glue.js ' + k, import1[k]) : import1[k];
-` + js.slice(at);
-js = js.replace(/("\.\/snippets\/[^"]+\/glue\.js"): import\d+/g, '$1: glue');
+const js = `
+const __crossings = globalThis.__crossings = {};
+const __wrap = (name, f) => function (...args) { __crossings[name] = (__crossings[name] || 0) + 1; return f.apply(this, args); };
+const __count = (imports) => {
+  for (const [module, fns] of Object.entries(imports ?? {})) {
+    const copy = {};
+    for (const [k, f] of Object.entries(fns)) {
+      if (typeof f !== 'function') copy[k] = f;
+      else if (module === './abp_wasm_bg.js') copy[k] = __wrap(String(f).replace(/^[^{]*\\{\\s*/, '').replace(/\\s+/g, ' ').slice(0, 60), f);
+      else if (/^[A-Z]/.test(k)) copy[k] = f; // a class (Deferred): wrapping would break \`new\`
+      else copy[k] = __wrap(module.split('/').pop() + ' ' + k, f);
+    }
+    imports[module] = copy;
+  }
+  return imports;
+};
+const __instantiate = WebAssembly.instantiate, __streaming = WebAssembly.instantiateStreaming;
+WebAssembly.instantiate = (m, imports) => __instantiate(m, __count(imports));
+WebAssembly.instantiateStreaming = (r, imports) => __streaming(r, __count(imports));
+` + readFileSync(jsFile, 'utf8');
 writeFileSync(jsFile, js);
 
 const server = await serve(0);

@@ -12,7 +12,7 @@ await cdp.send('Profiler.enable');
 // PROFILE_LIB=rawport-abp profiles the hand-written ABP envelope over a MessagePort instead (the same frame
 // page as the benchmark's row), for the same breakdown without the SDK.
 const lib = process.env.PROFILE_LIB ?? 'abp';
-await page.evaluate(async (lib) => {
+await page.evaluate(async ({ lib, pkg }) => {
   if (lib === 'rawport-abp') {
     const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=rawport-abp'; document.body.appendChild(iframe);
     while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
@@ -26,15 +26,27 @@ await page.evaluate(async (lib) => {
     for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
     return;
   }
-  const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=abp'; document.body.appendChild(iframe);
+  // PROFILE_PKG=<name> profiles a copy of a build in bench/ab/<name>/ instead of pkg/ (both sides): a build
+  // whose wasm keeps its function names (see bench/ab.mjs) shows Rust functions by name.
+  const iframe = document.createElement('iframe');
+  iframe.src = pkg ? `/bench/ab/frame.html?v=${pkg}` : '/bench/frame.html?lib=abp'; document.body.appendChild(iframe);
   while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
-  const { AbpClient, PostMessageTransport } = await import('../pkg/abp_wasm.js');
+  const { default: init, AbpClient, PostMessageTransport } = await import(pkg ? `/bench/ab/${pkg}/abp_wasm.js` : '../pkg/abp_wasm.js');
+  await init();
   window.abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin }), { agent: { name: 'p', version: '1' } });
   for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
-}, lib);
+}, { lib, pkg: process.env.PROFILE_PKG });
 await cdp.send('Profiler.setSamplingInterval', { interval: 50 });
 await cdp.send('Profiler.start');
-const t = await page.evaluate(async () => { const t0 = performance.now(); for (let i = 0; i < 5000; i++) await abp.call('echo', { a: 1 }); return (performance.now() - t0) / 5000; });
+// PROFILE_INFLIGHT=256 keeps that many calls in flight (the throughput row) instead of one at a time.
+const inflight = Number(process.env.PROFILE_INFLIGHT ?? 1);
+const t = await page.evaluate(async (inflight) => {
+  const t0 = performance.now();
+  let started = 0;
+  const lane = async () => { while (started < 5000) { started++; await abp.call('echo', { a: 1 }); } };
+  await Promise.all(Array.from({ length: inflight }, lane));
+  return (performance.now() - t0) / 5000;
+}, inflight);
 const { profile } = await cdp.send('Profiler.stop');
 console.log('mean ms/call', t);
 // self time by function
@@ -43,7 +55,7 @@ const dt = profile.timeDeltas; const counts = new Map();
 profile.samples.forEach((id, i) => counts.set(id, (counts.get(id) || 0) + (dt[i] || 0)));
 for (const [id, us] of counts) { const n = byId.get(id); const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}`; self.set(k, (self.get(k) || 0) + us); }
 const total = [...self.values()].reduce((a, b) => a + b, 0);
-[...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
+[...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_ROWS ?? 40)).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
 // self time by kind: wasm code, the generated JS glue, our glue.js snippet, browser internals
 const kinds = new Map();
 for (const [k, v] of self) {
