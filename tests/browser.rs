@@ -110,6 +110,11 @@ async fn handler_that_ignores_its_signal() {
 }
 
 #[wasm_bindgen_test]
+async fn a_signal_read_after_the_cancel_is_already_aborted() {
+    check("aSignalReadAfterTheCancelIsAlreadyAborted").await;
+}
+
+#[wasm_bindgen_test]
 async fn handler_errors_become_abp_errors() {
     check("handlerErrorsBecomeAbpErrors").await;
 }

@@ -1,5 +1,5 @@
 //! `AbpApp`: the app side. A registry of capability handlers; each call gets a `ctx` with its own
-//! `AbortSignal` from an `AbortController` this SDK owns.
+//! `AbortSignal`, made by the SDK when the handler first reads it (glue.js `HandlerCancel`).
 
 use crate::core::map::StrMap;
 use std::cell::{Cell, RefCell};
@@ -8,7 +8,7 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, MessagePort};
+use web_sys::MessagePort;
 
 use super::dom::{now, timestamp, Timer};
 use super::global::GlobalSession;
@@ -16,7 +16,7 @@ use super::transport::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
     abort_with, ctx_hooks, dialect_option, id_prefix, js_string, opt_number, opt_string,
-    run_handler, to_str, type_error, Deferred,
+    run_handler, to_str, type_error, Deferred, HandlerCancel,
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
 use crate::core::capability::{self, Changes};
@@ -136,7 +136,7 @@ pub(crate) trait Outlet {
 }
 
 struct Running {
-    controller: AbortController,
+    cancel: HandlerCancel,
     transfer: Option<JsValue>,
 }
 
@@ -565,7 +565,7 @@ impl AppConnInner {
                 let running = self.running.borrow_mut().remove(&call_id);
                 if let Some(r) = running {
                     let message = reason.as_deref().unwrap_or("Operation cancelled");
-                    abort_with(&r.controller, &js_string(message));
+                    abort_with(&r.cancel, &js_string(message));
                 }
             }
             AppOutput::ElicitDone { id, end } => {
@@ -664,31 +664,18 @@ impl AppConnInner {
                 .complete(&call_id, Outcome::Failure(error), None, now());
             return;
         };
-        let Ok(controller) = AbortController::new() else {
-            let error = AbpError::new(ErrorCode::OperationFailed, "No AbortController here");
-            self.core
-                .borrow_mut()
-                .complete(&call_id, Outcome::Failure(error), None, now());
-            return;
-        };
+        let cancel = HandlerCancel::new();
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
         let call_id_js = js_string(&call_id);
         self.running.borrow_mut().insert(
             call_id,
             Running {
-                controller: controller.clone(),
+                cancel: cancel.clone(),
                 transfer: None,
             },
         );
         // Reports through `hooks.resolved`/`rejected`: at once for a value or a throw, later for a promise.
-        run_handler(
-            &handler,
-            &params,
-            &hooks,
-            &call_id_js,
-            &token_js,
-            &controller,
-        );
+        run_handler(&handler, &params, &hooks, &call_id_js, &token_js, &cancel);
     }
 
     /// `flags`: `runHandler`'s (ABORTED, RESPONSE).

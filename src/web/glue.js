@@ -2,11 +2,11 @@
 // JavaScript than through wasm-bindgen calls. They read, build and post values; every protocol decision and
 // all state stay in wasm.
 
-/** The `ctx` a handler gets: `controller`'s signal, and functions that report to the app through `hooks`
- *  (`ctxHooks`). */
-function makeCtx(hooks, callId, progressToken, controller) {
+/** The `ctx` a handler gets: `cancel`'s signal (made when first read), and functions that report to the app
+ *  through `hooks` (`ctxHooks`). */
+function makeCtx(hooks, callId, progressToken, cancel) {
   return {
-    signal: controller.signal,
+    get signal() { return cancel.signal; },
     callId,
     progressToken,
     progress(info) { hooks.progress(callId, info); },
@@ -57,14 +57,41 @@ export class Deferred {
   }
 }
 
-/** Runs `f(params, ctx)` with a `ctx` on `controller` (`makeCtx`) and reports how it ended to `hooks`
+/** How a running handler is told it was cancelled: `ctx.signal`, whose `AbortController` is only made when
+ *  the handler first reads it. Most handlers never do, and an AbortController and its signal were a visible
+ *  cost per call (bench/ab.mjs figures in BENCHMARKS.md). Read after `abort`, the signal is already aborted,
+ *  with the same reason. Wasm holds one per running call and calls `abortWith` on it. */
+export class HandlerCancel {
+  constructor() {
+    this.controller = undefined;
+    this.aborted = false;
+    this.reason = undefined;
+  }
+
+  get signal() {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason) {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    if (this.controller !== undefined) this.controller.abort(reason);
+  }
+}
+
+/** Runs `f(params, ctx)` with a `ctx` on `cancel` (`makeCtx`, a `HandlerCancel`) and reports how it ended to `hooks`
  *  (`ctxHooks`): `resolved(callId, value, flags)` or `rejected(callId, error, flags)`, at once when it returns
  *  or throws, when it settles if it returns a promise or thenable (flags: `ABORTED`, `RESPONSE` below).
  *  Running it here saves wasm-bindgen's catch wrapper (an arguments object and apply) and a JsFuture's two
  *  closures per call. */
-export function runHandler(f, params, hooks, callId, progressToken, controller) {
-  const ctx = makeCtx(hooks, callId, progressToken, controller);
-  const aborted = () => (controller.signal.aborted ? ABORTED : 0);
+export function runHandler(f, params, hooks, callId, progressToken, cancel) {
+  const ctx = makeCtx(hooks, callId, progressToken, cancel);
+  const aborted = () => (cancel.aborted ? ABORTED : 0);
   const rejected = (e) => report(hooks.rejected, callId, e, aborted());
   const resolved = (x) => report(hooks.resolved, callId, x, aborted() | (maybeResponse(x) ? RESPONSE : 0));
   let v;
@@ -488,15 +515,15 @@ export function tryCall(f, arg) {
   }
 }
 
-/** Aborts `controller` with an `AbortError` DOMException carrying `message`. */
-export function abortWith(controller, message) {
+/** Aborts `cancel` (a `HandlerCancel`) with an `AbortError` DOMException carrying `message`. */
+export function abortWith(cancel, message) {
   let reason;
   try {
     reason = new DOMException(message, 'AbortError');
   } catch (_) {
     reason = message;
   }
-  controller.abort(reason);
+  cancel.abort(reason);
 }
 
 const ONCE = { once: true };

@@ -31,7 +31,7 @@ extern "C" {
         hooks: &JsValue,
         call_id: &JsValue,
         progress_token: &JsValue,
-        controller: &web_sys::AbortController,
+        cancel: &HandlerCancel,
     );
     #[wasm_bindgen(js_name = matchesPattern)]
     fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
@@ -88,8 +88,16 @@ extern "C" {
     pub(crate) fn resolve(this: &Deferred, value: &JsValue);
     #[wasm_bindgen(js_name = tryCall)]
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
+    /// How a running handler is told it was cancelled: `ctx.signal`, made when the handler first reads it
+    /// (glue.js `HandlerCancel`).
+    #[derive(Clone)]
+    pub(crate) type HandlerCancel;
+    /// Never throws: it makes no AbortController yet.
+    #[wasm_bindgen(constructor)]
+    pub(crate) fn new() -> HandlerCancel;
+    /// Aborts `cancel` with an `AbortError` carrying `message` (the handler's signal fires if it was read).
     #[wasm_bindgen(js_name = abortWith)]
-    pub(crate) fn abort_with(controller: &web_sys::AbortController, message: &JsValue);
+    pub(crate) fn abort_with(cancel: &HandlerCancel, message: &JsValue);
     /// `abp.call`'s options in one pass: the signal, and into `numbers` the timeout, maxTotalTimeout,
     /// cancelGrace and a bit per option present (client.rs `OPT_*`).
     #[wasm_bindgen(js_name = readCallOptions)]

@@ -357,6 +357,27 @@ export async function handlerThatIgnoresItsSignal() {
   await t.done();
 }
 
+export async function aSignalReadAfterTheCancelIsAlreadyAborted() {
+  const t = await setup();
+  // Cancelled before the handler first reads ctx.signal: it reads an aborted signal, with the reason.
+  const controller = new AbortController();
+  const p = t.abp.call('lateReader', { ms: 200 }, { signal: controller.signal, callId: 'late1' });
+  await until(() => t.started('late1'), 'start');
+  controller.abort('stop before reading');
+  eq((await p).cancelled, true, 'the call is cancelled at once');
+  await until(() => t.log().some((e) => e.event === 'late-read' && e.callId === 'late1'), 'the late read', 2000);
+  const read = t.log().find((e) => e.event === 'late-read' && e.callId === 'late1');
+  eq([read.aborted, read.reason, read.reasonName, read.same], [true, 'stop before reading', 'AbortError', true],
+    'aborted, with the reason, one signal');
+  // Never cancelled: it reads a live signal, and the call completes.
+  const ok = await t.abp.call('lateReader', { ms: 10 }, { callId: 'late2' });
+  eq([ok.success, ok.data], [true, 'read late'], 'completes');
+  const live = t.log().find((e) => e.event === 'late-read' && e.callId === 'late2');
+  eq([live.aborted, live.reason, live.same], [false, undefined, true], 'a live signal');
+  eq([t.win.app.activeCalls, t.abp.pendingCalls], [0, 0], 'no leftovers');
+  await t.done();
+}
+
 export async function handlerErrorsBecomeAbpErrors() {
   const t = await setup();
   const code = await t.abp.call('throwCode', {});
@@ -1055,7 +1076,7 @@ const cases = {
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
   abortRacingCompletionReturnsTheRealResult, cancelTable, notInitialized, progressIsRoutedPerCallAndDroppedAfterSettle,
   progressIsCoalescedAndTheLastArrivesFirst, resetTimeoutOnProgressAndMaxTotal, elicitationIsCancelledWithItsCall,
-  elicitationAnswered, handlerThatIgnoresItsSignal, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
+  elicitationAnswered, handlerThatIgnoresItsSignal, aSignalReadAfterTheCancelIsAlreadyAborted, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
   messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe, nothingIsPostedToTheBlankFrame,
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
