@@ -14,8 +14,9 @@ for (const f of ['abp_wasm.js', 'abp_wasm_bg.wasm', 'snippets']) {
   cpSync(new URL(`../pkg/${f}`, import.meta.url), new URL(f, dir), { recursive: true });
 }
 // Wrap every function of the import object when the module instantiates its wasm: wasm-bindgen's generated
-// functions (named by their body: the build shortens import names) and the snippets' exports (named as
-// exported). Done on WebAssembly.instantiate, so it does not depend on the layout of the (minified) module.
+// functions (named by their body: the build shortens their names and their module's) and the snippets'
+// exports (named as exported). Done on WebAssembly.instantiate, so it does not depend on the layout of the
+// (minified) module.
 const jsFile = new URL('abp_wasm.js', dir);
 const js = `
 const __crossings = globalThis.__crossings = {};
@@ -25,7 +26,7 @@ const __count = (imports) => {
     const copy = {};
     for (const [k, f] of Object.entries(fns)) {
       if (typeof f !== 'function') copy[k] = f;
-      else if (module === './abp_wasm_bg.js') copy[k] = __wrap(String(f).replace(/^[^{]*\\{\\s*/, '').replace(/\\s+/g, ' ').slice(0, 60), f);
+      else if (!module.includes('/snippets/')) copy[k] = __wrap(String(f).replace(/^[^{]*\\{\\s*/, '').replace(/\\s+/g, ' ').slice(0, 60), f);
       else if (/^[A-Z]/.test(k)) copy[k] = f; // a class (Deferred): wrapping would break \`new\`
       else copy[k] = __wrap(module.split('/').pop() + ' ' + k, f);
     }

@@ -49,11 +49,13 @@ build_one pkg/agent --no-default-features --features agent
 build_one pkg/app --no-default-features --features app
 rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/LICENSE \
   pkg/app/package.json pkg/app/README.md pkg/app/.gitignore pkg/app/LICENSE
-# wasm-bindgen names each import `__wbg_<name>_<16 hex digits>`, which gzip cannot shrink, and the names appear
-# in the wasm's import section and again as keys of the JS import object. Both get short names (a, b, …): the
-# imports from './abp_wasm_bg.js' only; the snippets' imports keep their export names. If a name is not found as
-# a key of the import object, the build ships both files as generated.
-node scripts/short-imports.mjs pkg pkg/agent pkg/app
+# wasm-bindgen names each import `__wbg_<name>_<16 hex digits>` and each closure shim it exports after the
+# closure's full Rust type (up to 334 bytes), which gzip cannot shrink; the names appear in the wasm and again
+# in the generated JS. Both get short names (scripts/short-names.mjs): the imports from './abp_wasm_bg.js' and
+# that module's name (gzipped, wasm + JS: the imports' names about 1 KB per build; the module name and the
+# exports, full −1,115 B, agent −823 B, app −936 B); the snippets' imports keep their names. A build where a name
+# is not found where the JS should use it ships both files as generated.
+node scripts/short-names.mjs pkg pkg/agent pkg/app
 # Each build's copy of glue.js keeps only what that build reaches (scripts/shake-snippets.mjs): the agent's
 # drops the app's handler and window.abp glue (JS −1,165 B gzipped), the app's the client's (−358 B).
 node scripts/shake-snippets.mjs pkg pkg/agent pkg/app
