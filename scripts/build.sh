@@ -49,22 +49,25 @@ build_one pkg/agent --no-default-features --features agent
 build_one pkg/app --no-default-features --features app
 rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/LICENSE \
   pkg/app/package.json pkg/app/README.md pkg/app/.gitignore pkg/app/LICENSE
-# wasm-bindgen names each import `__wbg_<name>_<16 hex digits>` and each closure shim it exports after the
-# closure's full Rust type (up to 334 bytes), which gzip cannot shrink; the names appear in the wasm and again
-# in the generated JS. Both get short names (scripts/short-names.mjs): the imports from './abp_wasm_bg.js' and
-# that module's name (gzipped, wasm + JS: the imports' names about 1 KB per build; the module name and the
-# exports, full −1,115 B, agent −823 B, app −936 B); the snippets' imports keep their names. A build where a name
-# is not found where the JS should use it ships both files as generated.
-node scripts/short-names.mjs pkg pkg/agent pkg/app
 # Each build's copy of glue.js keeps only what that build reaches (scripts/shake-snippets.mjs): the agent's
 # drops the app's handler and window.abp glue (JS −1,165 B gzipped), the app's the client's (−358 B).
+# It reads which snippet each wasm import comes from, so it runs before the module names are shortened.
 node scripts/shake-snippets.mjs pkg pkg/agent pkg/app
+# wasm-bindgen names each import `__wbg_<name>_<16 hex digits>` and each closure shim it exports after the
+# closure's full Rust type (up to 334 bytes), which gzip cannot shrink; the names appear in the wasm and again
+# in the generated JS. Both get short names (scripts/short-names.mjs): the imports from './abp_wasm_bg.js', the
+# modules' names, and the function exports (gzipped, wasm + JS: the imports' names about 1 KB per build; the
+# modules and the exports, full −1,248 B, agent −939 B, app −1,030 B); the snippets' imports keep their export
+# names. A build where a name is not found where the JS should use it ships both files as generated.
+node scripts/short-names.mjs pkg pkg/agent pkg/app
 node scripts/finish-pkg.mjs
 # The generated JS and the snippets ship minified by esbuild (whitespace, comments, syntax, local names; exported
 # names and class names stay): JS gzipped full −2,129 B, agent −1,465 B, app −1,740 B against the earlier
 # comment-and-indentation strip. The typings keep every doc comment. A file whose exports would change ships as
 # it was (scripts/minify-js.mjs).
 node scripts/minify-js.mjs $(find pkg -name abp_wasm.js -o -path '*/snippets/*' -name '*.js')
+# Every build must still link: its wasm's imports all provided by its shipped JS.
+node scripts/check-link.mjs pkg pkg/agent pkg/app
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
 node_modules/.bin/tsc -p tests/types/tsconfig.json && echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"

@@ -4,7 +4,8 @@
 //
 // - The imports from './abp_wasm_bg.js' (wasm-bindgen's generated functions, `__wbg_<name>_<16 hex digits>`):
 //   each gets a short name (a, b, …), and the module itself the name `a`, in the wasm's import section and as
-//   keys of the JS import object. The snippets' imports keep their module and export names.
+//   keys of the JS import object. The snippets' imports keep their export names (the JS passes each snippet's
+//   module namespace); their modules are named `b`, `c`, … instead of their paths.
 // - The wasm's function exports (`abpclient_connect`, closure shims named after their full Rust types): each
 //   gets a short name (xa, xb, …) in the export section, in every `wasm.<name>` of the JS, and in the raw
 //   exports' typings (`InitOutput` in abp_wasm.d.ts, and abp_wasm_bg.wasm.d.ts). The memory and the externref
@@ -24,6 +25,7 @@ const BG_SHORT = 'a';
 /** The wasm with its imports from BG and its function exports renamed; the two maps of old → new names. */
 function renameWasm(w, file) {
   const imports = new Map();
+  const modules = new Map([[BG, BG_SHORT]]);
   const exports = new Map();
   const parts = [w.subarray(0, 8)];
   for (let i = 8; i < w.length;) {
@@ -43,10 +45,9 @@ function renameWasm(w, file) {
           let flags; [flags, k] = uleb(w, k); [, k] = uleb(w, k); if (flags & 1) [, k] = uleb(w, k);
         } else if (kind === 3) k += 2;
         else throw new Error(`${file}: import kind ${kind}`);
-        if (module === BG) {
-          if (!imports.has(name)) imports.set(name, short(imports.size));
-          out.push(str(BG_SHORT), str(imports.get(name)), w.subarray(desc, k));
-        } else out.push(str(module), str(name), w.subarray(desc, k));
+        if (!modules.has(module)) modules.set(module, short(modules.size));
+        if (module === BG && !imports.has(name)) imports.set(name, short(imports.size));
+        out.push(str(modules.get(module)), str(module === BG ? imports.get(name) : name), w.subarray(desc, k));
       }
       const body = Buffer.concat(out);
       parts.push(Buffer.from([2]), enc(body.length), body);
@@ -67,11 +68,12 @@ function renameWasm(w, file) {
     } else parts.push(w.subarray(i, end));
     i = end;
   }
-  return { wasm: Buffer.concat(parts), imports, exports };
+  return { wasm: Buffer.concat(parts), imports, exports, modules };
 }
 
-/** The generated JS with the import object's BG keys and every `wasm.<export>` renamed, or a reason not to. */
-function renameJs(js, imports, exports) {
+/** The generated JS with the import object's keys and BG's names in it, and every `wasm.<export>`, renamed; or
+ *  a reason not to. */
+function renameJs(js, imports, exports, modules) {
   const from = js.indexOf('const import0 = {'), to = js.indexOf(`"${BG}": import0`, from);
   if (from < 0 || to < 0) return { why: 'no import object' };
   let object = js.slice(from, to);
@@ -80,12 +82,20 @@ function renameJs(js, imports, exports) {
     if (next === object) return { why: `import ${name} not found` };
     object = next;
   }
-  let out = js.slice(0, from) + object + `${BG_SHORT}: import0` + js.slice(to + `"${BG}": import0`.length);
+  let out = js.slice(0, from) + object + js.slice(to);
+  for (const [module, renamed] of modules) {
+    // Quoted still: minify-js merges the keys of one module written more than once.
+    const next = out.replaceAll(`"${module}": import`, `"${renamed}": import`);
+    if (next === out) return { why: `module ${module} not found` };
+    out = next;
+  }
   for (const [name, renamed] of exports) {
     out = out.replace(new RegExp(`\\bwasm\\.${escape(name)}\\b`, 'g'), `wasm.${renamed}`);
     if (new RegExp(`\\.${escape(name)}\\b`).test(out)) return { why: `export ${name} is still read` };
   }
-  if (out.includes(`"${BG}"`)) return { why: `${BG} is still named` };
+  for (const module of modules.keys()) {
+    if (out.includes(`"${module}": import`)) return { why: `${module} is still named` };
+  }
   return { js: out };
 }
 
@@ -97,8 +107,8 @@ function renameTypes(text, exports) {
 
 for (const dir of process.argv.slice(2)) {
   const wasmFile = `${dir}/abp_wasm_bg.wasm`, jsFile = `${dir}/abp_wasm.js`;
-  const { wasm, imports, exports } = renameWasm(readFileSync(wasmFile), wasmFile);
-  const { js, why } = renameJs(readFileSync(jsFile, 'utf8'), imports, exports);
+  const { wasm, imports, exports, modules } = renameWasm(readFileSync(wasmFile), wasmFile);
+  const { js, why } = renameJs(readFileSync(jsFile, 'utf8'), imports, exports, modules);
   if (!js) { console.warn(`build: ${dir} keeps wasm-bindgen's import and export names (${why})`); continue; }
   writeFileSync(jsFile, js);
   writeFileSync(wasmFile, wasm);
