@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::MessagePort;
 
-use super::dom::{now, timestamp, Timer};
+use super::dom::{later, now, timestamp, Timer};
 use super::global::GlobalSession;
 use super::transport::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
@@ -791,7 +791,7 @@ impl Sink for AppConnInner {
                 shared.conns.borrow_mut().retain(|c| !Rc::ptr_eq(c, &self));
             }
             let link = self.link.borrow_mut().take();
-            wasm_bindgen_futures::spawn_local(async move { drop(link) });
+            later(Box::new(move || drop(link)));
         }
     }
 

@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
-use super::dom::{now, timestamp, Timer};
+use super::dom::{later, now, timestamp, when_settled, Timer};
 use super::transport::{take_target, Link, Received, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
@@ -767,13 +767,15 @@ impl ClientInner {
         match result {
             Ok(v) if is_thenable(&v) => {
                 let weak: Weak<ClientInner> = Rc::downgrade(self);
-                wasm_bindgen_futures::spawn_local(async move {
-                    let r = wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await;
-                    if let Some(inner) = weak.upgrade() {
-                        inner.finish_elicitation(&id, r);
-                        inner.drive();
-                    }
-                });
+                when_settled(
+                    &v,
+                    Box::new(move |r| {
+                        if let Some(inner) = weak.upgrade() {
+                            inner.finish_elicitation(&id, r);
+                            inner.drive();
+                        }
+                    }),
+                );
             }
             other => self.finish_elicitation(&id, other),
         }
@@ -819,7 +821,7 @@ impl ClientInner {
             self.on_abort.borrow_mut().take(),
             std::mem::take(&mut *self.hooks.borrow_mut()),
         );
-        wasm_bindgen_futures::spawn_local(async move { drop(gone) });
+        later(Box::new(move || drop(gone)));
     }
 }
 

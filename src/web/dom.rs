@@ -16,6 +16,31 @@ use web_sys::{Event, EventTarget};
 extern "C" {
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+    #[wasm_bindgen(js_name = queueMicrotask)]
+    fn queue_microtask(f: &JsValue);
+}
+
+#[wasm_bindgen(module = "/src/web/glue.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = whenSettled)]
+    fn when_settled_js(value: &JsValue, then: &JsValue);
+}
+
+/// Runs `f` in a microtask: after the listener or callback that is running now has returned (for work that
+/// must not happen inside it, such as dropping that listener's own closure). The queued function frees its
+/// closure when it runs, and a queued microtask always runs (`Closure::once_into_js`).
+pub(crate) fn later(f: Box<dyn FnOnce()>) {
+    queue_microtask(&Closure::once_into_js(f));
+}
+
+/// Calls `f` with how `value` settles (`Promise.resolve(value)`: a promise, another thenable, or a value).
+/// What wasm-bindgen-futures' `JsFuture` did, without its task queue in every build (gzipped wasm: see
+/// BENCHMARKS.md). The closure is freed when it is called; like a `JsFuture`'s, it stays with a promise that
+/// never settles.
+pub(crate) fn when_settled(value: &JsValue, f: Box<dyn FnOnce(Result<JsValue, JsValue>)>) {
+    let then =
+        Closure::once_into_js(move |ok: bool, v: JsValue| f(if ok { Ok(v) } else { Err(v) }));
+    when_settled_js(value, &then);
 }
 
 /// Monotonic milliseconds for the core's timers.

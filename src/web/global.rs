@@ -12,10 +12,10 @@ use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::app::{AppConnInner, Outlet};
-use super::dom::{now, Timer};
+use super::dom::{later, now, when_settled, Timer};
 use super::value::{
-    ask_global, emit_global, is_thenable, js_string, local_response, make_global, new_call_id,
-    opt_string, type_error, Deferred,
+    ask_global, emit_global, js_string, local_response, make_global, new_call_id, opt_string,
+    type_error, Deferred,
 };
 use crate::core::capability::{apply_changes, support_info};
 use crate::core::codec::Wire;
@@ -375,14 +375,14 @@ impl Outlet for GlobalSession {
                     }
                 };
                 let asked = ask_global(&api, &payload);
-                wasm_bindgen_futures::spawn_local(async move {
-                    let r = match asked {
-                        Some(Ok(v)) if is_thenable(&v) => {
-                            wasm_bindgen_futures::JsFuture::from(Promise::resolve(&v)).await
-                        }
-                        Some(other) => other,
-                        None => {
-                            return answer(local_response(
+                // Answered after this message's handling returns, also when the answer is already there.
+                let answered: Box<dyn FnOnce(Result<JsValue, JsValue>)> =
+                    Box::new(move |r| answer(elicitation_answer(r)));
+                match asked {
+                    Some(Ok(v)) => when_settled(&v, answered),
+                    other => {
+                        let r = other.unwrap_or_else(|| {
+                            Ok(local_response(
                                 AbpError::new(
                                     ErrorCode::NotSupported,
                                     "Nobody answers elicitations on this page (expose __abp_elicitation or call abp.onElicitation)",
@@ -390,10 +390,10 @@ impl Outlet for GlobalSession {
                                 false,
                                 None,
                             ))
-                        }
-                    };
-                    answer(elicitation_answer(r));
-                });
+                        });
+                        later(Box::new(move || answered(r)));
+                    }
+                }
             }
             _ => {}
         }

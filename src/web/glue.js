@@ -134,6 +134,11 @@ export function matchesPattern(s, pattern) {
   return undefined;
 }
 
+/** Calls `then(true, value)` or `then(false, error)` once `value` settles (`Promise.resolve(value)`). */
+export function whenSettled(value, then) {
+  Promise.resolve(value).then((v) => then(true, v), (e) => then(false, e));
+}
+
 /** Whether `v` is a promise or another thenable (an object or function with a `then` method). */
 export function isThenable(v) {
   return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function';

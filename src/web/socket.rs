@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, WebSocket};
 
-use super::dom::{now, Listener, Timer};
+use super::dom::{later, now, Listener, Timer};
 use super::transport::{Received, Sink};
 use super::types::WebSocketOptions;
 use super::value::{error_with_code, opt_number, type_error, ws_decode, ws_encode};
@@ -195,11 +195,6 @@ impl WebSocketTransport {
     }
 }
 
-/// Runs `f` after the current task: for work that must not happen inside the listener that triggered it.
-fn later(f: impl FnOnce() + 'static) {
-    wasm_bindgen_futures::spawn_local(async move { f() });
-}
-
 impl Drop for Socket {
     fn drop(&mut self) {
         if let Some(ws) = self.ws.get_mut().take() {
@@ -244,7 +239,7 @@ impl Socket {
             &mut *self.listeners.borrow_mut(),
             vec![on_open, on_message, on_close],
         );
-        later(move || drop(old));
+        later(Box::new(move || drop(old)));
         *self.ws.borrow_mut() = Some(ws);
         Ok(())
     }
@@ -279,7 +274,7 @@ impl Socket {
     fn lost(self: &Rc<Self>) {
         let ws = self.ws.borrow_mut().take();
         let old = std::mem::take(&mut *self.listeners.borrow_mut());
-        later(move || drop(old));
+        later(Box::new(move || drop(old)));
         drop(ws);
         let opening = self.opening.borrow_mut().take();
         if let Some((_, reject)) = opening {
@@ -322,7 +317,7 @@ impl Socket {
         });
         timer.arm(Some(now() + delay));
         let old = self.retry.borrow_mut().replace(timer);
-        later(move || drop(old));
+        later(Box::new(move || drop(old)));
     }
 
     fn sink(&self) -> Option<Rc<dyn Sink>> {
@@ -334,7 +329,7 @@ impl Socket {
     pub(crate) fn attach(self: &Rc<Self>, sink: Weak<dyn Sink>) {
         *self.sink.borrow_mut() = Some(sink);
         let s = self.clone();
-        later(move || {
+        later(Box::new(move || {
             let early = std::mem::take(&mut *s.early.borrow_mut());
             for m in early {
                 s.received(m);
@@ -345,7 +340,7 @@ impl Socket {
                     sink.on_lost();
                 }
             }
-        });
+        }));
     }
 
     /// Sends one message as a text frame.
@@ -380,9 +375,9 @@ impl Socket {
         if let Some(ws) = self.ws.borrow_mut().take() {
             let _ = ws.close_with_code(1000);
         }
-        later(move || {
+        later(Box::new(move || {
             drop(retry);
             drop(listeners);
-        });
+        }));
     }
 }

@@ -889,7 +889,7 @@ export async function windowAbpFollowsTheApiReference() {
   w.__abp_capabilities_changed = (c) => seen.viaHook.push(c);
   const offs = [g.onProgress((p) => seen.progress.push(p)), g.onNotification((n) => seen.notification.push(n)),
     g.onCapabilitiesChanged((c) => seen.changes.push(c))];
-  g.onElicitation(() => ({ success: true, data: { confirmed: true } }));
+  const offElicitation = g.onElicitation(() => ({ success: true, data: { confirmed: true } }));
   for (const m of ['listCapabilities', 'describeCapability', 'supports']) {
     assert(typeof g[m]('echo').then === 'function', `${m} returns a Promise`);
   }
@@ -920,6 +920,13 @@ export async function windowAbpFollowsTheApiReference() {
   assert(seen.viaHook[0].capabilities.some((c) => c.name === 'late.global'), 'with the list');
   const asked = await g.call('askWithTimeout', { timeout: 2000 });
   eq(asked.data.answer, { success: true, data: { confirmed: true } }, 'onElicitation answers');
+  offElicitation();
+  const offThrowing = g.onElicitation(() => { throw new Error('no way'); });
+  const thrown = (await g.call('askWithTimeout', { timeout: 2000 })).data.answer;
+  eq([thrown.success, thrown.error.code, thrown.error.message], [false, 'OPERATION_FAILED', 'no way'], 'a throwing onElicitation');
+  offThrowing();
+  const nobody = (await g.call('askWithTimeout', { timeout: 2000 })).data.answer;
+  eq([nobody.success, nobody.error.code], [false, 'NOT_SUPPORTED'], 'nobody answers');
   // A new initialize ends the old session: its call resolves cancelled, a new session starts.
   const pending = g.call('slow', { ms: 5000, steps: 50 }, { callId: 'R1' });
   await until(() => w.fixtureLog.some((e) => e.event === 'start' && e.callId === 'R1'), 'R1 to start');
