@@ -43,7 +43,8 @@ try {
   const aborted = await page.frame({ url: /app\.html/ }).evaluate(() => window.abortedWith);
   console.log(`consumer: result ${JSON.stringify(result)}, app handler aborted with "${aborted}"`);
   if (result.sum !== 42 || result.cancelled !== true || result.code !== 'CANCELLED' || aborted !== 'stop' || errors.length
-    || !/speaks ABP only; import 'abp-wasm' \(the full package\) for dialect 'mcp'/.test(result.roleError)) {
+    || !/speaks ABP only; import 'abp-wasm' \(the full package\) for dialect 'mcp'/.test(result.roleError)
+    || !/options\.channel is the MCP-B envelope of the MCP dialect, and this build of abp-wasm speaks ABP only/.test(result.channelError)) {
     throw new Error(`consumer test failed: ${JSON.stringify({ result, aborted, errors })}`);
   }
   // The host imports 'abp-wasm/agent' and its iframe 'abp-wasm/app': two different wasm files, each smaller

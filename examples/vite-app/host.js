@@ -18,5 +18,12 @@ try {
 } catch (e) {
   roleError = e instanceof TypeError ? e.message : String(e);
 }
-window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError };
+// So is the MCP-B envelope (`channel`), which only the MCP dialect uses.
+let channelError = null;
+try {
+  PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin, channel: 'mcp-iframe' });
+} catch (e) {
+  channelError = e instanceof TypeError ? e.message : String(e);
+}
+window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError, channelError };
 document.getElementById('out').textContent = JSON.stringify(window.result);

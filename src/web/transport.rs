@@ -16,10 +16,9 @@ use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window}
 use super::dom::{Interval, Listener};
 use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
-use super::value::{
-    abp_port_listener, console_warn, id_of, mcpb_payload, mcpb_wrap, opt_string, port_post,
-    type_error,
-};
+use super::value::{abp_port_listener, console_warn, id_of, opt_string, port_post, type_error};
+#[cfg(feature = "mcp")]
+use super::value::{mcpb_payload, mcpb_wrap};
 use crate::core::message::Incoming;
 use crate::core::schema::Payload;
 
@@ -46,6 +45,7 @@ pub(crate) enum Target {
 /// The MCP-B envelope `{ channel, type: 'mcp', direction, payload }` that `@mcp-b/transports`'
 /// `IframeParentTransport`/`IframeChildTransport` speak, with its ready handshake (`'mcp-check-ready'`,
 /// `'mcp-server-ready'`, `'mcp-server-stopped'` as payloads).
+#[cfg(feature = "mcp")]
 #[derive(Clone)]
 struct Envelope {
     channel: String,
@@ -53,7 +53,12 @@ struct Envelope {
     client: bool,
 }
 
+#[cfg(feature = "mcp")]
 impl Envelope {
+    fn new(channel: String, client: bool) -> Option<Envelope> {
+        Some(Envelope { channel, client })
+    }
+
     fn outgoing(&self) -> &'static str {
         if self.client {
             "client-to-server"
@@ -73,12 +78,63 @@ impl Envelope {
     fn wrap(&self, payload: &JsValue) -> JsValue {
         mcpb_wrap(&self.channel, self.outgoing(), payload)
     }
+
+    /// The payload of `data` if it is our channel's envelope in the direction that comes to this side, else
+    /// undefined.
+    fn open(&self, data: &JsValue) -> JsValue {
+        mcpb_payload(data, &self.channel, self.incoming())
+    }
+
+    /// The ready handshake: a server answers `'mcp-check-ready'` (to the origin that asked, which has passed
+    /// the origin check); a client takes `'mcp-server-stopped'` as the server being gone.
+    fn handshake<S: Sink>(&self, signal: &str, e: &MessageEvent, sink: &Rc<S>) {
+        match (self.client, signal) {
+            (false, "mcp-check-ready") => {
+                let ready = self.wrap(&JsValue::from_str("mcp-server-ready"));
+                if let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) {
+                    let _ = post_to(&parent, &ready, &e.origin(), None);
+                }
+            }
+            (true, "mcp-server-stopped") => sink.clone().on_lost(),
+            _ => {}
+        }
+    }
+}
+
+/// Without the MCP dialect there is no MCP-B envelope (a `channel` option is refused): this type has no
+/// values, so the compiler drops every path that handles one (gzipped wasm: see BENCHMARKS.md).
+#[cfg(not(feature = "mcp"))]
+#[derive(Clone)]
+enum Envelope {}
+
+#[cfg(not(feature = "mcp"))]
+impl Envelope {
+    fn new(_channel: String, _client: bool) -> Option<Envelope> {
+        None
+    }
+
+    fn wrap(&self, _payload: &JsValue) -> JsValue {
+        match *self {}
+    }
+
+    fn open(&self, _data: &JsValue) -> JsValue {
+        match *self {}
+    }
+
+    fn handshake<S: Sink>(&self, _signal: &str, _e: &MessageEvent, _sink: &Rc<S>) {
+        match *self {}
+    }
 }
 
 /// The `channel` option (the MCP-B envelope's channel, e.g. `'mcp-iframe'`).
 fn channel_option(options: &JsValue, what: &str) -> Result<Option<String>, JsValue> {
     match options.get("channel") {
         None => Ok(None),
+        Some(_) if !cfg!(feature = "mcp") => Err(type_error(&crate::core::message::text(&[
+            "PostMessageTransport.",
+            what,
+            ": options.channel is the MCP-B envelope of the MCP dialect, and this build of abp-wasm speaks ABP only; import 'abp-wasm' (the full package) for it",
+        ]))),
         Some(c) => match c.as_string().filter(|c| !c.is_empty()) {
             Some(c) => Ok(Some(c)),
             None => Err(type_error(&crate::core::message::text(&[
@@ -360,9 +416,9 @@ impl Link {
         let envelope = match &target {
             Target::Iframe { channel, .. }
             | Target::Window { channel, .. }
-            | Target::Parent { channel, .. } => {
-                channel.clone().map(|channel| Envelope { channel, client })
-            }
+            | Target::Parent { channel, .. } => channel
+                .clone()
+                .and_then(|channel| Envelope::new(channel, client)),
             _ => None,
         };
         let mut listeners = Vec::new();
@@ -455,12 +511,12 @@ impl Link {
             let data = match (&env, &verdict) {
                 (Some(env), Verdict::Accept | Verdict::Orphan) => {
                     // Only our channel's envelopes, in the direction that comes to this side.
-                    let payload = mcpb_payload(&e.data(), &env.channel, env.incoming());
+                    let payload = env.open(&e.data());
                     if payload.is_undefined() {
                         return;
                     }
                     if let Some(signal) = payload.as_string() {
-                        return handshake(env, &signal, e, &s);
+                        return env.handshake(&signal, e, &s);
                     }
                     payload
                 }
@@ -692,21 +748,6 @@ impl Link {
             Target::Port(port) => port_post(port, msg, transfer),
             Target::Socket(socket) => socket.send(msg),
         }
-    }
-}
-
-/// The MCP-B ready handshake: a server answers `'mcp-check-ready'` (to the origin that asked, which has
-/// passed the origin check); a client takes `'mcp-server-stopped'` as the server being gone.
-fn handshake<S: Sink>(env: &Envelope, signal: &str, e: &MessageEvent, sink: &Rc<S>) {
-    match (env.client, signal) {
-        (false, "mcp-check-ready") => {
-            let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
-            if let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) {
-                let _ = post_to(&parent, &ready, &e.origin(), None);
-            }
-        }
-        (true, "mcp-server-stopped") => sink.clone().on_lost(),
-        _ => {}
     }
 }
 

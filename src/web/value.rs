@@ -139,8 +139,10 @@ extern "C" {
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
+    #[cfg(feature = "mcp")]
     #[wasm_bindgen(js_name = mcpbWrap)]
     pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;
+    #[cfg(feature = "mcp")]
     #[wasm_bindgen(js_name = mcpbPayload)]
     pub(crate) fn mcpb_payload(data: &JsValue, channel: &str, direction: &str) -> JsValue;
     #[wasm_bindgen(js_name = emitGlobal)]

@@ -351,7 +351,9 @@ declare global {
 export interface IframeOptions {
     targetOrigin: string;
     /** Wrap every message in the MCP-B envelope of this channel (`'mcp-iframe'` for `@mcp-b/transports`), with
-     * its ready handshake. Without it, messages travel as they are (ABP envelopes, or bare JSON-RPC for MCP). */
+     * its ready handshake. Without it, messages travel as they are (ABP envelopes, or bare JSON-RPC for MCP).
+     * The MCP dialect's framing: the role builds (`abp-wasm/agent`, `abp-wasm/app`) speak ABP only and throw a
+     * TypeError for it. */
     channel?: string;
 }
 export interface WindowOptions { targetOrigin: string; channel?: string }
