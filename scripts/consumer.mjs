@@ -59,6 +59,18 @@ try {
   const fullResult = await full.evaluate(() => window.fullResult);
   console.log(`consumer: full package (MCP over a MessageChannel) result ${JSON.stringify(fullResult)}, its wasm ${fullWasm.map((w) => w.bytes).join()} B`);
   if (fullResult.sum !== 42 || errors.length) throw new Error(`consumer test (full package) failed: ${JSON.stringify({ fullResult, errors })}`);
+  // The role builds leave the other role's messages unread: they must answer and count them as the full build
+  // does (examples/vite-app/probe.js).
+  const appProbe = await page.frame({ url: /app\.html/ }).evaluate(async () => {
+    while (!window.probe) await new Promise((r) => setTimeout(r, 20));
+    return window.probe;
+  });
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  console.log(`consumer: other-role messages, agent build ${JSON.stringify(result.probe)}, app build ${JSON.stringify(appProbe)}`);
+  if (!same(result.probe, fullResult.probeAgent) || !same(appProbe, fullResult.probeApp)) {
+    throw new Error(`consumer test: a role build answers the other role's messages unlike the full build: ${JSON.stringify({
+      agent: result.probe, fullAgent: fullResult.probeAgent, app: appProbe, fullApp: fullResult.probeApp })}`);
+  }
   if (sizes.length !== 2 || sizes[0] === sizes[1] || fullWasm.length !== 1 || sizes.some((b) => b >= fullWasm[0].bytes)) {
     throw new Error(`consumer test: expected the role builds' two smaller wasm files, saw ${JSON.stringify({ hostWasm, fullWasm })}`);
   }

@@ -1,5 +1,6 @@
 // The agent side, importing the agent role build (`abp-wasm/agent`: AbpClient and the transports, ABP only).
 import init, { AbpClient, PostMessageTransport } from 'abp-wasm/agent';
+import { probeAgent } from './probe.js';
 
 await init();
 const iframe = document.getElementById('app');
@@ -25,5 +26,7 @@ try {
 } catch (e) {
   channelError = e instanceof TypeError ? e.message : String(e);
 }
-window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError, channelError };
+// Messages for the other role: left unread by this build, answered and counted as the full build does.
+const probe = await probeAgent(AbpClient, PostMessageTransport);
+window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError, channelError, probe };
 document.getElementById('out').textContent = JSON.stringify(window.result);

@@ -166,11 +166,11 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     };
     let p = payload.clone().unwrap_or_else(P::object);
     Ok(match ty.as_str() {
-        types::INITIALIZE => match id.clone() {
+        types::INITIALIZE if APP || HELLO => match id.clone() {
             Some(id) => Incoming::Initialize { id, payload: p },
             None => malformed(MalformedKind::Other, None, "initialize needs an id"),
         },
-        types::INITIALIZE_RESULT => {
+        types::INITIALIZE_RESULT if AGENT || HELLO => {
             let Some(id) = id.clone() else {
                 return Ok(malformed(MalformedKind::Other, None, "no id"));
             };
@@ -182,7 +182,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
                 payload: p,
             }
         }
-        types::CALL => {
+        types::CALL if APP => {
             // callId is in the payload; older senders put it in options.
             let options = p.get_object("options");
             let call_id =
@@ -210,7 +210,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
                     .and_then(|o| opt_string(o, "progressToken")),
             }
         }
-        types::CALL_RESULT => Incoming::CallResult {
+        types::CALL_RESULT if AGENT => Incoming::CallResult {
             id,
             call_id: opt_string(&p, "callId"),
             cancelled: flag(&p, "cancelled"),
@@ -228,7 +228,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
                 "capabilities/cancel needs a string callId",
             ),
         },
-        types::CANCEL_RESULT => Incoming::CancelResult {
+        types::CANCEL_RESULT if AGENT => Incoming::CancelResult {
             id,
             call_id: opt_string(&p, "callId"),
             cancelled: flag(&p, "cancelled"),
@@ -236,20 +236,20 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             failed: p.get("error").is_some(),
             payload: p,
         },
-        types::PROGRESS => Incoming::Progress {
+        types::PROGRESS if AGENT => Incoming::Progress {
             call_id: opt_string(&p, "callId"),
             token: opt_string(&p, "operationId"),
             payload: p,
         },
-        types::NOTIFICATION => match opt_string(&p, "event") {
+        types::NOTIFICATION if AGENT => match opt_string(&p, "event") {
             Some(event) if event == types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged {
                 payload: p.get("data").unwrap_or_else(P::object),
             },
             Some(event) => Incoming::Notification { event, payload: p },
             None => malformed(MalformedKind::Other, None, "notification needs an event"),
         },
-        types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged { payload: p },
-        types::ELICITATION_REQUEST => match id.clone() {
+        types::CAPABILITIES_CHANGED if AGENT => Incoming::CapabilitiesChanged { payload: p },
+        types::ELICITATION_REQUEST if AGENT => match id.clone() {
             Some(eid) => Incoming::ElicitationRequest {
                 id: eid,
                 call_id: opt_string(&p, "callId"),
@@ -261,7 +261,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
                 "elicitation/request needs an id",
             ),
         },
-        types::ELICITATION_RESPONSE => match id.clone() {
+        types::ELICITATION_RESPONSE if APP => match id.clone() {
             Some(eid) => Incoming::ElicitationResponse {
                 id: eid,
                 payload: p,
@@ -277,9 +277,27 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             reason: opt_string(&p, "reason"),
             session_id: opt_string(&p, "sessionId"),
         },
+        // A role build's other role's messages (the guards above): noted and left unread, as that role's core
+        // would do nothing with them; their readers compile away. The full build never gets here with them.
+        types::INITIALIZE
+        | types::INITIALIZE_RESULT
+        | types::CALL
+        | types::CALL_RESULT
+        | types::CANCEL_RESULT
+        | types::PROGRESS
+        | types::NOTIFICATION
+        | types::CAPABILITIES_CHANGED
+        | types::ELICITATION_REQUEST
+        | types::ELICITATION_RESPONSE => Incoming::Noted,
         _ => return Err(Ignored::UnknownType),
     })
 }
+
+/// Which roles this build has, for [`decode`]: the full build (and native peers) both.
+const AGENT: bool = cfg!(feature = "agent");
+const APP: bool = cfg!(feature = "app");
+/// Tesseron's app speaks first: its agent reads `initialize` and its app `initialize-result`.
+const HELLO: bool = cfg!(feature = "tesseron");
 
 fn envelope<P: Wire>(ty: &'static str, id: Option<&str>, timestamp: f64, payload: P) -> P {
     P::object_of(&mut [
