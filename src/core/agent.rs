@@ -233,7 +233,7 @@ impl<P: Wire> AgentCore<P> {
             return;
         }
         let init_id = self.ids.next_id();
-        if !self.config.policy.app_speaks_first {
+        if !self.config.policy.app_speaks_first() {
             self.out
                 .push_back(AgentOutput::Transmit(Outgoing::Initialize {
                     id: init_id.clone(),
@@ -246,7 +246,7 @@ impl<P: Wire> AgentCore<P> {
             deadline,
             // A dialect whose initialize is not re-sent (or not ours to send) only waits for the deadline.
             next_resend: if self.config.policy.resend_initialize
-                && !self.config.policy.app_speaks_first
+                && !self.config.policy.app_speaks_first()
             {
                 now + interval
             } else {
@@ -383,13 +383,13 @@ impl<P: Wire> AgentCore<P> {
         call.deadline = None;
         let id = self.ids.next_id();
         let policy = self.config.policy;
-        if !policy.cancel_answered {
+        if !policy.cancel_answered() {
             self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
                 id,
                 call_id: call_id.to_owned(),
                 reason,
             }));
-            if !policy.cancelled_call_answered {
+            if !policy.cancelled_call_answered() {
                 // MCP: nothing will answer the cancel, and nothing may answer the call: settle now.
                 return self.settle_cancelled(call_id);
             }
@@ -435,7 +435,7 @@ impl<P: Wire> AgentCore<P> {
         }
         let grace = self.config.cancel_grace;
         let id = self.ids.next_id();
-        if !self.config.policy.cancel_answered {
+        if !self.config.policy.cancel_answered() {
             let in_flight = self.calls.contains_key(call_id);
             if in_flight {
                 self.abort_call(call_id, AbortKind::Signal(reason), now);
@@ -632,7 +632,7 @@ impl<P: Wire> AgentCore<P> {
                     (None, Some(session_id)) => {
                         self.out
                             .push_back(AgentOutput::Transmit(Outgoing::Initialized));
-                        if self.config.policy.list_capabilities {
+                        if self.config.policy.list_capabilities() {
                             let State::Connecting { deadline, .. } = self.state else {
                                 return;
                             };
@@ -670,7 +670,7 @@ impl<P: Wire> AgentCore<P> {
                 }
             }
             Incoming::Initialize { id, payload }
-                if self.config.policy.app_speaks_first
+                if self.config.policy.app_speaks_first()
                     && matches!(self.state, State::Connecting { .. }) =>
             {
                 // The app introduced itself (Tesseron's hello): welcome it, and the session is open.
@@ -809,7 +809,7 @@ impl<P: Wire> AgentCore<P> {
                     .push_back(AgentOutput::Notification { event, payload });
             }
             Incoming::CapabilitiesChanged { payload } => {
-                if self.config.policy.list_capabilities {
+                if self.config.policy.list_capabilities() {
                     // The notice carries no list: ask for it.
                     let id = self.ids.next_id();
                     self.refresh = Some(id.clone());
@@ -857,7 +857,7 @@ impl<P: Wire> AgentCore<P> {
                 self.out.push_back(AgentOutput::ElicitationAborted {
                     id: call_id.clone(),
                 });
-                if self.config.policy.cancelled_call_answered {
+                if self.config.policy.cancelled_call_answered() {
                     // ACP: a cancelled request is still answered (-32800), or its caller waits forever.
                     self.out
                         .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
@@ -975,7 +975,7 @@ impl<P: Wire> AgentCore<P> {
             return true;
         }
         let id = self.ids.next_id();
-        let probe = if self.config.policy.cancel_answered {
+        let probe = if self.config.policy.cancel_answered() {
             // Every ABP app answers a cancel, even for a call it never saw.
             Outgoing::Cancel {
                 id: id.clone(),

@@ -429,7 +429,8 @@ impl<P: Wire> AppConn<P> {
     /// Dialects where the app speaks first: introduces the app (the capabilities go with it, from the
     /// encoder's `Hello`). The session opens when the agent answers. Does nothing in the other dialects.
     pub fn connect(&mut self) {
-        if !self.config.policy.app_speaks_first || self.session.is_some() || self.hello.is_some() {
+        if !self.config.policy.app_speaks_first() || self.session.is_some() || self.hello.is_some()
+        {
             return;
         }
         let id = self.ids.next_id();
@@ -507,7 +508,7 @@ impl<P: Wire> AppConn<P> {
                 let version_error = self
                     .config
                     .policy
-                    .abp_version_check
+                    .abp_version_check()
                     .then(|| unsupported_version(&payload))
                     .flatten();
                 if let Some(error) = version_error {
@@ -568,7 +569,7 @@ impl<P: Wire> AppConn<P> {
                     self.finished.insert(call_id.clone(), Finished::Completed);
                     return self.refuse_call(id, call_id, error);
                 }
-                let timeout_ms = self.config.policy.app_timeouts.then(|| {
+                let timeout_ms = self.config.policy.app_timeouts().then(|| {
                     registry
                         .timeout_ms(&capability)
                         .unwrap_or(DEFAULT_APP_TIMEOUT_MS)
@@ -709,7 +710,7 @@ impl<P: Wire> AppConn<P> {
     fn cancel(&mut self, id: Option<String>, call_id: String, reason: Option<String>, now: f64) {
         let policy = self.config.policy;
         if self.session.is_none() {
-            if !policy.cancel_answered {
+            if !policy.cancel_answered() {
                 return;
             }
             let error = AbpError::not_initialized();
@@ -722,7 +723,7 @@ impl<P: Wire> AppConn<P> {
             });
         }
         let answer = |cancelled: bool, why: Option<&str>| {
-            policy.cancel_answered.then(|| Outgoing::CancelResult {
+            policy.cancel_answered().then(|| Outgoing::CancelResult {
                 id: id.clone(),
                 call_id: call_id.clone(),
                 cancelled,
@@ -740,7 +741,7 @@ impl<P: Wire> AppConn<P> {
             if let Some(a) = answer(true, None) {
                 self.transmit(a);
             }
-            if policy.cancelled_call_answered {
+            if policy.cancelled_call_answered() {
                 self.transmit(Outgoing::CallResult {
                     id: active.msg_id,
                     call_id: call_id.clone(),
@@ -758,7 +759,7 @@ impl<P: Wire> AppConn<P> {
                 if let Some(a) = answer(true, None) {
                     self.transmit(a);
                 }
-                if policy.cancelled_call_answered {
+                if policy.cancelled_call_answered() {
                     self.transmit(Outgoing::CallResult {
                         id: q.msg_id,
                         call_id: call_id.clone(),
@@ -790,7 +791,7 @@ impl<P: Wire> AppConn<P> {
             .elicits
             .remove_where(|e| e.call_id.as_deref() == Some(call_id))
         {
-            if self.config.policy.cancel_nested {
+            if self.config.policy.cancel_nested() {
                 // Cascade: the agent's answer is no longer wanted.
                 let cancel_id = self.ids.next_id();
                 self.transmit(Outgoing::Cancel {

@@ -149,6 +149,36 @@ impl Policy {
     };
 }
 
+/// This build speaks ABP only (the role builds): then every connection has ABP's policy.
+const ABP_ONLY: bool = !cfg!(any(feature = "mcp", feature = "acp", feature = "tesseron"));
+
+/// What the cores read: the field, or ABP's value in a build that speaks ABP only. There it is a constant, so
+/// the paths only other dialects take compile away. (`resend_initialize` is read as a field: a transport
+/// turns it off for ABP too.)
+macro_rules! folded {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        impl Policy {
+            $(
+                $(#[$doc])*
+                #[inline(always)]
+                pub fn $name(&self) -> bool {
+                    if ABP_ONLY { Policy::ABP.$name } else { self.$name }
+                }
+            )*
+        }
+    };
+}
+
+folded!(
+    cancel_answered,
+    cancelled_call_answered,
+    list_capabilities,
+    abp_version_check,
+    cancel_nested,
+    app_speaks_first,
+    app_timeouts,
+);
+
 impl Default for Policy {
     fn default() -> Self {
         Policy::ABP
