@@ -7,6 +7,8 @@
 function makeCtx(hooks, callId, progressToken, cancel) {
   return {
     get signal() { return cancel.signal; },
+    // Still a plain writable property for a handler that replaces it (`ctx.signal = AbortSignal.any(…)`).
+    set signal(v) { Object.defineProperty(this, 'signal', { value: v, writable: true, enumerable: true, configurable: true }); },
     callId,
     progressToken,
     progress(info) { hooks.progress(callId, info); },

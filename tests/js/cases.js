@@ -367,13 +367,13 @@ export async function aSignalReadAfterTheCancelIsAlreadyAborted() {
   eq((await p).cancelled, true, 'the call is cancelled at once');
   await until(() => t.log().some((e) => e.event === 'late-read' && e.callId === 'late1'), 'the late read', 2000);
   const read = t.log().find((e) => e.event === 'late-read' && e.callId === 'late1');
-  eq([read.aborted, read.reason, read.reasonName, read.same], [true, 'stop before reading', 'AbortError', true],
-    'aborted, with the reason, one signal');
+  eq([read.aborted, read.reason, read.reasonName, read.same, read.replaced], [true, 'stop before reading', 'AbortError', true, true],
+    'aborted, with the reason, one signal, which the handler may replace');
   // Never cancelled: it reads a live signal, and the call completes.
   const ok = await t.abp.call('lateReader', { ms: 10 }, { callId: 'late2' });
   eq([ok.success, ok.data], [true, 'read late'], 'completes');
   const live = t.log().find((e) => e.event === 'late-read' && e.callId === 'late2');
-  eq([live.aborted, live.reason, live.same], [false, undefined, true], 'a live signal');
+  eq([live.aborted, live.reason, live.same, live.replaced], [false, undefined, true, true], 'a live signal');
   eq([t.win.app.activeCalls, t.abp.pendingCalls], [0, 0], 'no leftovers');
   await t.done();
 }
