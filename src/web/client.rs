@@ -62,7 +62,7 @@ struct ClientJs {
     calls: StrMap<CallJs>,
     cancels: StrMap<Deferred>,
     elicits: StrMap<AbortController>,
-    connect: Option<(Function, Function)>,
+    connect: Option<Deferred>,
     capabilities: JsValue,
     /// Deprecated or experimental capabilities not warned about yet: name → the warning.
     warn_once: StrMap<String>,
@@ -297,9 +297,9 @@ impl AbpClient {
         let link = Link::open(target, Rc::downgrade(&inner), true)?;
         *inner.link.borrow_mut() = Some(Box::new(link));
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
-        let mut slot = None;
-        let promise = Promise::new(&mut |resolve, reject| slot = Some((resolve, reject)));
-        inner.js.borrow_mut().connect = slot;
+        let connected = Deferred::new();
+        let promise = connected.promise();
+        inner.js.borrow_mut().connect = Some(connected);
         inner.core.borrow_mut().connect(now());
         inner.drive();
         Ok(promise)
@@ -588,9 +588,8 @@ impl ClientInner {
                     js.app = payload.get("app").unwrap_or(JsValue::UNDEFINED);
                     js.connect.take()
                 };
-                if let Some((resolve, _)) = connect {
-                    call_hook(
-                        &resolve,
+                if let Some(connected) = connect {
+                    connected.resolve(
                         &AbpClient {
                             inner: self.clone(),
                         }
@@ -601,8 +600,8 @@ impl ClientInner {
             AgentOutput::ConnectFailed(error) => {
                 let connect = self.js.borrow_mut().connect.take();
                 match connect {
-                    Some((_, reject)) => {
-                        call_hook(&reject, &js_error(&error));
+                    Some(connected) => {
+                        connected.reject(&js_error(&error));
                         self.drop_link();
                     }
                     // A new handshake after a reconnect failed: let the socket go round again.

@@ -9,7 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use js_sys::{Array, Function, Promise};
+use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, WebSocket};
@@ -17,7 +17,7 @@ use web_sys::{MessageEvent, WebSocket};
 use super::dom::{later, now, Listener, Timer};
 use super::transport::{Received, Sink};
 use super::types::WebSocketOptions;
-use super::value::{error_with_code, opt_number, type_error, ws_decode, ws_encode};
+use super::value::{error_with_code, opt_number, type_error, ws_decode, ws_encode, Deferred};
 use crate::core::message::text;
 use crate::core::schema::{Kind, Payload};
 
@@ -92,7 +92,7 @@ pub(crate) struct Socket {
     /// Closed by its owner: no more reconnects, nothing more reported.
     closed: Cell<bool>,
     /// `connect`'s resolve/reject, until the first socket opened or failed.
-    opening: RefCell<Option<(Function, Function)>>,
+    opening: RefCell<Option<Deferred>>,
 }
 
 /// ABP over a WebSocket: `await WebSocketTransport.connect('wss://…')`, then hand it to `AbpClient.connect` or
@@ -179,9 +179,9 @@ impl WebSocketTransport {
             opening: RefCell::new(None),
         });
         socket.open()?;
-        let mut slot = None;
-        let promise = Promise::new(&mut |resolve, reject| slot = Some((resolve, reject)));
-        *socket.opening.borrow_mut() = slot;
+        let opening = Deferred::new();
+        let promise = opening.promise();
+        *socket.opening.borrow_mut() = Some(opening);
         OPENING.with(|o| o.borrow_mut().push(socket));
         Ok(promise)
     }
@@ -247,13 +247,13 @@ impl Socket {
     fn opened(self: &Rc<Self>) {
         self.attempt.set(0);
         let opening = self.opening.borrow_mut().take();
-        if let Some((resolve, _)) = opening {
+        if let Some(opening) = opening {
             OPENING.with(|o| o.borrow_mut().retain(|s| !Rc::ptr_eq(s, self)));
             let transport = WebSocketTransport {
                 socket: RefCell::new(Some(self.clone())),
                 url: self.url.clone(),
             };
-            let _ = resolve.call1(&JsValue::NULL, &transport.into());
+            opening.resolve(&transport.into());
         } else if let Some(sink) = self.sink() {
             sink.on_reconnected();
         }
@@ -277,13 +277,13 @@ impl Socket {
         later(Box::new(move || drop(old)));
         drop(ws);
         let opening = self.opening.borrow_mut().take();
-        if let Some((_, reject)) = opening {
+        if let Some(opening) = opening {
             OPENING.with(|o| o.borrow_mut().retain(|s| !Rc::ptr_eq(s, self)));
             let error = error_with_code(
                 "DISCONNECTED",
                 &text(&["WebSocketTransport.connect: could not open ", &self.url]),
             );
-            let _ = reject.call1(&JsValue::NULL, &error);
+            opening.reject(&error);
             return;
         }
         if self.closed.get() {

@@ -86,6 +86,9 @@ extern "C" {
     /// Never throws: a promise's resolve function does not.
     #[wasm_bindgen(method)]
     pub(crate) fn resolve(this: &Deferred, value: &JsValue);
+    /// Never throws: a promise's reject function does not.
+    #[wasm_bindgen(method)]
+    pub(crate) fn reject(this: &Deferred, error: &JsValue);
     #[wasm_bindgen(js_name = tryCall)]
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
     /// How a running handler is told it was cancelled: `ctx.signal`, made when the handler first reads it
