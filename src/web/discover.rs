@@ -50,7 +50,7 @@ use web_sys::{
     RequestMode, RequestRedirect, Response,
 };
 
-use super::dom::{now, Listener, Timer};
+use super::dom::{global, now, Listener, Timer};
 use super::value::{to_str, type_error};
 use crate::core::discovery::{
     Discovery, DiscoveryResult, Failure, ParseJson, Request, ResponseHead, Url, TIMEOUT_MS,
@@ -157,7 +157,7 @@ fn absolute(url: &str) -> String {
     if Url::parse(url).is_ok() {
         return url.to_owned();
     }
-    let base = Reflect::get(&js_sys::global(), &"location".into())
+    let base = Reflect::get(&global(), &"location".into())
         .ok()
         .filter(|l| l.is_object())
         .and_then(|l| Reflect::get(&l, &"href".into()).ok())

@@ -16,6 +16,9 @@ use web_sys::{Event, EventTarget};
 extern "C" {
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+    /// `globalThis`: the page's window, or a worker's global scope.
+    #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
+    static GLOBAL_THIS: JsValue;
     #[wasm_bindgen(js_name = queueMicrotask)]
     fn queue_microtask(f: &JsValue);
 }
@@ -41,6 +44,17 @@ pub(crate) fn when_settled(value: &JsValue, f: Box<dyn FnOnce(Result<JsValue, Js
     let then =
         Closure::once_into_js(move |ok: bool, v: JsValue| f(if ok { Ok(v) } else { Err(v) }));
     when_settled_js(value, &then);
+}
+
+/// `globalThis`. One binding, where `js_sys::global()` (and `web_sys::window()`, which uses it) probe four names
+/// for engines without `globalThis` (gzipped: see BENCHMARKS.md).
+pub(crate) fn global() -> JsValue {
+    GLOBAL_THIS.with(JsValue::clone)
+}
+
+/// The page's window (`None` in a worker).
+pub(crate) fn window() -> Option<web_sys::Window> {
+    global().dyn_into().ok()
 }
 
 /// Monotonic milliseconds for the core's timers.

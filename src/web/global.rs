@@ -12,7 +12,7 @@ use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::app::{AppConnInner, Outlet};
-use super::dom::{later, now, when_settled, Timer};
+use super::dom::{global, later, now, when_settled, Timer};
 use super::value::{
     ask_global, emit_global, js_string, local_response, make_global, new_call_id, opt_string,
     type_error, Deferred,
@@ -89,7 +89,7 @@ impl GlobalSession {
         *session.api.borrow_mut() = api.clone();
         *session._dispatch.borrow_mut() = Some(dispatch);
         // Replace the bootstrap's placeholder (if the page has one) and wake whatever waits on it.
-        let global = js_sys::global();
+        let global = global();
         Reflect::set(&global, &JsValue::from_str("abp"), &api)?;
         let ready = Reflect::get(&global, &JsValue::from_str("__abpReadyResolve"))
             .ok()

@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window};
 
-use super::dom::{Interval, Listener};
+use super::dom::{global, window, Interval, Listener};
 use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
 use super::value::{abp_port_listener, console_warn, id_of, opt_string, port_post, type_error};
@@ -91,7 +91,7 @@ impl Envelope {
         match (self.client, signal) {
             (false, "mcp-check-ready") => {
                 let ready = self.wrap(&JsValue::from_str("mcp-server-ready"));
-                if let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) {
+                if let Some(parent) = window().and_then(|w| w.parent().ok().flatten()) {
                     let _ = post_to(&parent, &ready, &e.origin(), None);
                 }
             }
@@ -225,7 +225,7 @@ impl PostMessageTransport {
             None => Vec::new(),
         };
         if allowed.is_empty() {
-            let own = web_sys::window().and_then(|w| w.location().origin().ok());
+            let own = window().and_then(|w| w.location().origin().ok());
             allowed.extend(own);
         }
         if allowed.iter().any(|o| o == "*") {
@@ -398,7 +398,7 @@ fn first_port(e: &MessageEvent) -> Option<MessagePort> {
 }
 
 fn global_target() -> Option<EventTarget> {
-    js_sys::global().dyn_into::<EventTarget>().ok()
+    global().dyn_into::<EventTarget>().ok()
 }
 
 fn same(a: &JsValue, b: &JsValue) -> bool {
@@ -466,7 +466,7 @@ impl Link {
             }
             Target::Parent { allowed, .. } => {
                 let allowed = allowed.clone();
-                let parent = web_sys::window().and_then(|w| w.parent().ok().flatten());
+                let parent = window().and_then(|w| w.parent().ok().flatten());
                 Box::new(move |e| {
                     let from_parent = match (e.source(), &parent) {
                         (Some(src), Some(p)) => same(&src, p),
@@ -542,7 +542,7 @@ impl Link {
         if let (Some(env), Target::Parent { allowed, .. }) = (&envelope, &target) {
             // An MCP-B client waits for the server to say it is ready before it sends anything.
             let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
-            if let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) {
+            if let Some(parent) = window().and_then(|w| w.parent().ok().flatten()) {
                 for origin in allowed {
                     let _ = post_to(&parent, &ready, origin, None);
                 }
@@ -733,7 +733,7 @@ impl Link {
             }
             Target::Window { win, origin, .. } => post_to(win, msg, origin, transfer),
             Target::Parent { .. } => {
-                let parent = web_sys::window()
+                let parent = window()
                     .and_then(|w| w.parent().ok().flatten())
                     .ok_or_else(|| type_error("no parent window"))?;
                 let origin = self.reply_origin.borrow().clone().unwrap_or_default();
