@@ -5,11 +5,13 @@
 // Usage: cp -r pkg bench/ab/before  (… change, npm run build …)  cp -r pkg bench/ab/after
 //        node bench/ab.mjs before after [sessions=6] [--options] [--inflight=256]
 //        (--options: calls pass { signal, timeout }; --inflight=N: N calls in flight, and the figure is the
-//        time per call, total time / calls, as in the benchmark's throughput column)
+//        time per call, total time / calls, as in the benchmark's throughput column; --port: client and app
+//        both in the page over a MessageChannel, PostMessageTransport.fromPort, instead of page → iframe)
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 const args = process.argv.slice(2);
 const withOptions = args.includes('--options');
+const overPort = args.includes('--port');
 const inflight = Number(args.find((x) => x.startsWith('--inflight='))?.split('=')[1] ?? 1);
 const [a, b, sessions = '6'] = args.filter((x) => !x.startsWith('--'));
 if (!a || !b) { console.error('usage: node bench/ab.mjs <dir under bench/ab> <dir under bench/ab> [sessions] [--options]'); process.exit(2); }
@@ -24,7 +26,7 @@ try {
       page.on('pageerror', (e) => console.error('page error:', e));
       await page.goto(`http://127.0.0.1:${server.address().port}/bench/ab/`);
       await page.waitForFunction(() => window.ready);
-      const r = await page.evaluate(([v, o, n]) => window.run(v, 10, 1000, o, n), [order, withOptions, inflight]);
+      const r = await page.evaluate(([v, o, n, p]) => window.run(v, 10, 1000, o, n, p), [order, withOptions, inflight, overPort]);
       for (const v of order) means[v].push(+r[v].mean);
       console.log(`session ${s + 1}: ${order.map((v) => `${v} ${r[v].mean} µs`).join(', ')}`);
     } finally {

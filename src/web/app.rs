@@ -329,7 +329,12 @@ impl AbpApp {
             config.progress_interval = config.progress_interval.max(500.0);
         }
         let conn = AppConnInner::with_dialect(&self.shared, config, dialect);
-        let link = Link::open(target, Rc::downgrade(&conn), false)?;
+        let link = Link::open(
+            target,
+            Rc::downgrade(&conn),
+            false,
+            dialect == DialectKind::Abp,
+        )?;
         *conn.link.borrow_mut() = Some(link);
         // Dialects where the app speaks first (Tesseron's hello).
         conn.core.borrow_mut().connect();

@@ -294,7 +294,12 @@ impl AbpClient {
                 inner.drive();
             }
         })));
-        let link = Link::open(target, Rc::downgrade(&inner), true)?;
+        let link = Link::open(
+            target,
+            Rc::downgrade(&inner),
+            true,
+            dialect == crate::core::dialect::DialectKind::Abp,
+        )?;
         *inner.link.borrow_mut() = Some(Box::new(link));
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
         let connected = Deferred::new();

@@ -376,7 +376,7 @@ const stringOr = (v) => (typeof v === 'string' ? v : undefined);
  *    params, timeout, progressToken)`, the last two from its `options` (NaN and undefined when absent);
  *  - a result (an object `payload`): `onResult(id, callId, payload, cancelled)`, the ids as strings or
  *    undefined, `cancelled` true only for `cancelled: true`.
- *  Everything else goes to `onOther(data)` whole, to be read in wasm. Messages on a port are structured
+ *  Everything else goes to `onOther(data, event)` whole, to be read in wasm. Messages on a port are structured
  *  clones: plain data, no getters. */
 export function abpPortListener(onCall, onResult, onOther) {
   return (e) => {
@@ -396,7 +396,7 @@ export function abpPortListener(onCall, onResult, onOther) {
         return;
       }
     }
-    onOther(m);
+    onOther(m, e);
   };
 }
 

@@ -560,17 +560,26 @@ export async function garbageNeitherThrowsNorPanics() {
 // both ways, to two apps: one over window messages, one over a port it offers with `initialize` as our
 // client does. Every answer must be the same.
 export async function thePrivateChannelAnswersAsWindowMessagesDo() {
-  const byWindow = frame(), byPort = frame();
-  await until(() => byWindow.contentWindow.fixtureReady && byPort.contentWindow.fixtureReady, 'the apps to load');
-  const answers = { window: [], port: [] };
+  // Three apps: one served by window messages, one over the private channel its initialize offered, and one
+  // over a MessagePort it was given (PostMessageTransport.fromPort). The last two read calls and results in
+  // one pass; what they answer and ignore must not differ from the first.
+  const byWindow = frame(), byPort = frame(), byFromPort = frame('?fromport=1');
+  await until(() => byWindow.contentWindow.fixtureReady && byPort.contentWindow.fixtureReady
+    && byFromPort.contentWindow.fixtureReady, 'the apps to load');
+  const answers = { window: [], port: [], fromPort: [] };
   const listen = (e) => { if (e.source === byWindow.contentWindow) answers.window.push(e.data); };
   addEventListener('message', listen);
   const { port1, port2 } = new MessageChannel();
   port1.onmessage = (e) => answers.port.push(e.data);
+  const given = new MessageChannel();
+  given.port1.onmessage = (e) => answers.fromPort.push(e.data);
+  byFromPort.contentWindow.postMessage('fixture-port', ORIGIN, [given.port2]);
   const init = { type: 'initialize', id: 'i1', timestamp: Date.now(), payload: { protocolVersion: '0.1', agent: AGENT.agent } };
   byWindow.contentWindow.postMessage(init, ORIGIN);
   byPort.contentWindow.postMessage(init, ORIGIN, [port2]);
-  await until(() => answers.window.length && answers.port.length, 'both apps to answer initialize');
+  given.port1.postMessage(init);
+  await until(() => answers.window.length && answers.port.length && answers.fromPort.length,
+    'all three apps to answer initialize');
   const call = (id, payload) => ({ type: 'capabilities/call', ...(id ? { id } : {}), timestamp: Date.now(), payload });
   const messages = [
     call('c1', { callId: 'c1', capability: 'echo', params: { a: [1, 2] } }),
@@ -591,9 +600,11 @@ export async function thePrivateChannelAnswersAsWindowMessagesDo() {
   for (const m of messages) {
     byWindow.contentWindow.postMessage(m, ORIGIN);
     port1.postMessage(m);
+    given.port1.postMessage(m);
   }
   const lastOf = (list) => list.some((m) => m.payload && m.payload.callId === 'c12' && m.type === 'capabilities/call-result');
-  await until(() => lastOf(answers.window) && lastOf(answers.port), 'the answer to the last call on both');
+  await until(() => lastOf(answers.window) && lastOf(answers.port) && lastOf(answers.fromPort),
+    'the answer to the last call on all three');
   await sleep(50);
   removeEventListener('message', listen);
   // What may differ: times, and the session each app made.
@@ -601,14 +612,18 @@ export async function thePrivateChannelAnswersAsWindowMessagesDo() {
     (k === 'timestamp' || k === 'duration' || k === 'sessionId' ? undefined : v))))
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   eq(plain(answers.port), plain(answers.window), 'the same answers over the port as over window messages');
+  eq(plain(answers.fromPort), plain(answers.window), 'the same answers over fromPort as over window messages');
   const results = answers.port.filter((m) => m.type === 'capabilities/call-result');
   eq(results.find((m) => m.payload.callId === 'c2').payload.data, 'older senders put callId in options', 'callId from options');
   assert(answers.port.some((m) => m.type === 'progress' && m.payload.operationId === 't3'), 'progress names the token');
   // Every call but the one without an id (c7) is answered; c6 and c8 as malformed, with an empty callId.
   eq(results.map((m) => m.payload.callId).sort(), ['', '', 'c1', 'c10', 'c11', 'c12', 'c2', 'c3', 'c4', 'c5', 'c9'], 'the calls answered');
   eq(byPort.contentWindow.app.ignoredMessages, byWindow.contentWindow.app.ignoredMessages, 'the same messages ignored');
+  eq(byFromPort.contentWindow.app.ignoredMessages, byWindow.contentWindow.app.ignoredMessages,
+    'the same messages ignored over fromPort');
   byWindow.remove();
   byPort.remove();
+  byFromPort.remove();
   eq(pageErrors, [], 'no uncaught errors on the page');
 }
 
