@@ -14,8 +14,6 @@ use web_sys::{Event, EventTarget};
 
 #[wasm_bindgen]
 extern "C" {
-    #[wasm_bindgen(js_namespace = performance, js_name = now)]
-    fn performance_now() -> f64;
     /// `globalThis`: the page's window, or a worker's global scope.
     #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
     static GLOBAL_THIS: JsValue;
@@ -27,6 +25,8 @@ extern "C" {
 extern "C" {
     #[wasm_bindgen(js_name = whenSettled)]
     fn when_settled_js(value: &JsValue, then: &JsValue);
+    #[wasm_bindgen(js_name = now)]
+    fn performance_now() -> f64;
 }
 
 /// Runs `f` in a microtask: after the listener or callback that is running now has returned (for work that
