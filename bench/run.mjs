@@ -50,7 +50,7 @@ try {
 // Each figure is its median over the runs; the big result and the memory figures are the last run's.
 const median = (xs) => { const s = xs.filter((x) => x !== undefined).sort((a, b) => a - b); return s.length ? s[(s.length - 1) >> 1] : undefined; };
 const medianOf = (pick, keys) => Object.fromEntries(keys.map((k) => [k, median(all.map((x) => pick(x)?.[k]))]));
-const LIBS = ['raw', 'rawport', 'rawport-abp', 'abp', 'abp-signal', 'abp-async', 'abp-mcp', 'mcp-sdk', 'penpal', 'comlink'];
+const LIBS = ['raw', 'rawport', 'rawport-abp', 'abp', 'abp-signal', 'abp-async', 'abp-port', 'abp-mcp', 'mcp-sdk', 'penpal', 'comlink'];
 const CANCEL = ['abortToHandlerSignal', 'abortToSettled', 'rawHop'];
 const r = {
   ...all[all.length - 1],
@@ -64,7 +64,7 @@ const f = (x, d = 3) => (x === undefined ? 'n/a' : x.toFixed(d));
 const ratio = (x, base) => `${(x / base).toFixed(2)}×`;
 const floor = r.libs.raw;
 const rows = Object.entries(r.libs).map(([lib, m]) =>
-  `| ${({ raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort', 'rawport-abp': 'ABP envelope by hand, MessagePort', 'abp-signal': 'abp, with { signal, timeout }', 'abp-async': 'abp, async handler', 'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope)', 'mcp-sdk': 'MCP SDK Client ↔ McpServer (MCP-B transports)' })[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.mean, 4)} | ${ratio(m.mean, floor.mean)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
+  `| ${({ raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort', 'rawport-abp': 'ABP envelope by hand, MessagePort', 'abp-signal': 'abp, with { signal, timeout }', 'abp-async': 'abp, async handler', 'abp-port': 'abp over a MessageChannel (fromPort)', 'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope)', 'mcp-sdk': 'MCP SDK Client ↔ McpServer (MCP-B transports)' })[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor.p50)} | ${f(m.mean, 4)} | ${ratio(m.mean, floor.mean)} | ${f(m.p99)} | ${ratio(m.p99, floor.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor.throughput)} |`);
 const mb = (b) => (b / 1048576).toFixed(2);
 const mem = r.memory;
 const chromiumVersion = (() => { try { return execSync('/usr/bin/chromium --version 2>/dev/null').toString().trim(); } catch { return 'chromium'; } })();
