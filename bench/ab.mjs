@@ -14,7 +14,7 @@ const withOptions = args.includes('--options');
 const overPort = args.includes('--port');
 const inflight = Number(args.find((x) => x.startsWith('--inflight='))?.split('=')[1] ?? 1);
 const [a, b, sessions = '6'] = args.filter((x) => !x.startsWith('--'));
-if (!a || !b) { console.error('usage: node bench/ab.mjs <dir under bench/ab> <dir under bench/ab> [sessions] [--options]'); process.exit(2); }
+if (!a || !b) { console.error('usage: node bench/ab.mjs <dir under bench/ab> <dir under bench/ab> [sessions] [--options] [--inflight=N] [--port]'); process.exit(2); }
 const server = await serve(0);
 const means = { [a]: [], [b]: [] };
 try {

@@ -740,6 +740,17 @@ export async function messagePortBothSidesInOnePage() {
   const transport = PostMessageTransport.fromPort(channel.port2);
   const abp = await AbpClient.connect(transport, AGENT);
   eq((await abp.call('add', { a: 2, b: 3 })).data, 5, 'call over a MessagePort');
+  // Events the page dispatches on a port itself: a bare Event named "message" is not a message (nothing to
+  // read, no error); a MessageEvent with junk is ignored.
+  const errorsBefore = pageErrors.length;
+  const ignoredBefore = app.ignoredMessages;
+  channel.port1.dispatchEvent(new Event('message'));
+  channel.port2.dispatchEvent(new Event('message'));
+  channel.port1.dispatchEvent(new MessageEvent('message', { data: 'junk' }));
+  await sleep(20);
+  eq(pageErrors.slice(errorsBefore), [], 'no error from an Event that is not a MessageEvent');
+  eq(app.ignoredMessages, ignoredBefore + 1, 'the junk MessageEvent counted as ignored, the bare Event not read');
+  eq((await abp.call('add', { a: 1, b: 1 })).data, 2, 'calls go on');
   const controller = new AbortController();
   const p = abp.call('wait', {}, { signal: controller.signal });
   await until(() => app.activeCalls === 1, 'the handler to run');
