@@ -31,8 +31,8 @@ use crate::core::{
 
 /// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
 type CtxHook = Closure<dyn Fn(JsValue, JsValue) -> JsValue>;
-/// How a handler ended (glue.js `runHandler`): `(callId, value or error, flags)`.
-type SettleHook = Closure<dyn Fn(String, JsValue, u32)>;
+/// How a handler ended (glue.js `runHandler`): `(run, value or error, flags)`, `run` as in [`Running`].
+type SettleHook = Closure<dyn Fn(u32, JsValue, u32)>;
 
 /// `runHandler`'s flags (glue.js): the handler's signal had aborted when it settled; the value is an object
 /// with a boolean `success` (it may be a whole ABPResponse).
@@ -72,7 +72,8 @@ impl CtxHooks {
                 JsValue::UNDEFINED
             }),
             hook(conn, |c, call_id, list| {
-                if let Some(r) = c.running.borrow_mut().get_mut(&call_id) {
+                let mut running = c.running.borrow_mut();
+                if let Some(r) = running.iter_mut().find(|r| r.call_id == call_id) {
                     r.transfer = Some(list).filter(Array::is_array);
                 }
                 JsValue::UNDEFINED
@@ -80,9 +81,9 @@ impl CtxHooks {
         ];
         fn settle(conn: &Rc<AppConnInner>, ok: bool) -> SettleHook {
             let weak = Rc::downgrade(conn);
-            Closure::new(move |call_id: String, value: JsValue, flags: u32| {
+            Closure::new(move |run: u32, value: JsValue, flags: u32| {
                 if let Some(c) = weak.upgrade() {
-                    c.finish(&call_id, if ok { Ok(value) } else { Err(value) }, flags);
+                    c.finish(run, if ok { Ok(value) } else { Err(value) }, flags);
                     c.drive();
                 }
             })
@@ -135,7 +136,12 @@ pub(crate) trait Outlet {
     fn session_closed(&self) {}
 }
 
+/// A handler that is running. A few at a time (as many as calls in flight), so a vector searched from the
+/// end: its handler reports back by `run`, a number, instead of the call id, which would be copied into wasm
+/// and searched by text.
 struct Running {
+    run: u32,
+    call_id: String,
     cancel: HandlerCancel,
     transfer: Option<JsValue>,
 }
@@ -144,7 +150,9 @@ pub(crate) struct AppConnInner {
     shared: Weak<AppShared>,
     pub(crate) core: RefCell<AppConn<JsValue>>,
     codec: RefCell<Codec<JsValue>>,
-    running: RefCell<StrMap<Running>>,
+    running: RefCell<Vec<Running>>,
+    /// The `run` of the next handler started.
+    next_run: Cell<u32>,
     elicits: RefCell<StrMap<Deferred>>,
     link: RefCell<Option<Link>>,
     outlet: RefCell<Option<Rc<dyn Outlet>>>,
@@ -476,7 +484,8 @@ impl AppConnInner {
             shared: Rc::downgrade(shared),
             core: RefCell::new(AppConn::new(config, id_prefix())),
             codec: RefCell::new(Codec::new(dialect, false)),
-            running: RefCell::new(StrMap::new()),
+            running: RefCell::new(Vec::new()),
+            next_run: Cell::new(0),
             elicits: RefCell::new(StrMap::new()),
             link: RefCell::new(None),
             outlet: RefCell::new(None),
@@ -567,7 +576,11 @@ impl AppConnInner {
                 progress_token,
             } => self.start(call_id, capability, params, progress_token),
             AppOutput::Abort { call_id, reason } => {
-                let running = self.running.borrow_mut().remove(&call_id);
+                let running = {
+                    let mut all = self.running.borrow_mut();
+                    let at = all.iter().rposition(|r| r.call_id == call_id);
+                    at.map(|i| all.swap_remove(i))
+                };
                 if let Some(r) = running {
                     let message = reason.as_deref().unwrap_or("Operation cancelled");
                     abort_with(&r.cancel, &js_string(message));
@@ -672,20 +685,34 @@ impl AppConnInner {
         let cancel = HandlerCancel::new();
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
         let call_id_js = js_string(&call_id);
-        self.running.borrow_mut().insert(
+        let run = self.next_run.get();
+        self.next_run.set(run.wrapping_add(1));
+        self.running.borrow_mut().push(Running {
+            run,
             call_id,
-            Running {
-                cancel: cancel.clone(),
-                transfer: None,
-            },
-        );
+            cancel: cancel.clone(),
+            transfer: None,
+        });
         // Reports through `hooks.resolved`/`rejected`: at once for a value or a throw, later for a promise.
-        run_handler(&handler, &params, &hooks, &call_id_js, &token_js, &cancel);
+        run_handler(
+            &handler,
+            &params,
+            &hooks,
+            &call_id_js,
+            &token_js,
+            &cancel,
+            run,
+        );
     }
 
     /// `flags`: `runHandler`'s (ABORTED, RESPONSE).
-    fn finish(&self, call_id: &str, result: Result<JsValue, JsValue>, flags: u32) {
-        let Some(running) = self.running.borrow_mut().remove(call_id) else {
+    fn finish(&self, run: u32, result: Result<JsValue, JsValue>, flags: u32) {
+        let running = {
+            let mut all = self.running.borrow_mut();
+            let at = all.iter().rposition(|r| r.run == run);
+            at.map(|i| all.swap_remove(i))
+        };
+        let Some(running) = running else {
             return; // cancelled meanwhile: whatever the handler produced is discarded
         };
         let aborted = flags & ABORTED != 0;
@@ -697,7 +724,7 @@ impl AppConnInner {
         };
         self.core
             .borrow_mut()
-            .complete(call_id, outcome, running.transfer, now());
+            .complete(&running.call_id, outcome, running.transfer, now());
     }
 
     fn handle_incoming(self: &Rc<Self>, data: Received) {

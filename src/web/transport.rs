@@ -16,7 +16,7 @@ use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, MessagePort, Window}
 use super::dom::{global, window, Interval, Listener};
 use super::socket::{Socket, WebSocketTransport};
 use super::types::{IframeOptions, ParentOptions, WindowOptions};
-use super::value::{abp_port_listener, console_warn, id_of, opt_string, port_post, type_error};
+use super::value::{abp_port_listener, console_warn, keep_id, opt_string, port_post, type_error};
 #[cfg(feature = "mcp")]
 use super::value::{mcpb_payload, mcpb_wrap};
 use crate::core::message::Incoming;
@@ -360,25 +360,33 @@ type Deliver = dyn Fn(Received, Option<&MessageEvent>);
 /// One instance for its three uses (`deliver` as a trait object): each copy of the three closures cost some
 /// 200 B of gzipped wasm.
 fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> Listener {
-    type OnCall = dyn Fn(JsValue, JsValue, String, JsValue, f64, Option<String>);
+    type OnCall = dyn Fn(String, String, JsValue, JsValue, String, JsValue, f64, Option<String>);
     type OnResult = dyn Fn(Option<String>, Option<String>, JsValue, bool);
     let d = deliver.clone();
     let on_call = Closure::<OnCall>::new(
-        move |id, call_id, capability, params, timeout: f64, token| {
-            // The ids are kept as JS strings: the result sends them back.
-            if let (Some(id), Some(call_id)) = (id_of(&id), id_of(&call_id)) {
-                d(
-                    Received::Read(Incoming::Call {
-                        id,
-                        call_id,
-                        capability,
-                        params,
-                        timeout: timeout.is_finite().then_some(timeout),
-                        progress_token: token,
-                    }),
-                    None,
-                );
-            }
+        move |id: String,
+              call_id: String,
+              id_js,
+              call_id_js,
+              capability,
+              params,
+              timeout: f64,
+              token| {
+            // The ids come as text (copied in by the caller, where reading a JS string from wasm would be a
+            // step into JS each) and as the JS strings, kept for the result that sends them back.
+            keep_id(&id, &id_js);
+            keep_id(&call_id, &call_id_js);
+            d(
+                Received::Read(Incoming::Call {
+                    id,
+                    call_id,
+                    capability,
+                    params,
+                    timeout: timeout.is_finite().then_some(timeout),
+                    progress_token: token,
+                }),
+                None,
+            );
         },
     );
     let d = deliver.clone();

@@ -32,6 +32,7 @@ extern "C" {
         call_id: &JsValue,
         progress_token: &JsValue,
         cancel: &HandlerCancel,
+        run: u32,
     );
     #[wasm_bindgen(js_name = matchesPattern)]
     fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
