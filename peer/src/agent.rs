@@ -212,7 +212,7 @@ impl Agent {
                         info: &self.info,
                         capabilities: None,
                     };
-                    if let Some((msg, _)) = self.codec.encode(m, unix_ms(), &hello) {
+                    if let Some((msg, _)) = self.codec.encode(m, &unix_ms, &hello) {
                         self.send_text(msg.to_string());
                     }
                 }

@@ -37,8 +37,10 @@ pub trait Wire: Payload {
     /// `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params, options? } }`,
     /// `options` (`{ timeout?, progressToken? }`) only when there is something in it: every property costs in
     /// the structured clone. The two messages of every call are built in one step each where the payload type
-    /// can (the browser's does it in JS, SPEC section 4); the defaults are the generic build.
-    fn call_message(call: &CallFields<'_>, timestamp: f64, params: Self) -> Self {
+    /// can (the browser's does it in JS, SPEC section 4); the defaults are the generic build. `timestamp` is
+    /// the envelope's clock, read only by a build that needs it (the browser's builders read `Date.now()`
+    /// where they build, one step into JS fewer per message).
+    fn call_message(call: &CallFields<'_>, timestamp: Timestamp<'_>, params: Self) -> Self {
         let options = (call.timeout.is_some() || call.progress_token.is_some()).then(|| {
             Self::object_of(&mut [
                 ("timeout", call.timeout.map(Self::number)),
@@ -51,11 +53,17 @@ pub trait Wire: Payload {
             ("params", Some(params)),
             ("options", options),
         ]);
-        envelope(types::CALL, Some(call.id), timestamp, p)
+        envelope(types::CALL, Some(call.id), timestamp(), p)
     }
     /// The result of a call that succeeded: `{ type: 'capabilities/call-result', id, timestamp, payload:
     /// { success: true, data, metadata: { duration }, callId } }` (see [`Wire::call_message`]).
-    fn success_message(id: &str, timestamp: f64, call_id: &str, data: Self, duration: f64) -> Self {
+    fn success_message(
+        id: &str,
+        timestamp: Timestamp<'_>,
+        call_id: &str,
+        data: Self,
+        duration: f64,
+    ) -> Self {
         let meta = Self::object_of(&mut [("duration", Some(Self::number(duration)))]);
         let p = Self::object_of(&mut [
             ("success", Some(Self::boolean(true))),
@@ -63,7 +71,7 @@ pub trait Wire: Payload {
             ("metadata", Some(meta)),
             ("callId", Some(Self::string(call_id))),
         ]);
-        envelope(types::CALL_RESULT, Some(id), timestamp, p)
+        envelope(types::CALL_RESULT, Some(id), timestamp(), p)
     }
     /// A new object with the given properties in order; `None` values are left out. (One step where the
     /// payload type can do it in one; the values are taken out of `entries`.)
@@ -299,6 +307,9 @@ const APP: bool = cfg!(feature = "app");
 /// Tesseron's app speaks first: its agent reads `initialize` and its app `initialize-result`.
 const HELLO: bool = cfg!(feature = "tesseron");
 
+/// The envelope's clock (Unix milliseconds), read when a message needs it.
+pub type Timestamp<'a> = &'a dyn Fn() -> f64;
+
 fn envelope<P: Wire>(ty: &'static str, id: Option<&str>, timestamp: f64, payload: P) -> P {
     P::object_of(&mut [
         ("type", Some(P::constant(ty))),
@@ -354,7 +365,7 @@ fn cancelled_response<P: Wire>(reason: Option<&str>) -> P {
 /// messages ABP does not have (the JSON-RPC dialects' `ping`, `tools/list`, errors, `initialized`).
 pub fn encode<P: Wire>(
     msg: Outgoing<P>,
-    timestamp: f64,
+    clock: Timestamp<'_>,
     hello: &Hello<'_, P>,
 ) -> Option<(P, Option<P>)> {
     let mut transfer_list = None;
@@ -365,7 +376,7 @@ pub fn encode<P: Wire>(
             p.set("agent", hello.info.clone());
             p.set("protocolVersion", P::string(PROTOCOL_VERSION));
             p.set("features", features(None));
-            envelope(types::INITIALIZE, Some(&id), timestamp, p)
+            envelope(types::INITIALIZE, Some(&id), clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::InitializeResult {
@@ -379,13 +390,13 @@ pub fn encode<P: Wire>(
             p.set("app", hello.info.clone());
             p.set("capabilities", capabilities(hello));
             p.set("features", features(Some(&agreed)));
-            envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
+            envelope(types::INITIALIZE_RESULT, Some(&id), clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::InitializeError { id, error } => {
             let mut p = P::object();
             p.set("error", encode_error(error));
-            envelope(types::INITIALIZE_RESULT, Some(&id), timestamp, p)
+            envelope(types::INITIALIZE_RESULT, Some(&id), clock(), p)
         }
         #[cfg(feature = "agent")]
         Outgoing::Call {
@@ -405,7 +416,7 @@ pub fn encode<P: Wire>(
                 timeout,
                 progress_token: progress_token.as_deref(),
             };
-            P::call_message(&call, timestamp, params)
+            P::call_message(&call, clock, params)
         }
         #[cfg(feature = "app")]
         Outgoing::CallResult {
@@ -419,7 +430,7 @@ pub fn encode<P: Wire>(
             let meta = || P::object_of(&mut [("duration", Some(P::number(duration)))]);
             let p = match outcome {
                 Outcome::Success { data } => {
-                    let m = P::success_message(&id, timestamp, &call_id, data, duration);
+                    let m = P::success_message(&id, clock, &call_id, data, duration);
                     return Some((m, transfer_list));
                 }
                 Outcome::Failure(e) => P::object_of(&mut [
@@ -435,7 +446,7 @@ pub fn encode<P: Wire>(
                     p
                 }
             };
-            envelope(types::CALL_RESULT, Some(&id), timestamp, p)
+            envelope(types::CALL_RESULT, Some(&id), clock(), p)
         }
         #[cfg(feature = "agent")]
         Outgoing::Cancel {
@@ -447,7 +458,7 @@ pub fn encode<P: Wire>(
                 ("callId", Some(P::string(&call_id))),
                 ("reason", reason.as_deref().map(P::string)),
             ]);
-            envelope(types::CANCEL, Some(&id), timestamp, p)
+            envelope(types::CANCEL, Some(&id), clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::CancelResult {
@@ -463,7 +474,7 @@ pub fn encode<P: Wire>(
                 ("reason", reason.as_deref().map(P::string)),
                 ("error", error.map(encode_error)),
             ]);
-            envelope(types::CANCEL_RESULT, id.as_deref(), timestamp, p)
+            envelope(types::CANCEL_RESULT, id.as_deref(), clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::Progress {
@@ -476,7 +487,7 @@ pub fn encode<P: Wire>(
             if let Some(call_id) = call_id {
                 p.set("callId", P::string(&call_id));
             }
-            envelope(types::PROGRESS, None, timestamp, p)
+            envelope(types::PROGRESS, None, clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::Notification { event, data } => {
@@ -485,7 +496,7 @@ pub fn encode<P: Wire>(
             if data.kind() != Kind::Undefined {
                 p.set("data", data);
             }
-            envelope(types::NOTIFICATION, None, timestamp, p)
+            envelope(types::NOTIFICATION, None, clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::CapabilitiesChanged { changes } => {
@@ -493,7 +504,7 @@ pub fn encode<P: Wire>(
             let mut p = P::object();
             p.set("event", P::string(types::CAPABILITIES_CHANGED));
             p.set("data", d);
-            envelope(types::NOTIFICATION, None, timestamp, p)
+            envelope(types::NOTIFICATION, None, clock(), p)
         }
         #[cfg(feature = "app")]
         Outgoing::ElicitationRequest {
@@ -505,7 +516,7 @@ pub fn encode<P: Wire>(
             if let Some(c) = call_id {
                 p.set("callId", P::string(&c));
             }
-            envelope(types::ELICITATION_REQUEST, Some(&id), timestamp, p)
+            envelope(types::ELICITATION_REQUEST, Some(&id), clock(), p)
         }
         #[cfg(feature = "agent")]
         Outgoing::ElicitationResponse { id, answer } => {
@@ -519,7 +530,7 @@ pub fn encode<P: Wire>(
                     p
                 }
             };
-            envelope(types::ELICITATION_RESPONSE, Some(&id), timestamp, p)
+            envelope(types::ELICITATION_RESPONSE, Some(&id), clock(), p)
         }
         Outgoing::Shutdown {
             id,
@@ -533,7 +544,7 @@ pub fn encode<P: Wire>(
             if let Some(s) = session_id {
                 p.set("sessionId", P::string(&s));
             }
-            envelope(types::SHUTDOWN, Some(&id), timestamp, p)
+            envelope(types::SHUTDOWN, Some(&id), clock(), p)
         }
         Outgoing::Initialized
         | Outgoing::Ping { .. }

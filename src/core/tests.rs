@@ -97,7 +97,7 @@ impl Pair {
                         info: &agent_info,
                         capabilities: None,
                     };
-                    if let Some((v, _)) = self.agent_codec.encode(m, self.now, &hello) {
+                    if let Some((v, _)) = self.agent_codec.encode(m, &|| self.now, &hello) {
                         self.agent_sent.push(v.clone());
                         self.to_app.push_back(v);
                     }
@@ -116,7 +116,7 @@ impl Pair {
                         info: &app_info,
                         capabilities: Some(&caps),
                     };
-                    if let Some((v, _)) = self.app_codec.encode(m, self.now, &hello) {
+                    if let Some((v, _)) = self.app_codec.encode(m, &|| self.now, &hello) {
                         self.app_sent.push(v.clone());
                         self.to_agent.push_back(v);
                     }

@@ -396,7 +396,7 @@ fn drain(app: &mut AppConn<Value>) -> Vec<Value> {
                 info: &info,
                 capabilities: None,
             };
-            sent.extend(encode(m, now_of(), &hello).map(|(v, _)| v));
+            sent.extend(encode(m, &now_of, &hello).map(|(v, _)| v));
         }
     }
     sent

@@ -619,7 +619,7 @@ impl AppConnInner {
             info: &shared.info,
             capabilities: Some(&caps),
         };
-        let encoded = self.codec.borrow_mut().encode(m, timestamp(), &hello);
+        let encoded = self.codec.borrow_mut().encode(m, &timestamp, &hello);
         let Some((msg, transfer)) = encoded else {
             return; // nothing to send in this dialect
         };
@@ -641,7 +641,7 @@ impl AppConnInner {
                 info: &shared.info,
                 capabilities: None,
             };
-            let encoded = self.codec.borrow_mut().encode(failure, timestamp(), &hello);
+            let encoded = self.codec.borrow_mut().encode(failure, &timestamp, &hello);
             if let Some((msg, _)) = encoded {
                 let _ = self.deliver(msg, None);
             }
@@ -848,7 +848,7 @@ impl Sink for AppConnInner {
                 info: &info,
                 capabilities: None,
             };
-            let encoded = self.codec.borrow_mut().encode(bye, timestamp(), &hello);
+            let encoded = self.codec.borrow_mut().encode(bye, &timestamp, &hello);
             // On the window, not the channel: a page that is unloading may not get a channel message out.
             match (encoded, self.link.borrow().as_ref()) {
                 (None, _) => {}

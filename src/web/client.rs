@@ -718,7 +718,7 @@ impl ClientInner {
             info: &self.agent_info,
             capabilities: None,
         };
-        let encoded = self.codec.borrow_mut().encode(m, timestamp(), &hello);
+        let encoded = self.codec.borrow_mut().encode(m, &timestamp, &hello);
         let Some((msg, transfer)) = encoded else {
             return; // nothing to send in this dialect
         };

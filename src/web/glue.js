@@ -430,8 +430,10 @@ export function abpPortListener(onCall, onResult, onOther) {
 // fields in the same order as the generic build in src/core/codec.rs) ----
 
 /** `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params[, options] } }`, with
- *  `options: { timeout?, progressToken? }` only when either is given (not undefined). */
-export function callMessage(id, timestamp, callId, capability, params, timeout, progressToken) {
+ *  `options: { timeout?, progressToken? }` only when either is given (not undefined). Both builders stamp the
+ *  message with `Date.now()` themselves: a step back into JS for the clock cost more than reading it here. */
+export function callMessage(id, callId, capability, params, timeout, progressToken) {
+  const timestamp = Date.now();
   if (timeout === undefined && progressToken === undefined) {
     return { type: 'capabilities/call', id, timestamp, payload: { callId, capability, params } };
   }
@@ -442,8 +444,8 @@ export function callMessage(id, timestamp, callId, capability, params, timeout, 
 
 /** `{ type: 'capabilities/call-result', id, timestamp, payload: { success: true, data, metadata: { duration },
  *  callId } }`. */
-export function successMessage(id, timestamp, callId, data, duration) {
-  return { type: 'capabilities/call-result', id, timestamp,
+export function successMessage(id, callId, data, duration) {
+  return { type: 'capabilities/call-result', id, timestamp: Date.now(),
     payload: { success: true, data, metadata: { duration }, callId } };
 }
 
@@ -528,15 +530,17 @@ export function setFields(o, k1, v1, k2, v2, k3, v3, k4, v4) {
   return o;
 }
 
-/** `port.postMessage(msg[, transfer])`; returns what it threw (its text for a thrown null or undefined), else
- *  undefined. A plain try/catch here is cheaper than wasm-bindgen's catch wrapper on the hottest call there is. */
+/** `port.postMessage(msg[, transfer])`; returns the text of what it threw (`String(e)`: "DataCloneError: …"),
+ *  else undefined. A plain try/catch here is cheaper than wasm-bindgen's catch wrapper on the hottest call there
+ *  is, and text or undefined is read without a step back into JS (a returned value would be asked
+ *  `=== undefined` through one). */
 export function portPost(port, msg, transfer) {
   try {
     if (transfer === undefined) port.postMessage(msg);
     else port.postMessage(msg, transfer);
     return undefined;
   } catch (e) {
-    return e == null ? String(e) : e;
+    return toStr(e);
   }
 }
 

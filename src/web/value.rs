@@ -6,7 +6,7 @@ use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::core::codec::{encode_error, CallFields, Wire};
+use crate::core::codec::{encode_error, CallFields, Timestamp, Wire};
 use crate::core::map::StrMap;
 use crate::core::schema::{Kind, Payload};
 use crate::core::AbpError;
@@ -111,7 +111,6 @@ extern "C" {
     #[wasm_bindgen(js_name = callMessage)]
     fn call_message(
         id: &JsValue,
-        timestamp: f64,
         call_id: &JsValue,
         capability: &JsValue,
         params: &JsValue,
@@ -120,13 +119,7 @@ extern "C" {
     ) -> JsValue;
     /// A success result, built in one step (see `Wire::success_message`).
     #[wasm_bindgen(js_name = successMessage)]
-    fn success_message(
-        id: &JsValue,
-        timestamp: f64,
-        call_id: &JsValue,
-        data: &JsValue,
-        duration: f64,
-    ) -> JsValue;
+    fn success_message(id: &JsValue, call_id: &JsValue, data: &JsValue, duration: f64) -> JsValue;
     /// The listener of a private ABP channel: reads calls and results in one pass (see glue.js).
     #[wasm_bindgen(js_name = abpPortListener)]
     pub(crate) fn abp_port_listener(
@@ -139,7 +132,7 @@ extern "C" {
         port: &web_sys::MessagePort,
         msg: &JsValue,
         transfer: &JsValue,
-    ) -> Option<JsValue>;
+    ) -> Option<String>;
     #[wasm_bindgen(js_name = makeGlobal)]
     pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
         -> JsValue;
@@ -280,12 +273,12 @@ impl Wire for JsValue {
     fn constant(s: &'static str) -> Self {
         key_js(s)
     }
-    fn call_message(call: &CallFields<'_>, timestamp: f64, params: Self) -> Self {
+    // The builders read `Date.now()` in JS for the timestamp.
+    fn call_message(call: &CallFields<'_>, _: Timestamp<'_>, params: Self) -> Self {
         let (id, call_id) = (js_string(call.id), js_string(call.call_id));
         let token = call.progress_token.map(js_string);
         call_message(
             &id,
-            timestamp,
             &call_id,
             &js_string(call.capability),
             &params,
@@ -293,14 +286,14 @@ impl Wire for JsValue {
             token.as_ref().unwrap_or(&JsValue::UNDEFINED),
         )
     }
-    fn success_message(id: &str, timestamp: f64, call_id: &str, data: Self, duration: f64) -> Self {
-        success_message(
-            &js_string(id),
-            timestamp,
-            &js_string(call_id),
-            &data,
-            duration,
-        )
+    fn success_message(
+        id: &str,
+        _: Timestamp<'_>,
+        call_id: &str,
+        data: Self,
+        duration: f64,
+    ) -> Self {
+        success_message(&js_string(id), &js_string(call_id), &data, duration)
     }
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
         // The first batch makes the object (`setFields` with no object); later ones add to it.
@@ -437,17 +430,16 @@ fn flush(o: &JsValue, batch: &mut [(JsValue, JsValue); 4]) -> JsValue {
     o
 }
 
-/// Posts on a `MessagePort`; the error is what `postMessage` threw (a value that cannot be cloned, a
-/// detached buffer in the transfer list…).
+/// Posts on a `MessagePort`; the error is the text of what `postMessage` threw (a value that cannot be cloned,
+/// a detached buffer in the transfer list…), which is all its callers tell the agent.
 pub(crate) fn port_post(
     port: &web_sys::MessagePort,
     msg: &JsValue,
     transfer: Option<&JsValue>,
 ) -> Result<(), JsValue> {
-    // `None` (undefined) tested in JS: no step back into wasm to ask.
     match port_post_js(port, msg, transfer.unwrap_or(&JsValue::UNDEFINED)) {
         None => Ok(()),
-        Some(thrown) => Err(thrown),
+        Some(thrown) => Err(JsValue::from_str(&thrown)),
     }
 }
 

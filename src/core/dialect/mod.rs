@@ -251,11 +251,11 @@ impl<P: Wire> Codec<P> {
     pub fn encode(
         &mut self,
         msg: Outgoing<P>,
-        timestamp: f64,
+        clock: codec::Timestamp<'_>,
         hello: &Hello<'_, P>,
     ) -> Option<(P, Option<P>)> {
         match self {
-            Codec::Abp => codec::encode(msg, timestamp, hello),
+            Codec::Abp => codec::encode(msg, clock, hello),
             #[cfg(feature = "mcp")]
             Codec::Mcp(c) => c.encode(msg, hello).map(|m| (m, None)),
             #[cfg(feature = "acp")]

@@ -46,7 +46,7 @@ impl Gateway {
                         info: &info,
                         capabilities: None,
                     };
-                    if let Some((v, _)) = self.codec.encode(m, self.now, &hello) {
+                    if let Some((v, _)) = self.codec.encode(m, &|| self.now, &hello) {
                         self.sent.push(v);
                     }
                 }
