@@ -735,11 +735,15 @@ impl ClientInner {
         };
         drop(link);
         if let (Err(e), Some(call_id)) = (sent, call_id) {
-            // The transport says why when it can (a WebSocket over its size limit: TRANSPORT_ERROR).
-            let code = opt_string(&e, "code")
-                .map(|c| ErrorCode::parse(&c))
-                .unwrap_or(ErrorCode::InvalidParams);
-            let message = opt_string(&e, "message").unwrap_or_else(|| to_str(&e));
+            // The transport says why when it can (a WebSocket over its size limit: TRANSPORT_ERROR, with its
+            // own message); otherwise what postMessage threw, as text ("DataCloneError: …", the same whether
+            // it was thrown on a window or a port, where it arrives as text).
+            let code = opt_string(&e, "code").map(|c| ErrorCode::parse(&c));
+            let message = match code {
+                Some(_) => opt_string(&e, "message").unwrap_or_else(|| to_str(&e)),
+                None => to_str(&e),
+            };
+            let code = code.unwrap_or(ErrorCode::InvalidParams);
             let error = AbpError::new(code, text(&["The call could not be sent: ", &message]));
             self.core.borrow_mut().fail_call(&call_id, error);
         }

@@ -19,7 +19,8 @@ function makeCtx(hooks, callId, progressToken, cancel) {
   return Object.defineProperty(ctx, 'signal', SIGNAL);
 }
 
-/** Where a ctx keeps its `HandlerCancel`. */
+/** Where a ctx keeps its `HandlerCancel` (an own symbol-keyed property, which `{ ...ctx }` copies along; the
+ *  shared getter reads it through `this`, so it needs the ctx, or a copy of it, as receiver). */
 const CANCEL = Symbol('abp handler cancel');
 
 const SIGNAL = {
@@ -110,13 +111,16 @@ export class HandlerCancel {
 export function runHandler(f, params, hooks, callId, progressToken, cancel, run) {
   const ctx = makeCtx(hooks, callId, progressToken, cancel);
   let v;
+  let thenable;
   try {
     v = f(params, ctx);
+    // Inside the try: a returned object whose `then` getter throws is a rejection, as `await` makes it.
+    thenable = isThenable(v);
   } catch (e) {
     report(hooks.rejected, run, e, cancel.aborted ? ABORTED : 0);
     return;
   }
-  if (!isThenable(v)) resolved(hooks, run, cancel, v);
+  if (!thenable) resolved(hooks, run, cancel, v);
   else {
     Promise.resolve(v).then((x) => resolved(hooks, run, cancel, x),
       (e) => report(hooks.rejected, run, e, cancel.aborted ? ABORTED : 0));

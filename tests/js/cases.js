@@ -390,6 +390,10 @@ export async function handlerErrorsBecomeAbpErrors() {
   eq([abort.cancelled, abort.error.code], [true, 'CANCELLED'], 'thrown AbortError');
   const fn = await t.abp.call('returnsFunction', {});
   eq(fn.error.code, 'OPERATION_FAILED', 'an uncloneable result is an error, not silence');
+  // A result whose `then` getter throws is a rejection (as `await` would make it), not an exception in the app.
+  const then = await t.abp.call('throwingThen', {});
+  eq([then.success, then.error.code, then.error.message], [false, 'OPERATION_FAILED', 'bad then'], 'a throwing then getter');
+  eq(t.win.app.activeCalls, 0, 'its handler is not left running');
   const unknown = await t.abp.call('nope', {});
   eq(unknown.error.code, 'UNKNOWN_CAPABILITY', 'unknown capability');
   const invalid = await t.abp.call('slow', {});
