@@ -28,21 +28,7 @@ try {
           while (!f.contentWindow?.ready) await new Promise((r) => setTimeout(r, 5));
           return f;
         };
-        // ABP's agent side by hand: offers a port with `initialize`, then calls over it.
-        const handAgent = async (iframe) => {
-          const { port1, port2 } = new MessageChannel();
-          const pending = new Map();
-          port1.onmessage = (e) => { const m = e.data; const r = pending.get(m.id); pending.delete(m.id); r(m.payload); };
-          const ready = new Promise((resolve) => pending.set('init', resolve));
-          iframe.contentWindow.postMessage({ type: 'initialize', id: 'init', timestamp: Date.now(),
-            payload: { agent: { name: 'hand', version: '1' }, protocolVersion: '0.1', features: {} } }, location.origin, [port2]);
-          await ready;
-          return { call: (capability, params) => new Promise((resolve) => {
-            const id = crypto.randomUUID();
-            pending.set(id, resolve);
-            port1.postMessage({ type: 'capabilities/call', id, timestamp: Date.now(), payload: { callId: id, capability, params } });
-          }) };
-        };
+        const { handAgent } = await import('/bench/hand-abp.js');
         const abpAgent = (iframe) => AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin }),
           { agent: { name: 'mix', version: '1' } });
         const hand = '/bench/frame.html?lib=hand-abp';

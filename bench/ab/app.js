@@ -1,0 +1,9 @@
+// The app the A/B pages serve in an iframe: build `v` (a copy of pkg/ under bench/ab/, or `pkg` for pkg/ itself)
+// answering `echo` to its parent.
+export async function serveApp(v) {
+  const { default: init, AbpApp, PostMessageTransport } = await import(v === 'pkg' ? '../../pkg/abp_wasm.js' : `./${v}/abp_wasm.js`);
+  await init();
+  const app = new AbpApp({ id: 'bench', name: 'bench', version: '1' });
+  app.register('echo', (x) => x);
+  app.listen(PostMessageTransport.toParent({ allowedOrigins: [location.origin] }));
+}
