@@ -858,9 +858,9 @@ impl Sink for ClientInner {
         self.drive();
     }
 
-    fn on_offered_reply(self: Rc<Self>, port: MessagePort, data: Received) {
+    fn on_offered_reply(self: Rc<Self>, port: &MessagePort, data: Received) {
         if let Some(link) = self.link.borrow().as_ref() {
-            link.accept_offered(&port);
+            link.accept_offered(port);
         }
         self.on_message(data, "", None);
     }

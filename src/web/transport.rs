@@ -288,7 +288,7 @@ pub(crate) trait Sink: 'static {
     /// (an agent offers one with `initialize`).
     fn on_message(self: Rc<Self>, data: Received, origin: &str, port: Option<MessagePort>);
     /// Agent side: the app answered on one of the ports offered with `initialize`.
-    fn on_offered_reply(self: Rc<Self>, _port: MessagePort, _data: Received) {}
+    fn on_offered_reply(self: Rc<Self>, _port: &MessagePort, _data: Received) {}
     /// The other side is gone.
     fn on_lost(self: Rc<Self>);
     /// This page is going away.
@@ -648,7 +648,8 @@ impl Link {
             &mine,
             Rc::new(move |data, _: Option<&MessageEvent>| {
                 if let Some(s) = w.upgrade() {
-                    s.on_offered_reply(port.clone(), data);
+                    // Lent, not cloned: a clone per reply took and gave back a slot in the externref table.
+                    s.on_offered_reply(&port, data);
                 }
             }),
         );
