@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::map::{StrMap, StrSet};
+use super::map::{str_hash, StrMap, StrSet};
 
 use super::capability::{self, Changes};
 use super::codec::{decode_error, Wire};
@@ -333,15 +333,6 @@ struct Recent {
     cap: usize,
 }
 
-/// FNV-1a over the id's bytes.
-fn id_hash(id: &str) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in id.bytes() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    h
-}
-
 impl Recent {
     fn new(cap: usize) -> Recent {
         Recent {
@@ -379,7 +370,7 @@ impl Recent {
         if self.table.is_empty() {
             return None;
         }
-        let slot = self.find(id, id_hash(id)).ok()?;
+        let slot = self.find(id, str_hash(id)).ok()?;
         self.ring
             .get(self.table[slot] as usize - 1)
             .map(|(_, _, how)| how)
@@ -410,7 +401,7 @@ impl Recent {
         if self.table.is_empty() {
             self.table = vec![0; (2 * self.cap).next_power_of_two()];
         }
-        let hash = id_hash(&id);
+        let hash = str_hash(&id);
         let free = match self.find(&id, hash) {
             Ok(slot) => {
                 let at = self.table[slot] as usize - 1;

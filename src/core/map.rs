@@ -18,6 +18,14 @@ impl<V> Default for StrMap<V> {
     }
 }
 
+/// FNV-1a over `s`'s bytes: a cheap hash for ids, which differ all along (the finished-ids index, the JS
+/// string cache of the web layer).
+pub fn str_hash(s: &str) -> u32 {
+    s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
 fn find(keys: &[String], key: &str) -> Result<usize, usize> {
     keys.binary_search_by(|k| k.as_str().cmp(key))
 }

@@ -576,12 +576,7 @@ impl AppConnInner {
                 progress_token,
             } => self.start(call_id, capability, params, progress_token),
             AppOutput::Abort { call_id, reason } => {
-                let running = {
-                    let mut all = self.running.borrow_mut();
-                    let at = all.iter().rposition(|r| r.call_id == call_id);
-                    at.map(|i| all.swap_remove(i))
-                };
-                if let Some(r) = running {
+                if let Some(r) = self.take_running(|r| r.call_id == call_id) {
                     let message = reason.as_deref().unwrap_or("Operation cancelled");
                     abort_with(&r.cancel, &js_string(message));
                 }
@@ -705,14 +700,16 @@ impl AppConnInner {
         );
     }
 
+    /// Takes the running handler that `which` picks out of the table (the newest first).
+    fn take_running(&self, which: impl Fn(&Running) -> bool) -> Option<Running> {
+        let mut all = self.running.borrow_mut();
+        let at = all.iter().rposition(which)?;
+        Some(all.swap_remove(at))
+    }
+
     /// `flags`: `runHandler`'s (ABORTED, RESPONSE).
     fn finish(&self, run: u32, result: Result<JsValue, JsValue>, flags: u32) {
-        let running = {
-            let mut all = self.running.borrow_mut();
-            let at = all.iter().rposition(|r| r.run == run);
-            at.map(|i| all.swap_remove(i))
-        };
-        let Some(running) = running else {
+        let Some(running) = self.take_running(|r| r.run == run) else {
             return; // cancelled meanwhile: whatever the handler produced is discarded
         };
         let aborted = flags & ABORTED != 0;

@@ -117,18 +117,19 @@ export function runHandler(f, params, hooks, callId, progressToken, cancel, run)
     // Inside the try: a returned object whose `then` getter throws is a rejection, as `await` makes it.
     thenable = isThenable(v);
   } catch (e) {
-    report(hooks.rejected, run, e, cancel.aborted ? ABORTED : 0);
+    rejected(hooks, run, cancel, e);
     return;
   }
   if (!thenable) resolved(hooks, run, cancel, v);
-  else {
-    Promise.resolve(v).then((x) => resolved(hooks, run, cancel, x),
-      (e) => report(hooks.rejected, run, e, cancel.aborted ? ABORTED : 0));
-  }
+  else Promise.resolve(v).then((x) => resolved(hooks, run, cancel, x), (e) => rejected(hooks, run, cancel, e));
 }
 
 function resolved(hooks, run, cancel, x) {
   report(hooks.resolved, run, x, (cancel.aborted ? ABORTED : 0) | (maybeResponse(x) ? RESPONSE : 0));
+}
+
+function rejected(hooks, run, cancel, e) {
+  report(hooks.rejected, run, e, cancel.aborted ? ABORTED : 0);
 }
 
 /** Flags `runHandler` reports with a result: the handler's signal had aborted by then; the value is an object

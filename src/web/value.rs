@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::core::codec::{encode_error, CallFields, Timestamp, Wire};
-use crate::core::map::StrMap;
+use crate::core::map::{str_hash, StrMap};
 use crate::core::schema::{Kind, Payload};
 use crate::core::AbpError;
 
@@ -359,11 +359,7 @@ const ID_SLOTS: usize = 64;
 const ID_MAX_LEN: usize = 128;
 
 fn id_slot(s: &str) -> usize {
-    // FNV-1a: ids differ all along, so any cheap hash spreads them.
-    let h = s.bytes().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ b as u32).wrapping_mul(0x0100_0193)
-    });
-    h as usize % ID_SLOTS
+    str_hash(s) as usize % ID_SLOTS
 }
 
 /// Keeps `js`, a JS string equal to `s` (an id read from a message or made in JS, a capability name, an abort
