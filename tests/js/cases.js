@@ -2,7 +2,7 @@
 // run by tests/browser.rs in headless Chrome and Firefox. Real iframes load tests/fixtures/app.html, which
 // imports this same test build and serves the capabilities the cases assert on.
 import { AbpApp, AbpClient, PostMessageTransport } from '/wasm-bindgen-test';
-import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+import { assert, eq, fail, pageErrors, LOAD_MS, runNamed, sleep, until } from './helpers.js';
 
 const ORIGIN = location.origin;
 // The same server under another host name is another origin: real cross-origin iframes.
@@ -235,7 +235,7 @@ export async function cancelTable() {
 
 export async function notInitialized() {
   const iframe = frame();
-  await until(() => iframe.contentWindow.fixtureReady, 'the app to load');
+  await until(() => iframe.contentWindow.fixtureReady, 'the app to load', LOAD_MS);
   const answers = [];
   const listen = (e) => { if (e.source === iframe.contentWindow) answers.push(e.data); };
   addEventListener('message', listen);
@@ -470,7 +470,7 @@ export async function shutdownSettlesPendingAndAbortsHandlers() {
 export async function messagesFromAnotherWindowAreIgnored() {
   const t = await setup();
   const forger = frame('', ORIGIN, 'forger.html');
-  await until(() => forger.contentWindow.forge, 'the forger to load');
+  await until(() => forger.contentWindow.forge, 'the forger to load', LOAD_MS);
   const p = t.abp.call('slow', { ms: 300, steps: 3 }, { callId: 'W' });
   await until(() => t.started('W'), 'start');
   const rejectedBefore = t.abp.rejectedMessages;
@@ -569,7 +569,7 @@ export async function thePrivateChannelAnswersAsWindowMessagesDo() {
   // one pass; what they answer and ignore must not differ from the first.
   const byWindow = frame(), byPort = frame(), byFromPort = frame('?fromport=1');
   await until(() => byWindow.contentWindow.fixtureReady && byPort.contentWindow.fixtureReady
-    && byFromPort.contentWindow.fixtureReady, 'the apps to load');
+    && byFromPort.contentWindow.fixtureReady, 'the apps to load', LOAD_MS);
   const answers = { window: [], port: [], fromPort: [] };
   const listen = (e) => { if (e.source === byWindow.contentWindow) answers.window.push(e.data); };
   addEventListener('message', listen);
@@ -706,7 +706,7 @@ export async function capabilitiesChangeAndNotifications() {
 
 export async function exposeGlobalForPuppeteerAgents() {
   const iframe = frame('?global=1');
-  await until(() => iframe.contentWindow.fixtureReady, 'the app to load');
+  await until(() => iframe.contentWindow.fixtureReady, 'the app to load', LOAD_MS);
   const w = iframe.contentWindow;
   const g = w.abp;
   eq([g.protocolVersion, g.app.id, g.initialized], ['0.1', 'com.test.fixture', false], 'before initialize');
@@ -912,7 +912,7 @@ export async function anElicitationTimesOutOnBothSides() {
 
 export async function windowAbpFollowsTheApiReference() {
   const iframe = frame('?global=1');
-  await until(() => iframe.contentWindow.fixtureReady, 'the app to load');
+  await until(() => iframe.contentWindow.fixtureReady, 'the app to load', LOAD_MS);
   const w = iframe.contentWindow;
   const g = w.abp;
   const seen = { progress: [], notification: [], changes: [], viaHook: [] };

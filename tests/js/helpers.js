@@ -11,6 +11,9 @@ export function eq(actual, expected, msg) {
   const a = JSON.stringify(actual), b = JSON.stringify(expected);
   if (a !== b) fail(`${msg}: expected ${b}, got ${a}`);
 }
+/** How long a case waits for an iframe's page and wasm to load: CI machines can be slow and busy (2 cores, two
+ * browsers), and loading is not what the cases test. */
+export const LOAD_MS = 15000;
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function until(f, what, ms = 3000) {
   const t0 = performance.now();

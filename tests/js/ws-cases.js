@@ -5,7 +5,7 @@
 // - Native agent ↔ browser app: an AbpApp on /agent/<room>, driven by the peer's AgentCore; the test sends it
 //   commands over /control/<room> and reads its events there.
 import { AbpApp, AbpClient, WebSocketTransport } from '/wasm-bindgen-test';
-import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+import { assert, eq, fail, pageErrors, LOAD_MS, runNamed, sleep, until } from './helpers.js';
 
 const AGENT = { agent: { name: 'ws-test-agent', version: '1.0.0' } };
 let BASE = '';
@@ -113,7 +113,7 @@ async function native({ dialect, protocols, prepare } = {}) {
   if (prepare) prepare(a.app);
   a.app.listen(await WebSocketTransport.connect(`${BASE}/agent/${r}`, protocols ? { protocols } : undefined),
     dialect ? { dialect } : undefined);
-  await until(() => ctl.frames.some((e) => e.op === 'connected'), 'the native agent to connect', 5000);
+  await until(() => ctl.frames.some((e) => e.op === 'connected'), 'the native agent to connect', LOAD_MS);
   let refs = 0;
   const events = (op) => ctl.frames.filter((e) => e.op === op);
   return {
