@@ -34,6 +34,16 @@ function frame(query = '', origin = ORIGIN, page = 'app.html') {
   return iframe;
 }
 
+/** Waits until the fixture apps in `frames` have loaded the SDK and registered their capabilities; fails at once
+ *  with the page's error if one could not load it (app.html keeps it in `fixtureError`). */
+function appsLoaded(...frames) {
+  return until(() => {
+    const broken = frames.find((f) => f.contentWindow?.fixtureError);
+    if (broken) fail(`a fixture app did not load: ${broken.contentWindow.fixtureError}`);
+    return frames.every((f) => f.contentWindow?.fixtureReady);
+  }, frames.length > 1 ? 'the apps to load' : 'the app to load', LOAD_MS);
+}
+
 async function setup(query = '', options = {}) {
   const iframe = frame(query);
   // Connect right away: the iframe has not loaded yet, so this also covers the re-sent initialize.
@@ -235,7 +245,7 @@ export async function cancelTable() {
 
 export async function notInitialized() {
   const iframe = frame();
-  await until(() => iframe.contentWindow.fixtureReady, 'the app to load', LOAD_MS);
+  await appsLoaded(iframe);
   const answers = [];
   const listen = (e) => { if (e.source === iframe.contentWindow) answers.push(e.data); };
   addEventListener('message', listen);
@@ -568,8 +578,7 @@ export async function thePrivateChannelAnswersAsWindowMessagesDo() {
   // over a MessagePort it was given (PostMessageTransport.fromPort). The last two read calls and results in
   // one pass; what they answer and ignore must not differ from the first.
   const byWindow = frame(), byPort = frame(), byFromPort = frame('?fromport=1');
-  await until(() => byWindow.contentWindow.fixtureReady && byPort.contentWindow.fixtureReady
-    && byFromPort.contentWindow.fixtureReady, 'the apps to load', LOAD_MS);
+  await appsLoaded(byWindow, byPort, byFromPort);
   const answers = { window: [], port: [], fromPort: [] };
   const listen = (e) => { if (e.source === byWindow.contentWindow) answers.window.push(e.data); };
   addEventListener('message', listen);
@@ -706,7 +715,7 @@ export async function capabilitiesChangeAndNotifications() {
 
 export async function exposeGlobalForPuppeteerAgents() {
   const iframe = frame('?global=1');
-  await until(() => iframe.contentWindow.fixtureReady, 'the app to load', LOAD_MS);
+  await appsLoaded(iframe);
   const w = iframe.contentWindow;
   const g = w.abp;
   eq([g.protocolVersion, g.app.id, g.initialized], ['0.1', 'com.test.fixture', false], 'before initialize');
@@ -912,7 +921,7 @@ export async function anElicitationTimesOutOnBothSides() {
 
 export async function windowAbpFollowsTheApiReference() {
   const iframe = frame('?global=1');
-  await until(() => iframe.contentWindow.fixtureReady, 'the app to load', LOAD_MS);
+  await appsLoaded(iframe);
   const w = iframe.contentWindow;
   const g = w.abp;
   const seen = { progress: [], notification: [], changes: [], viaHook: [] };
