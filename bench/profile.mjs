@@ -38,15 +38,19 @@ await page.evaluate(async ({ lib, pkg }) => {
 }, { lib, pkg: process.env.PROFILE_PKG });
 await cdp.send('Profiler.setSamplingInterval', { interval: 50 });
 await cdp.send('Profiler.start');
-// PROFILE_INFLIGHT=256 keeps that many calls in flight (the throughput row) instead of one at a time.
+// PROFILE_INFLIGHT=256 keeps that many calls in flight (the throughput row) instead of one at a time;
+// PROFILE_OPTIONS=1 passes `{ signal, timeout }` with every call (the benchmark's "with { signal, timeout }" row).
 const inflight = Number(process.env.PROFILE_INFLIGHT ?? 1);
-const t = await page.evaluate(async (inflight) => {
+const withOptions = process.env.PROFILE_OPTIONS === '1';
+const t = await page.evaluate(async ([inflight, withOptions]) => {
+  const controller = new AbortController();
+  const options = withOptions ? { signal: controller.signal, timeout: 60000 } : undefined;
   const t0 = performance.now();
   let started = 0;
-  const lane = async () => { while (started < 5000) { started++; await abp.call('echo', { a: 1 }); } };
+  const lane = async () => { while (started < 5000) { started++; await abp.call('echo', { a: 1 }, options); } };
   await Promise.all(Array.from({ length: inflight }, lane));
   return (performance.now() - t0) / 5000;
-}, inflight);
+}, [inflight, withOptions]);
 const { profile } = await cdp.send('Profiler.stop');
 console.log('mean ms/call', t);
 // self time by function
