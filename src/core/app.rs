@@ -195,6 +195,11 @@ pub enum AppOutput<P> {
         session_id: String,
     },
     SessionClosed,
+    /// The agent refused the app's introduction (a protocol it cannot speak): the connection is over, and
+    /// introducing the app again on it would only be refused again.
+    HandshakeRefused {
+        error: AbpError<P>,
+    },
 }
 
 /// How an elicitation the app asked ended.
@@ -585,13 +590,26 @@ impl<P: Wire> AppConn<P> {
                 ..
             } if self.hello.as_deref() == Some(id.as_str()) => {
                 self.hello = None;
-                if let (None, Some(session_id)) = (error, session_id) {
-                    self.session = Some(Session {
-                        id: session_id.clone(),
-                        init_id: id,
-                        features: Features::default(),
-                    });
-                    self.out.push_back(AppOutput::SessionOpened { session_id });
+                match (error, session_id) {
+                    (None, Some(session_id)) => {
+                        self.session = Some(Session {
+                            id: session_id.clone(),
+                            init_id: id,
+                            features: Features::default(),
+                        });
+                        self.out.push_back(AppOutput::SessionOpened { session_id });
+                    }
+                    // The agent no longer knows the session we asked to resume: introduce the app afresh.
+                    (Some(e), _) if e.code == ErrorCode::SessionExpired => self.connect(),
+                    (error, _) => {
+                        let error = error.unwrap_or_else(|| {
+                            AbpError::new(
+                                ErrorCode::OperationFailed,
+                                "The answer opened no session",
+                            )
+                        });
+                        self.out.push_back(AppOutput::HandshakeRefused { error });
+                    }
                 }
             }
             Incoming::Call {

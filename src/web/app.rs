@@ -15,8 +15,8 @@ use super::global::GlobalSession;
 use super::transport::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
-    abort_with, ctx_hooks, dialect_option, id_prefix, js_string, opt_number, opt_string,
-    run_handler, to_str, type_error, Deferred, HandlerCancel,
+    abort_with, console_warn, ctx_hooks, dialect_option, id_prefix, js_string, opt_number,
+    opt_string, run_handler, to_str, type_error, Deferred, HandlerCancel,
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
 use crate::core::capability::{self, Changes};
@@ -552,6 +552,15 @@ impl AppConnInner {
         }
     }
 
+    /// This connection is over: the app stops serving it and its link (the socket) goes, without reconnecting.
+    fn end(self: &Rc<Self>) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.conns.borrow_mut().retain(|c| !Rc::ptr_eq(c, self));
+        }
+        let link = self.link.borrow_mut().take();
+        later(Box::new(move || drop(link)));
+    }
+
     pub(crate) fn drive(self: &Rc<Self>) {
         loop {
             let next = self.core.borrow_mut().poll();
@@ -588,6 +597,14 @@ impl AppConnInner {
                 }
             }
             AppOutput::SessionOpened { .. } => {}
+            AppOutput::HandshakeRefused { error } => {
+                console_warn(&text(&[
+                    "abp-wasm: the agent refused the app's introduction, so the connection is closed: ",
+                    &error.message,
+                ]));
+                self.core.borrow_mut().transport_lost();
+                self.end();
+            }
             AppOutput::SessionClosed => {
                 let outlet = self.outlet.borrow().clone();
                 if let Some(o) = outlet {
@@ -816,16 +833,12 @@ impl Sink for AppConnInner {
             .as_ref()
             .is_some_and(|l| l.is_socket() && !l.reconnects());
         if over {
-            if let Some(shared) = self.shared.upgrade() {
-                shared.conns.borrow_mut().retain(|c| !Rc::ptr_eq(c, &self));
-            }
-            let link = self.link.borrow_mut().take();
-            later(Box::new(move || drop(link)));
+            self.end();
         }
     }
 
     fn on_reconnected(self: Rc<Self>) {
-        // A new socket: an app that speaks first introduces itself again.
+        // A new socket: an app that speaks first introduces itself again (or resumes its session).
         self.core.borrow_mut().connect();
         self.drive();
     }

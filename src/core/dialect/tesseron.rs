@@ -27,8 +27,16 @@ use super::jsonrpc::{
 
 pub const PROTOCOL_VERSION: &str = "1.2.0";
 
+/// One of our elicitations in flight: the ABP method it stands for, and the property of the answer's `value`
+/// that holds the ABP answer (`None`: the whole value).
+struct Asked {
+    method: String,
+    unwrap: Option<&'static str>,
+}
+
 /// Tesseron's error codes.
 pub mod code {
+    pub const PROTOCOL_MISMATCH: i32 = -32000;
     pub const CANCELLED: i32 = -32001;
     pub const TIMEOUT: i32 = -32002;
     pub const ACTION_NOT_FOUND: i32 = -32003;
@@ -42,6 +50,14 @@ pub struct TesseronCodec<P> {
     gateway: bool,
     /// App role: the highest percent sent per invocation (percent never goes down).
     percent: StrMap<f64>,
+    /// App role: the session id and one-shot resume token of the latest welcome. The next handshake (after
+    /// the socket came back) presents them in a `tesseron/resume`, and the welcome to that rotates the token.
+    resume: Option<(String, String)>,
+    /// App role: the handshake in flight is a resume.
+    resuming: bool,
+    /// App role: our elicitations in flight, by request id → the ABP method each stands for, so the
+    /// gateway's `{ action, value? }` is read as that method's answer.
+    asked: StrMap<Asked>,
 }
 
 /// An action of the hello as an ABP capability descriptor.
@@ -80,6 +96,9 @@ impl<P: Wire> TesseronCodec<P> {
             peer: Peer::default(),
             gateway,
             percent: StrMap::new(),
+            resume: None,
+            resuming: false,
+            asked: StrMap::new(),
         }
     }
 
@@ -182,28 +201,15 @@ impl<P: Wire> TesseronCodec<P> {
         error: Option<P>,
     ) -> Incoming<P> {
         match sent {
-            Sent::Initialize => {
-                // The gateway's welcome to our hello.
-                let session_id = result
-                    .as_ref()
-                    .and_then(|r| r.get_string("sessionId"))
-                    .filter(|_| error.is_none());
-                let error = error.map(|e| error_of(&e)).or_else(|| {
-                    session_id.is_none().then(|| {
-                        AbpError::new(ErrorCode::OperationFailed, "The welcome had no sessionId")
-                    })
-                });
-                Incoming::InitializeResult {
-                    id,
-                    session_id,
-                    error,
-                    payload: result.unwrap_or_else(P::object),
-                }
+            Sent::Initialize => self.welcome(id, result, error),
+            Sent::Elicit => {
+                let error = error.map(|e| error_of(&e));
+                let payload = match self.asked.remove(&id) {
+                    Some(asked) if error.is_none() => answer_of(&asked, result),
+                    _ => elicitation_answer(result, error),
+                };
+                Incoming::ElicitationResponse { id, payload }
             }
-            Sent::Elicit => Incoming::ElicitationResponse {
-                id,
-                payload: elicitation_answer(result, error.map(|e| error_of(&e))),
-            },
             Sent::Call => {
                 let (cancelled, payload) = match (error, result) {
                     (Some(e), _) => {
@@ -239,6 +245,51 @@ impl<P: Wire> TesseronCodec<P> {
             // Any answer to a probe shows the app is there.
             Sent::Ping => Incoming::Pong { id },
             _ => Incoming::Noted,
+        }
+    }
+
+    /// App role: the gateway's welcome to our hello or resume. A welcome keeps its resume token for the next
+    /// handshake (replacing the used one: tokens are one-shot). A refused resume forgets the credentials and
+    /// reads as SESSION_EXPIRED, on which the state machine says hello afresh; any other refusal (a protocol
+    /// mismatch) ends the connection.
+    fn welcome(&mut self, id: String, result: Option<P>, error: Option<P>) -> Incoming<P> {
+        let resumed = core::mem::take(&mut self.resuming);
+        let session_id = result
+            .as_ref()
+            .and_then(|r| r.get_string("sessionId"))
+            .filter(|_| error.is_none());
+        let error = match (error, &session_id) {
+            (Some(e), _) => {
+                let mut error = error_of(&e);
+                let mismatch = e.get_f64("code").map(|c| c as i32) == Some(code::PROTOCOL_MISMATCH);
+                if resumed && !mismatch {
+                    self.resume = None;
+                    error.code = ErrorCode::SessionExpired;
+                    error.retryable = true;
+                }
+                Some(error)
+            }
+            (None, None) => Some(AbpError::new(
+                ErrorCode::OperationFailed,
+                "The welcome had no sessionId",
+            )),
+            (None, Some(_)) if !result.as_ref().is_some_and(same_major) => Some(AbpError::new(
+                ErrorCode::NotSupported,
+                "The gateway speaks another major version of the Tesseron protocol",
+            )),
+            (None, Some(session)) => {
+                self.resume = result
+                    .as_ref()
+                    .and_then(|r| r.get_string("resumeToken"))
+                    .map(|token| (session.clone(), token));
+                None
+            }
+        };
+        Incoming::InitializeResult {
+            id,
+            session_id,
+            error,
+            payload: result.unwrap_or_else(P::object),
         }
     }
 
@@ -280,61 +331,19 @@ impl<P: Wire> TesseronCodec<P> {
     fn encode_app(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
             Outgoing::Initialize { id } => {
-                let list = hello
-                    .capabilities
-                    .map(|f| f())
-                    .unwrap_or_else(|| P::array(Vec::new()));
-                let actions = (0..list.array_len().unwrap_or(0))
-                    .filter_map(|i| list.index(i))
-                    .map(|d| {
-                        P::object_of(&mut [
-                            ("name", d.get("name")),
-                            (
-                                "description",
-                                Some(d.get("description").unwrap_or_else(|| P::string(""))),
-                            ),
-                            (
-                                "inputSchema",
-                                Some(d.get_object("inputSchema").unwrap_or_else(P::object)),
-                            ),
-                            ("outputSchema", d.get_object("outputSchema")),
-                            (
-                                "timeoutMs",
-                                d.get("timeoutMs").filter(|t| t.kind() == Kind::Number),
-                            ),
-                        ])
-                    })
-                    .collect();
-                let app = P::object_of(&mut [
-                    ("id", hello.info.get("id")),
-                    ("name", hello.info.get("name")),
-                    (
-                        "origin",
-                        Some(
-                            hello
-                                .info
-                                .get("origin")
-                                .unwrap_or_else(|| P::string("null")),
-                        ),
-                    ),
-                    ("description", hello.info.get("description")),
-                    ("version", hello.info.get("version")),
-                ]);
-                let capabilities = P::object_of(&mut [
-                    ("streaming", Some(P::boolean(true))),
-                    ("subscriptions", Some(P::boolean(false))),
-                    ("sampling", Some(P::boolean(false))),
-                    ("elicitation", Some(P::boolean(true))),
-                ]);
-                let params = P::object_of(&mut [
-                    ("protocolVersion", Some(P::constant(PROTOCOL_VERSION))),
-                    ("app", Some(app)),
-                    ("actions", Some(P::array(actions))),
-                    ("resources", Some(P::array(Vec::new()))),
-                    ("capabilities", Some(capabilities)),
-                ]);
+                let mut params = hello_params(hello);
+                // After a reconnect, the stored credentials: the gateway keeps the session (its claim included).
+                let method = match &self.resume {
+                    Some((session_id, token)) => {
+                        params.set("sessionId", P::string(session_id));
+                        params.set("resumeToken", P::string(token));
+                        "tesseron/resume"
+                    }
+                    None => "tesseron/hello",
+                };
+                self.resuming = self.resume.is_some();
                 self.peer
-                    .request(&id, Sent::Initialize, "tesseron/hello", Some(params))
+                    .request(&id, Sent::Initialize, method, Some(params))
             }
             Outgoing::CallResult {
                 id,
@@ -403,12 +412,24 @@ impl<P: Wire> TesseronCodec<P> {
                 ]);
                 notification("actions/progress", Some(p))
             }
-            Outgoing::ElicitationRequest { id, request: r, .. } => {
+            Outgoing::ElicitationRequest {
+                id,
+                call_id,
+                request: r,
+            } => {
                 let method = r
                     .get_string("method")
                     .unwrap_or_else(|| "elicitation/request".to_owned());
-                self.peer
-                    .request(&id, Sent::Elicit, &method, r.get("params"))
+                let params = r.get_object("params").unwrap_or_else(P::object);
+                match question_of(&method, &params, call_id.as_deref()) {
+                    Some((question, unwrap)) => {
+                        self.asked.insert(id.clone(), Asked { method, unwrap });
+                        self.peer
+                            .request(&id, Sent::Elicit, "elicitation/request", Some(question))
+                    }
+                    // Tesseron's own requests (`elicitation/request`, `sampling/request`) pass as they are.
+                    None => self.peer.request(&id, Sent::Elicit, &method, Some(params)),
+                }
             }
             Outgoing::Pong { id } => self.peer.response(&id, P::object()),
             Outgoing::RpcError { id, code, message } => {
@@ -490,5 +511,175 @@ impl<P: Wire> TesseronCodec<P> {
             // The gateway answers the hello; it never sends an initialize of its own, nor the app's messages.
             _ => return None,
         })
+    }
+}
+
+/// App role: the manifest a `tesseron/hello` (and a `tesseron/resume`) publishes: the capabilities as actions
+/// (`timeoutMs` from the descriptor), no resources.
+fn hello_params<P: Wire>(hello: &Hello<'_, P>) -> P {
+    let list = hello
+        .capabilities
+        .map(|f| f())
+        .unwrap_or_else(|| P::array(Vec::new()));
+    let actions = (0..list.array_len().unwrap_or(0))
+        .filter_map(|i| list.index(i))
+        .map(|d| {
+            P::object_of(&mut [
+                ("name", d.get("name")),
+                (
+                    "description",
+                    Some(d.get("description").unwrap_or_else(|| P::string(""))),
+                ),
+                (
+                    "inputSchema",
+                    Some(d.get_object("inputSchema").unwrap_or_else(P::object)),
+                ),
+                ("outputSchema", d.get_object("outputSchema")),
+                (
+                    "timeoutMs",
+                    d.get("timeoutMs").filter(|t| t.kind() == Kind::Number),
+                ),
+            ])
+        })
+        .collect();
+    let app = P::object_of(&mut [
+        ("id", hello.info.get("id")),
+        ("name", hello.info.get("name")),
+        (
+            "origin",
+            Some(
+                hello
+                    .info
+                    .get("origin")
+                    .unwrap_or_else(|| P::string("null")),
+            ),
+        ),
+        ("description", hello.info.get("description")),
+        ("version", hello.info.get("version")),
+    ]);
+    let capabilities = P::object_of(&mut [
+        ("streaming", Some(P::boolean(true))),
+        ("subscriptions", Some(P::boolean(false))),
+        ("sampling", Some(P::boolean(false))),
+        ("elicitation", Some(P::boolean(true))),
+    ]);
+    P::object_of(&mut [
+        ("protocolVersion", Some(P::constant(PROTOCOL_VERSION))),
+        ("app", Some(app)),
+        ("actions", Some(P::array(actions))),
+        ("resources", Some(P::array(Vec::new()))),
+        ("capabilities", Some(capabilities)),
+    ])
+}
+
+/// A welcome in protocol major 1 (or one that does not say).
+fn same_major<P: Wire>(welcome: &P) -> bool {
+    welcome
+        .get_string("protocolVersion")
+        .is_none_or(|v| v.split('.').next() == PROTOCOL_VERSION.split('.').next())
+}
+
+/// ABP's standard elicitations as Tesseron's `elicitation/request { invocationId, question, schema }` (the
+/// schema of an object, as MCP clients render it): `elicitation/confirm { message }` asks with an empty object
+/// (a bare yes or no); `elicitation/input` and `elicitation/preference { prompt, schema }` with the schema given
+/// when it is an object's, else wrapped as the property `value`; `elicitation/select { prompt, options }` with
+/// the property `selected`, an enum of the options' values. Also says which property of the answer is the ABP
+/// answer. `None` for any other method.
+fn question_of<P: Wire>(
+    method: &str,
+    params: &P,
+    call_id: Option<&str>,
+) -> Option<(P, Option<&'static str>)> {
+    let text = |key| params.get(key).filter(|m| m.kind() == Kind::String);
+    let object = |properties: Option<(&'static str, P)>| {
+        let (props, required) = match properties {
+            Some((key, schema)) => (
+                P::object_of(&mut [(key, Some(schema))]),
+                vec![P::constant(key)],
+            ),
+            None => (P::object(), Vec::new()),
+        };
+        P::object_of(&mut [
+            ("type", Some(P::constant("object"))),
+            ("properties", Some(props)),
+            ("required", Some(P::array(required))),
+        ])
+    };
+    let (question, schema, unwrap) = match method {
+        "elicitation/confirm" => (text("message"), object(None), None),
+        "elicitation/input" | "elicitation/preference" => match params.get_object("schema") {
+            Some(s) if s.get_string("type").as_deref() == Some("object") => {
+                (text("prompt"), s, None)
+            }
+            s => {
+                let s = s.unwrap_or_else(P::object);
+                (text("prompt"), object(Some(("value", s))), Some("value"))
+            }
+        },
+        "elicitation/select" => {
+            let options = params.get("options");
+            let values = (0..options.as_ref().and_then(P::array_len).unwrap_or(0))
+                .filter_map(|i| options.as_ref().and_then(|o| o.index(i)))
+                .filter_map(|o| o.get("value"))
+                .collect();
+            let selected = P::object_of(&mut [("enum", Some(P::array(values)))]);
+            (
+                text("prompt"),
+                object(Some(("selected", selected))),
+                Some("selected"),
+            )
+        }
+        _ => return None,
+    };
+    let question = P::object_of(&mut [
+        ("invocationId", call_id.map(P::string)),
+        (
+            "question",
+            Some(question.unwrap_or_else(|| P::string(method))),
+        ),
+        ("schema", Some(schema)),
+    ]);
+    Some((question, unwrap))
+}
+
+/// The gateway's `{ action, value? }` as the answer to an ABP elicitation: accept → the method's result
+/// (`{ confirmed: true }`, `{ value }`, `{ selected }`); a declined confirmation is `{ confirmed: false }` (a
+/// "no" is an answer); any other decline fails, and a cancel is cancelled.
+fn answer_of<P: Wire>(asked: &Asked, result: Option<P>) -> P {
+    let result = result.unwrap_or_else(P::object);
+    let action = result.get_string("action");
+    let one = |key: &'static str, value: P| P::object_of(&mut [(key, Some(value))]);
+    let data = match (action.as_deref(), asked.method.as_str()) {
+        (Some("accept"), "elicitation/confirm") => Some(one("confirmed", P::boolean(true))),
+        (Some("decline"), "elicitation/confirm") => Some(one("confirmed", P::boolean(false))),
+        (Some("accept"), method) => {
+            let value = result.get("value").unwrap_or_else(P::null);
+            let value = match asked.unwrap {
+                Some(key) => value.get(key).unwrap_or_else(P::null),
+                None => value,
+            };
+            let key = if method == "elicitation/select" {
+                "selected"
+            } else {
+                "value"
+            };
+            Some(one(key, value))
+        }
+        _ => None,
+    };
+    match (data, action.as_deref()) {
+        (Some(data), _) => {
+            P::object_of(&mut [("success", Some(P::boolean(true))), ("data", Some(data))])
+        }
+        (None, Some("cancel")) => {
+            elicitation_answer(None, Some(AbpError::cancelled(Some("The user cancelled"))))
+        }
+        (None, _) => elicitation_answer(
+            None,
+            Some(AbpError::new(
+                ErrorCode::OperationFailed,
+                "The user declined",
+            )),
+        ),
     }
 }

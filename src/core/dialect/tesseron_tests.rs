@@ -456,3 +456,150 @@ fn our_app_answers_garbage_with_errors_and_keeps_working() {
     p.run();
     assert_eq!(remote(p.settled("after")[0])["data"], "fine");
 }
+
+// ---- Our app against a scripted gateway: resume, a refused hello, elicitation ----
+
+use crate::core::app::{AppOutput, ElicitEnd};
+
+/// Our app alone: the gateway's frames go in by hand; what the app sends is in `app_sent`.
+fn scripted() -> Pair {
+    let mut p = Pair::speaking(DialectKind::Tesseron, AppConfig::default());
+    p.app.connect();
+    p.drain();
+    p.to_agent.clear();
+    p
+}
+
+fn gateway_says(p: &mut Pair, frame: Value) {
+    p.to_app.push_back(frame);
+    p.deliver_to_app();
+    p.to_agent.clear();
+}
+
+fn welcome(id: &Value, token: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": {
+        "sessionId": "s1", "protocolVersion": "1.2.0", "capabilities": { "elicitation": true },
+        "agent": { "id": "g", "name": "g" }, "resumeToken": token } })
+}
+
+fn reconnect(p: &mut Pair) -> Value {
+    p.app.transport_lost();
+    p.app.connect();
+    p.drain();
+    p.to_agent.clear();
+    p.app_sent.last().unwrap().clone()
+}
+
+#[test]
+fn our_app_resumes_with_the_stored_token_and_keeps_the_rotated_one() {
+    let mut p = scripted();
+    let hello = p.app_sent[0].clone();
+    assert_eq!(hello["method"], "tesseron/hello");
+    gateway_says(&mut p, welcome(&hello["id"], "rt1"));
+    assert_eq!(p.app.session_id(), Some("s1"));
+
+    let resume = reconnect(&mut p);
+    assert_eq!(resume["method"], "tesseron/resume", "not a fresh hello");
+    assert_eq!(
+        [
+            &resume["params"]["sessionId"],
+            &resume["params"]["resumeToken"]
+        ],
+        [&json!("s1"), &json!("rt1")]
+    );
+    assert_eq!(
+        resume["params"]["actions"][0]["name"], "echo",
+        "the manifest again"
+    );
+    gateway_says(&mut p, welcome(&resume["id"], "rt2"));
+    assert_eq!(p.app.session_id(), Some("s1"), "the same session");
+
+    let again = reconnect(&mut p);
+    assert_eq!(
+        again["params"]["resumeToken"], "rt2",
+        "tokens are one-shot: the rotated one"
+    );
+
+    // The gateway no longer knows the session: a fresh hello on the same connection, without credentials.
+    let refusal = json!({ "jsonrpc": "2.0", "id": again["id"],
+        "error": { "code": -32011, "message": "unknown session" } });
+    gateway_says(&mut p, refusal);
+    let fresh = p.app_sent.last().unwrap();
+    assert_eq!(fresh["method"], "tesseron/hello");
+    assert!(fresh["params"].get("resumeToken").is_none());
+    assert!(!p
+        .app_events
+        .iter()
+        .any(|e| matches!(e, AppOutput::HandshakeRefused { .. })));
+}
+
+#[test]
+fn a_refused_hello_ends_the_connection_instead_of_saying_hello_again() {
+    let mut p = scripted();
+    let id = p.app_sent[0]["id"].clone();
+    let mismatch = json!({ "jsonrpc": "2.0", "id": id,
+        "error": { "code": -32000, "message": "Major version mismatch" } });
+    gateway_says(&mut p, mismatch);
+    assert!(p
+        .app_events
+        .iter()
+        .any(|e| matches!(e, AppOutput::HandshakeRefused { .. })));
+    assert_eq!(p.app_sent.len(), 1, "no second hello");
+    assert!(p.app.session_id().is_none());
+
+    // A welcome in another major version is refused the same way.
+    let mut p = scripted();
+    let mut w = welcome(&p.app_sent[0]["id"].clone(), "rt");
+    w["result"]["protocolVersion"] = json!("2.0.0");
+    gateway_says(&mut p, w);
+    assert!(p.app.session_id().is_none());
+    assert!(p
+        .app_events
+        .iter()
+        .any(|e| matches!(e, AppOutput::HandshakeRefused { .. })));
+}
+
+#[test]
+fn our_apps_confirmation_is_an_elicitation_request_and_a_decline_is_false() {
+    let answer_to = |action: &str| {
+        let mut p = scripted();
+        let id = p.app_sent[0]["id"].clone();
+        gateway_says(&mut p, welcome(&id, "rt"));
+        let invoke = json!({ "jsonrpc": "2.0", "id": "inv-1", "method": "actions/invoke",
+            "params": { "name": "echo", "input": {}, "invocationId": "i-1" } });
+        gateway_says(&mut p, invoke);
+        let ask = json!({ "method": "elicitation/confirm", "params": { "message": "Delete everything?" } });
+        let asked = p.app.elicit(Some("i-1"), ask, p.now).unwrap();
+        p.drain();
+        let request = p.app_sent.last().unwrap().clone();
+        assert_eq!(request["method"], "elicitation/request");
+        assert_eq!(
+            request["params"],
+            json!({ "invocationId": "i-1", "question": "Delete everything?",
+                "schema": { "type": "object", "properties": {}, "required": [] } })
+        );
+        gateway_says(
+            &mut p,
+            json!({ "jsonrpc": "2.0", "id": request["id"], "result": { "action": action } }),
+        );
+        p.app_events
+            .iter()
+            .find_map(|e| match e {
+                AppOutput::ElicitDone {
+                    id,
+                    end: ElicitEnd::Answer(a),
+                } if *id == asked => Some(a.clone()),
+                _ => None,
+            })
+            .expect("ctx.elicit resolved")
+    };
+    assert_eq!(
+        answer_to("accept"),
+        json!({ "success": true, "data": { "confirmed": true } })
+    );
+    assert_eq!(
+        answer_to("decline"),
+        json!({ "success": true, "data": { "confirmed": false } })
+    );
+    assert_eq!(answer_to("cancel")["error"]["code"], "CANCELLED");
+}
