@@ -1,22 +1,13 @@
 //! A native agent: the same `AgentCore` the browser client runs, over a WebSocket an app connected to.
 //!
-//! It is driven by JSON commands (from `/control/<room>` or stdin), one object each:
-//! - `{"op":"call", "ref"?, "capability", "params"?, "callId"?, "timeout"?, "progress"?, "abortAfter"?, "reason"?}`:
-//!   calls a capability; `abortAfter` (ms) aborts it like an `AbortSignal` would. Answered by
-//!   `{"op":"settled", "ref", "callId", "response"}` where `response` is what `abp.call` resolves to in the browser.
-//! - `{"op":"cancel", "ref"?, "callId", "reason"?}`: an explicit cancel → `{"op":"cancel-result", "ref", "answer"}`.
-//! - `{"op":"abort", "callId", "reason"?}`: what aborting the call's signal does.
-//! - `{"op":"elicitation", "answer"}`: how to answer elicitation requests from now on (`null`: leave them open).
-//! - `{"op":"raw", "frame"}`: sends `frame` (a string as it is, anything else as JSON) to the app unchecked.
-//! - `{"op":"status"}`, `{"op":"shutdown", "reason"?}`.
-//!
-//! Events: `connected`, `progress`, `notification`, `capabilities`, `elicitation`, `disconnected`, `status`,
-//! `error` (a command that could not be done). Anything else the app sends that is not ABP is counted and
-//! otherwise ignored.
+//! One task per app connection. It waits for whichever comes first: a frame from the app, a command (see
+//! [`crate::control`]) from the room's controller, or the next deadline (the core's `poll_timeout`, or a
+//! scheduled abort); then it feeds the core and does what the core asks. Events go to the room's controller
+//! (a `/control/<room>` socket, stdout with `--stdin`, or another mode's bridge) through the [`Hub`].
+//! Anything the app sends that is not ABP (or the dialect's) is counted and otherwise ignored.
 
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use abp_wasm::core::codec::{encode_error, Hello};
 use abp_wasm::core::dialect::{Codec, DialectKind};
@@ -24,77 +15,18 @@ use abp_wasm::core::{
     AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, Settlement,
 };
+use axum::extract::ws::WebSocket;
 use serde_json::{json, Value};
 
-use crate::conn::Read;
-use crate::{Conn, Out, Shared};
-
-pub(crate) enum Command {
-    Json(Value),
-}
-
-/// Routes one command line to the agent of `room`, or answers with an error event.
-pub(crate) fn command(shared: &Shared, room: &str, line: &str) {
-    let reply = |v: Value| {
-        if let Some(c) = shared.controller(room) {
-            let _ = c.send(Out::Text(v.to_string()));
-        }
-    };
-    let Ok(v) = serde_json::from_str::<Value>(line) else {
-        reply(json!({ "op": "error", "message": "not a JSON command" }));
-        return;
-    };
-    let agent = shared
-        .agents
-        .lock()
-        .ok()
-        .and_then(|a| a.get(room).map(|(_, s)| s.clone()));
-    match agent {
-        Some(a) if a.send(Command::Json(v.clone())).is_ok() => {}
-        _ => {
-            let path = if room.is_empty() {
-                "/agent".to_owned()
-            } else {
-                format!("/agent/{room}")
-            };
-            reply(json!({ "op": "error", "ref": v.get("ref"),
-                "message": format!("no app is connected to {path}") }))
-        }
-    }
-}
-
-/// `/control/<room>`: commands in, the room's agent events out.
-pub(crate) fn control(mut conn: Conn, shared: Arc<Shared>, room: String) {
-    let (tx, inbox) = mpsc::channel();
-    let id = shared.next_id();
-    if let Ok(mut c) = shared.controllers.lock() {
-        if let Some((_, old)) = c.insert(room.clone(), (id, tx)) {
-            let _ = old.send(Out::Close);
-        }
-    }
-    while conn.is_open() {
-        match conn.read() {
-            Read::Text(line) => command(&shared, &room, &line),
-            Read::Nothing => {}
-            Read::Closed => break,
-        }
-        if !conn.drain(&inbox) {
-            break;
-        }
-    }
-    if let Ok(mut c) = shared.controllers.lock() {
-        if c.get(&room).is_some_and(|(i, _)| *i == id) {
-            c.remove(&room);
-        }
-    }
-    conn.close();
-}
+use crate::control::{Command, Envelope, Event};
+use crate::hub::Hub;
+use crate::ws::{Conn, Incoming};
 
 struct Agent {
     core: AgentCore<Value>,
     /// The dialect the app speaks (from the WebSocket subprotocol).
     codec: Codec<Value>,
-    shared: Arc<Shared>,
+    hub: Arc<Hub>,
     room: String,
     start: Instant,
     info: Value,
@@ -115,10 +47,8 @@ impl Agent {
         self.start.elapsed().as_secs_f64() * 1000.0
     }
 
-    fn event(&self, v: Value) {
-        if let Some(c) = self.shared.controller(&self.room) {
-            let _ = c.send(Out::Text(v.to_string()));
-        }
+    fn event(&self, event: Event) {
+        self.hub.emit(&self.room, event);
     }
 
     fn take_ref(list: &mut Vec<(String, Value)>, key: &str) -> Value {
@@ -128,30 +58,38 @@ impl Agent {
         }
     }
 
-    fn run(&mut self, v: Value) {
+    fn run(
+        &mut self,
+        Envelope {
+            reference: r,
+            command,
+        }: Envelope,
+    ) {
         let now = self.now();
-        let r = v.get("ref").cloned().unwrap_or(Value::Null);
-        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let number = |k: &str| v.get(k).and_then(Value::as_f64).filter(|n| *n >= 0.0);
-        match v.get("op").and_then(Value::as_str).unwrap_or("") {
-            "call" => {
-                let Some(capability) = text("capability") else {
-                    return self.event(
-                        json!({ "op": "error", "ref": r, "message": "call needs a capability" }),
-                    );
+        let non_negative = |n: Option<f64>| n.filter(|n| *n >= 0.0);
+        match command {
+            Command::Call {
+                capability,
+                params,
+                call_id,
+                timeout,
+                progress,
+                abort_after,
+                reason,
+            } => {
+                let Some(capability) = capability else {
+                    return self.event(Event::error(Some(r), "call needs a capability"));
                 };
-                let call_id = text("callId").unwrap_or_else(|| {
+                let call_id = call_id.unwrap_or_else(|| {
                     self.next_call += 1;
                     format!("native-{}", self.next_call)
                 });
-                let token =
-                    (v.get("progress") == Some(&Value::Bool(true))).then(|| format!("p-{call_id}"));
                 let req = CallRequest {
                     call_id: call_id.clone(),
                     capability,
-                    params: v.get("params").cloned().unwrap_or(Value::Null),
-                    timeout: number("timeout"),
-                    progress_token: token,
+                    params,
+                    timeout: non_negative(timeout),
+                    progress_token: progress.then(|| format!("p-{call_id}")),
                     reset_timeout_on_progress: false,
                     max_total_timeout: None,
                     transfer: None,
@@ -160,47 +98,58 @@ impl Agent {
                 match self.core.start_call(req, now) {
                     Ok(()) => {
                         self.refs.push((call_id.clone(), r));
-                        if let Some(ms) = number("abortAfter") {
-                            self.aborts.push((now + ms, call_id, text("reason")));
+                        if let Some(ms) = non_negative(abort_after) {
+                            self.aborts.push((now + ms, call_id, reason));
                         }
                     }
-                    Err(e) => self.event(json!({ "op": "settled", "ref": r, "callId": call_id,
-                        "response": local_response(e, false, &call_id) })),
+                    Err(e) => self.event(Event::Settled {
+                        reference: r,
+                        response: local_response(e, false, &call_id),
+                        call_id,
+                    }),
                 }
             }
-            "cancel" => {
-                let call_id = text("callId").unwrap_or_default();
-                match self.core.cancel(&call_id, text("reason"), now) {
-                    Ok(handle) => self.cancel_refs.push((handle, r)),
-                    Err(e) => self.event(json!({ "op": "cancel-result", "ref": r,
-                        "answer": { "callId": call_id, "cancelled": false, "error": encode_error(e) } })),
-                }
-            }
-            "abort" => {
-                let call_id = text("callId").unwrap_or_default();
+            Command::Cancel { call_id, reason } => match self.core.cancel(&call_id, reason, now) {
+                Ok(handle) => self.cancel_refs.push((handle, r)),
+                Err(e) => self.event(Event::CancelResult {
+                    reference: r,
+                    answer: json!({ "callId": call_id, "cancelled": false, "error": encode_error(e) }),
+                }),
+            },
+            Command::Abort { call_id, reason } => {
                 self.core
-                    .abort_call(&call_id, AbortKind::Signal(text("reason")), now);
+                    .abort_call(&call_id, AbortKind::Signal(reason), now);
             }
-            "elicitation" => self.elicit_answer = v.get("answer").cloned().filter(|a| !a.is_null()),
-            "raw" => {
-                let frame = match v.get("frame") {
-                    Some(Value::String(s)) => s.clone(),
+            Command::Elicitation { answer } => self.elicit_answer = answer.filter(|a| !a.is_null()),
+            Command::Raw { frame } => {
+                let frame = match frame {
+                    Some(Value::String(s)) => s,
                     Some(other) => other.to_string(),
                     None => String::new(),
                 };
-                self.send_text(frame);
+                self.outbox.push(frame);
             }
-            "status" => self.event(json!({ "op": "status", "ref": r,
-                "connected": self.core.is_ready(), "sessionId": self.core.session_id(),
-                "pending": self.core.pending_calls(), "ignored": self.ignored })),
-            "shutdown" => self.core.shutdown(text("reason")),
-            other => self.event(json!({ "op": "error", "ref": r,
-                "message": format!("unknown op {other:?}") })),
+            Command::Status {} => self.event(Event::Status {
+                reference: r,
+                connected: self.core.is_ready(),
+                session_id: self.core.session_id().map(str::to_owned),
+                pending: self.core.pending_calls(),
+                ignored: self.ignored,
+            }),
+            Command::Shutdown { reason } => self.core.shutdown(reason),
         }
     }
 
-    fn send_text(&mut self, text: String) {
-        self.outbox.push(text);
+    /// A frame from the app.
+    fn receive(&mut self, text: &str) {
+        let now = self.now();
+        match serde_json::from_str::<Value>(text)
+            .ok()
+            .map(|v| self.codec.decode(&v))
+        {
+            Some(Ok(m)) => self.core.handle(m, now),
+            _ => self.ignored += 1,
+        }
     }
 
     /// Everything the core wants done: frames out, events to the controller, elicitations answered.
@@ -213,22 +162,27 @@ impl Agent {
                         capabilities: None,
                     };
                     if let Some((msg, _)) = self.codec.encode(m, &unix_ms, &hello) {
-                        self.send_text(msg.to_string());
+                        self.outbox.push(msg.to_string());
                     }
                 }
                 AgentOutput::Connected {
                     session_id,
                     payload,
-                } => self.event(json!({ "op": "connected", "sessionId": session_id,
-                    "app": payload.get("app"), "capabilities": payload.get("capabilities") })),
-                AgentOutput::ConnectFailed(e) => {
-                    self.event(json!({ "op": "error", "message": "handshake failed", "error": encode_error(e) }))
-                }
+                } => self.event(Event::Connected {
+                    session_id,
+                    app: payload.get("app").cloned().unwrap_or(Value::Null),
+                    capabilities: payload.get("capabilities").cloned().unwrap_or(Value::Null),
+                }),
+                AgentOutput::ConnectFailed(e) => self.event(Event::Error {
+                    reference: None,
+                    message: "handshake failed".to_owned(),
+                    error: Some(encode_error(e)),
+                }),
                 AgentOutput::Settled {
                     call_id,
                     settlement,
                 } => {
-                    let r = Self::take_ref(&mut self.refs, &call_id);
+                    let reference = Self::take_ref(&mut self.refs, &call_id);
                     self.aborts.retain(|(_, c, _)| *c != call_id);
                     let response = match settlement {
                         Settlement::Remote(p) => p,
@@ -236,10 +190,14 @@ impl Agent {
                             local_response(error, cancelled, &call_id)
                         }
                     };
-                    self.event(json!({ "op": "settled", "ref": r, "callId": call_id, "response": response }));
+                    self.event(Event::Settled {
+                        reference,
+                        call_id,
+                        response,
+                    });
                 }
                 AgentOutput::CancelAnswered { handle, answer } => {
-                    let r = Self::take_ref(&mut self.cancel_refs, &handle);
+                    let reference = Self::take_ref(&mut self.cancel_refs, &handle);
                     let answer = match answer {
                         CancelAnswer::Remote(p) => p,
                         CancelAnswer::Local { call_id, error } => {
@@ -251,48 +209,64 @@ impl Agent {
                             reason,
                         } => json!({ "callId": call_id, "cancelled": cancelled, "reason": reason }),
                     };
-                    self.event(json!({ "op": "cancel-result", "ref": r, "answer": answer }));
+                    self.event(Event::CancelResult { reference, answer });
                 }
                 AgentOutput::Progress { call_id, payload } => {
-                    self.event(json!({ "op": "progress", "callId": call_id, "payload": payload }))
+                    self.event(Event::Progress { call_id, payload })
                 }
-                AgentOutput::Notification { event, payload } => self.event(
-                    json!({ "op": "notification", "event": event, "payload": payload }),
-                ),
+                AgentOutput::Notification { event, payload } => {
+                    self.event(Event::Notification { event, payload })
+                }
                 AgentOutput::CapabilitiesChanged { payload } => {
-                    self.event(json!({ "op": "capabilities", "payload": payload }))
+                    self.event(Event::Capabilities { payload })
                 }
                 AgentOutput::Elicitation {
                     id,
                     call_id,
                     payload,
                 } => {
-                    self.event(json!({ "op": "elicitation", "id": id, "callId": call_id, "request": payload }));
+                    self.event(Event::Elicitation {
+                        id: id.clone(),
+                        call_id,
+                        request: payload,
+                    });
                     if let Some(answer) = self.elicit_answer.clone() {
                         self.core
                             .answer_elicitation(&id, ElicitAnswer::Answer(answer));
                     }
                 }
                 AgentOutput::ElicitationAborted { id } => {
-                    self.event(json!({ "op": "elicitation-aborted", "id": id }))
+                    self.event(Event::ElicitationAborted { id })
                 }
-                AgentOutput::Disconnected => self.event(json!({ "op": "disconnected" })),
+                AgentOutput::Disconnected => self.event(Event::Disconnected),
             }
         }
     }
 
+    /// The next time something is due: the core's timer or a scheduled abort (ms on this agent's clock).
+    fn next_deadline(&self) -> Option<Instant> {
+        let abort = self.aborts.iter().map(|(at, _, _)| *at);
+        let at = self
+            .core
+            .poll_timeout()
+            .into_iter()
+            .chain(abort)
+            .reduce(f64::min)?;
+        // Rounded up to a whole millisecond, so that when the timer fires `now` has reached it.
+        let ms = Duration::try_from_secs_f64(at.max(0.0).ceil() / 1000.0).ok()?;
+        Some(self.start + ms)
+    }
+
+    /// Whatever is due now.
     fn tick(&mut self) {
         let now = self.now();
         if self.core.poll_timeout().is_some_and(|t| t <= now) {
             self.core.handle_timeout(now);
         }
-        let due: Vec<_> = {
-            let (due, later) = std::mem::take(&mut self.aborts)
-                .into_iter()
-                .partition(|(at, _, _)| *at <= now);
-            self.aborts = later;
-            due
-        };
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.aborts)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= now);
+        self.aborts = later;
         for (_, call_id, reason) in due {
             self.core
                 .abort_call(&call_id, AbortKind::Signal(reason), now);
@@ -319,12 +293,10 @@ fn unix_ms() -> f64 {
 /// `/agent/<room>`: an app connected; be its agent until it goes.
 /// `dialect`: what the app speaks (ABP; MCP for the subprotocol `mcp`; Tesseron, where this peer is the
 /// gateway, for `tesseron-gateway`).
-pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String, dialect: DialectKind) {
-    let (tx, commands): (Sender<Command>, Receiver<Command>) = mpsc::channel();
-    let id = shared.next_id();
-    if let Ok(mut a) = shared.agents.lock() {
-        a.insert(room.clone(), (id, tx));
-    }
+pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialect: DialectKind) {
+    let mut conn = Conn::new(socket);
+    // A newer app in the same room takes the commands from here on; this one is still served until it goes.
+    let mut registration = hub.attach_agent(&room);
     let config = AgentConfig {
         policy: dialect.policy(),
         // A socket is open: one initialize is enough.
@@ -334,8 +306,8 @@ pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String, dialect: 
     let mut agent = Agent {
         core: AgentCore::new(config, format!("native-{room}")),
         codec: Codec::new(dialect, true),
-        shared: shared.clone(),
-        room: room.clone(),
+        hub: hub.clone(),
+        room,
         start: Instant::now(),
         info: json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") }),
         refs: Vec::new(),
@@ -348,39 +320,34 @@ pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String, dialect: 
     };
     let now = agent.now();
     agent.core.connect(now);
-    loop {
+    'serve: loop {
         agent.perform();
         for text in std::mem::take(&mut agent.outbox) {
-            conn.send(text);
-        }
-        if !conn.is_open() {
-            break;
-        }
-        match conn.read() {
-            Read::Text(text) => {
-                let now = agent.now();
-                match serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .map(|v| agent.codec.decode(&v))
-                {
-                    Some(Ok(m)) => agent.core.handle(m, now),
-                    _ => agent.ignored += 1,
-                }
+            if !conn.send(text).await {
+                break 'serve;
             }
-            Read::Nothing => {}
-            Read::Closed => break,
         }
-        while let Ok(Command::Json(v)) = commands.try_recv() {
-            agent.run(v);
+        let deadline = agent.next_deadline();
+        tokio::select! {
+            incoming = conn.recv() => match incoming {
+                Incoming::Text(text) => agent.receive(&text),
+                Incoming::Other => {}
+                Incoming::Closed => break,
+            },
+            Some(envelope) = registration.inbox.recv() => agent.run(envelope),
+            () = sleep_until(deadline), if deadline.is_some() => {}
         }
         agent.tick();
     }
     agent.core.transport_lost();
     agent.perform();
-    if let Ok(mut a) = shared.agents.lock() {
-        if a.get(&room).is_some_and(|(i, _)| *i == id) {
-            a.remove(&room);
-        }
+    drop(registration);
+    conn.close().await;
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
-    conn.close();
 }

@@ -2,79 +2,83 @@
 //! unchanged. Frames sent while the other side is absent wait (up to [`WAITING_LIMIT`]). When one side goes,
 //! the other is closed, so both ends see the connection drop (and their pending calls settle).
 
-use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 
-use crate::{Conn, Out, Shared};
+use axum::extract::ws::WebSocket;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+
+use crate::hub::{lock, Hub};
+use crate::ws::{Conn, Incoming};
 
 const WAITING_LIMIT: usize = 256;
 
 #[derive(Default)]
 pub(crate) struct Room {
-    sides: [Option<(u64, Sender<Out>)>; 2],
+    /// Each side's id and inbox; dropping an inbox's sender closes that side.
+    sides: [Option<(u64, UnboundedSender<String>)>; 2],
     waiting: [Vec<String>; 2],
-    next_id: u64,
 }
 
 fn index(is_agent: bool) -> usize {
     usize::from(!is_agent)
 }
 
-pub(crate) fn serve(mut conn: Conn, shared: Arc<Shared>, room: String, is_agent: bool) {
+pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, is_agent: bool) {
+    let mut conn = Conn::new(socket);
     let me = index(is_agent);
     let other = 1 - me;
-    let (tx, inbox) = mpsc::channel();
-    let id = {
-        let Ok(mut rooms) = shared.rooms.lock() else {
-            return;
-        };
+    let (tx, mut inbox) = unbounded_channel();
+    let id = hub.next_id();
+    {
+        let mut rooms = lock(&hub.relay);
         let r = rooms.entry(room.clone()).or_default();
-        r.next_id += 1;
-        let id = r.next_id;
-        // A newer connection for the same role replaces the old one.
-        if let Some((_, old)) = r.sides[me].replace((id, tx.clone())) {
-            let _ = old.send(Out::Close);
-        }
+        // A newer connection for the same role replaces the old one (whose inbox closes).
+        r.sides[me] = Some((id, tx.clone()));
         for text in r.waiting[other].drain(..) {
-            let _ = tx.send(Out::Text(text));
-        }
-        id
-    };
-    while conn.is_open() {
-        match conn.read() {
-            crate::conn::Read::Text(text) => {
-                let Ok(mut rooms) = shared.rooms.lock() else {
-                    break;
-                };
-                let r = rooms.entry(room.clone()).or_default();
-                match &r.sides[other] {
-                    Some((_, peer)) => {
-                        let _ = peer.send(Out::Text(text));
-                    }
-                    None if r.waiting[me].len() < WAITING_LIMIT => r.waiting[me].push(text),
-                    None => {}
-                }
-            }
-            crate::conn::Read::Nothing => {}
-            crate::conn::Read::Closed => break,
-        }
-        if !conn.drain(&inbox) {
-            break;
+            let _ = tx.send(text);
         }
     }
-    if let Ok(mut rooms) = shared.rooms.lock() {
+    drop(tx);
+    loop {
+        tokio::select! {
+            incoming = conn.recv() => match incoming {
+                Incoming::Text(text) => {
+                    let mut rooms = lock(&hub.relay);
+                    let r = rooms.entry(room.clone()).or_default();
+                    match &r.sides[other] {
+                        Some((_, peer)) => {
+                            let _ = peer.send(text);
+                        }
+                        None if r.waiting[me].len() < WAITING_LIMIT => r.waiting[me].push(text),
+                        None => {}
+                    }
+                }
+                Incoming::Other => {}
+                Incoming::Closed => break,
+            },
+            out = inbox.recv() => match out {
+                Some(text) => {
+                    if !conn.send(text).await {
+                        break;
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    {
+        let mut rooms = lock(&hub.relay);
         if let Some(r) = rooms.get_mut(&room) {
             if r.sides[me].as_ref().is_some_and(|(i, _)| *i == id) {
                 r.sides[me] = None;
                 r.waiting = Default::default();
-                if let Some((_, peer)) = r.sides[other].take() {
-                    let _ = peer.send(Out::Close);
-                }
+                // Dropping the other side's sender closes it once it has sent what it was given.
+                r.sides[other] = None;
             }
             if r.sides.iter().all(Option::is_none) {
                 rooms.remove(&room);
             }
         }
     }
-    conn.close();
+    conn.close().await;
 }

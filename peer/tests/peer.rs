@@ -2,60 +2,13 @@
 //! closes the other, the native agent completes a call with a hand-written app after a flood of garbage, and a
 //! frame over the size limit ends only its own connection.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tungstenite::stream::MaybeTlsStream;
-use tungstenite::{Message, WebSocket};
+use tungstenite::Message;
 
-type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
-
-/// The peer process; killed when dropped.
-struct Peer {
-    child: Child,
-    url: String,
-}
-
-impl Peer {
-    fn start(args: &[&str]) -> Peer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
-            .args(["--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start abp-peer");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("first line");
-        let url = line
-            .trim()
-            .strip_prefix("abp-peer listening on ")
-            .expect("the listening line")
-            .to_owned();
-        Peer { child, url }
-    }
-
-    fn connect(&self, path: &str) -> Socket {
-        let (ws, _) = tungstenite::connect(format!("{}{path}", self.url)).expect("connect");
-        if let MaybeTlsStream::Plain(s) = ws.get_ref() {
-            s.set_read_timeout(Some(Duration::from_secs(5)))
-                .expect("timeout");
-        }
-        ws
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::{Peer, Socket};
 
 fn send(ws: &mut Socket, v: &Value) {
     ws.send(Message::text(v.to_string())).expect("send");
@@ -191,4 +144,72 @@ fn a_frame_over_the_limit_ends_only_its_own_connection() {
     let mut app = peer.connect("/relay/m2/app");
     send(&mut agent, &json!({ "still": "serving" }));
     assert_eq!(next(&mut app).expect("forwarded")["still"], "serving");
+}
+
+#[test]
+fn stdin_drives_the_agent_and_stdout_carries_only_events() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let dir = common::TempDir::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
+        .args(["--listen", "127.0.0.1:0", "--stdin", "--token-file"])
+        .arg(dir.0.join("token"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start abp-peer --stdin");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = loop {
+        let line = stderr.next().expect("a line").expect("text");
+        if let Some(url) = line.strip_prefix("abp-peer listening on ") {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in stderr {});
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut event = || -> Value {
+        let line = stdout.next().expect("an event").expect("text");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("stdout has only JSON events: {line:?}"))
+    };
+    writeln!(stdin, "{}", json!({ "op": "status", "ref": 1 })).expect("write");
+    let e = event();
+    assert_eq!(
+        (e["op"].as_str(), e["ref"].as_i64()),
+        (Some("error"), Some(1)),
+        "{e}"
+    );
+    assert_eq!(e["message"], "no app is connected to /agent");
+    writeln!(stdin, "not json").expect("write");
+    assert_eq!(event()["message"], "not a JSON command");
+    // A hand-written app on /agent (the room "").
+    let (mut app, _) = tungstenite::connect(format!("{url}/agent")).expect("connect");
+    let init = until(&mut app, |m| m["type"] == "initialize");
+    send(
+        &mut app,
+        &json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
+            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
+                "app": { "id": "a", "name": "a", "version": "1" } } }),
+    );
+    assert_eq!(event()["op"], "connected");
+    writeln!(
+        stdin,
+        "{}",
+        json!({ "op": "call", "ref": 2, "capability": "echo", "timeout": 100 })
+    )
+    .expect("write");
+    let settled = event();
+    assert_eq!(
+        (settled["op"].as_str(), settled["ref"].as_i64()),
+        (Some("settled"), Some(2)),
+        "{settled}"
+    );
+    assert_eq!(
+        settled["response"]["error"]["code"], "TIMEOUT",
+        "the core's timer fired: {settled}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

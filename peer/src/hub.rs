@@ -1,0 +1,118 @@
+//! What the connections of one process share: per room, the native agent serving the app connected there (its
+//! command inbox), whoever controls that agent (where its events go), and the relay's pairs.
+//!
+//! A registration is a handle: dropping it unregisters, unless a newer one for the same room has replaced it.
+//! Replacing one drops the old inbox's sender, so the replaced connection sees its inbox close and ends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+use crate::control::{Envelope, Event};
+use crate::relay;
+
+type Registry<T> = Mutex<HashMap<String, (u64, UnboundedSender<T>)>>;
+
+#[derive(Default)]
+pub(crate) struct Hub {
+    agents: Registry<Envelope>,
+    controllers: Registry<Event>,
+    pub(crate) relay: Mutex<HashMap<String, relay::Room>>,
+    next_id: AtomicU64,
+}
+
+/// A lock that survives a panicked holder (the maps stay usable; each entry is replaced whole).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The agent of `room` is gone or was never there.
+#[derive(Debug)]
+pub(crate) struct NoAgent;
+
+impl Hub {
+    /// A number for a registration, so a connection only removes its own entry.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn register<T>(
+        self: &Arc<Self>,
+        which: fn(&Hub) -> &Registry<T>,
+        room: &str,
+    ) -> Registration<T> {
+        let (tx, inbox) = unbounded_channel();
+        let id = self.next_id();
+        lock(which(self)).insert(room.to_owned(), (id, tx));
+        Registration {
+            hub: self.clone(),
+            which,
+            room: room.to_owned(),
+            id,
+            inbox,
+        }
+    }
+
+    /// Becomes the agent of `room`: commands for it arrive in the returned inbox.
+    pub(crate) fn attach_agent(self: &Arc<Self>, room: &str) -> Registration<Envelope> {
+        self.register(|h| &h.agents, room)
+    }
+
+    /// Becomes the controller of `room`'s agent: its events arrive in the returned inbox.
+    pub(crate) fn attach_controller(self: &Arc<Self>, room: &str) -> Registration<Event> {
+        self.register(|h| &h.controllers, room)
+    }
+
+    /// Sends an event to the controller of `room`, if there is one.
+    pub(crate) fn emit(&self, room: &str, event: Event) {
+        if let Some((_, tx)) = lock(&self.controllers).get(room) {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// Sends a command to the agent of `room`.
+    pub(crate) fn command(&self, room: &str, envelope: Envelope) -> Result<(), NoAgent> {
+        let agents = lock(&self.agents);
+        let (_, tx) = agents.get(room).ok_or(NoAgent)?;
+        tx.send(envelope).map_err(|_| NoAgent)
+    }
+
+    /// A command from a controller of `room`: to the agent, or an `error` event back when no app is connected.
+    pub(crate) fn command_or_error(&self, room: &str, envelope: Envelope) {
+        let reference = envelope.reference.clone();
+        if self.command(room, envelope).is_err() {
+            self.emit(room, no_app(room, reference));
+        }
+    }
+}
+
+/// The `error` event for a command sent to a room without an app.
+pub(crate) fn no_app(room: &str, reference: Value) -> Event {
+    let path = if room.is_empty() {
+        "/agent".to_owned()
+    } else {
+        format!("/agent/{room}")
+    };
+    Event::error(Some(reference), format!("no app is connected to {path}"))
+}
+
+/// An entry in one of the hub's registries, with its inbox; removed when dropped (if still its own).
+pub(crate) struct Registration<T> {
+    hub: Arc<Hub>,
+    which: fn(&Hub) -> &Registry<T>,
+    room: String,
+    id: u64,
+    pub(crate) inbox: UnboundedReceiver<T>,
+}
+
+impl<T> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let mut map = lock((self.which)(&self.hub));
+        if map.get(&self.room).is_some_and(|(i, _)| *i == self.id) {
+            map.remove(&self.room);
+        }
+    }
+}

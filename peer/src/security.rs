@@ -1,0 +1,430 @@
+//! Who may open what: the `Host` check (DNS rebinding), the `Origin` allow-list (web pages), and the launch
+//! token (the endpoints that drive an app or impersonate an agent). Every request passes through
+//! [`Guard::admit`] before anything is routed or upgraded; the README's threat model says what each check stops.
+
+use std::fmt;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use axum::http::{header, request::Parts, HeaderMap, StatusCode};
+use subtle::ConstantTimeEq;
+
+/// An origin as browsers send it in the `Origin` header: scheme, host and port, compared exactly (the default
+/// port of http and https is spelled out, so `http://localhost` and `http://localhost:80` are the same).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Origin {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+impl Origin {
+    /// Parses `scheme://host[:port]`. Paths, queries, user names, `null` and `*` are refused: they are never
+    /// what a browser sends for a page that should be trusted.
+    pub(crate) fn parse(text: &str) -> Result<Origin, String> {
+        let bad = |why: &str| {
+            Err(format!(
+                "{text:?} is not an origin ({why}); write scheme://host[:port]"
+            ))
+        };
+        let Some((scheme, rest)) = text.split_once("://") else {
+            return bad("no scheme");
+        };
+        if scheme.is_empty()
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        {
+            return bad("a bad scheme");
+        }
+        if rest.is_empty()
+            || rest.contains(['/', '?', '#', '@'])
+            || rest.contains(char::is_whitespace)
+        {
+            return bad("an origin has no path, query, user name or spaces");
+        }
+        let (host, port) = split_host_port(rest).ok_or_else(|| {
+            format!("{text:?} is not an origin (a bad host or port); write scheme://host[:port]")
+        })?;
+        let scheme = scheme.to_ascii_lowercase();
+        let port = port.or(match scheme.as_str() {
+            "http" | "ws" => Some(80),
+            "https" | "wss" => Some(443),
+            _ => None,
+        });
+        Ok(Origin {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.scheme, self.host)?;
+        if let Some(p) = self.port {
+            write!(f, ":{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `host[:port]` → (host, port); the host may be a bracketed IPv6 address. `None` for an empty host or a bad port.
+fn split_host_port(text: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        let host = &text[..inside.len() + 2];
+        match after {
+            "" => (host, None),
+            _ => (host, Some(after.strip_prefix(':')?)),
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h, Some(p)),
+            Some(_) => return None, // an IPv6 address must be in brackets
+            None => (text, None),
+        }
+    };
+    if host.is_empty() || host == "[]" {
+        return None;
+    }
+    let port = match port {
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    Some((host, port))
+}
+
+/// The launch secret: minted from the OS RNG (or taken from `ABP_PEER_TOKEN`), never printed but once.
+pub(crate) struct Token(String);
+
+/// The environment variable a supervisor sets to give every restart of the peer the same secret.
+pub(crate) const TOKEN_ENV: &str = "ABP_PEER_TOKEN";
+
+impl Token {
+    /// 32 bytes from the operating system's RNG, as 64 hex digits; or `ABP_PEER_TOKEN` when it is set (at least
+    /// 32 characters of `A-Z a-z 0-9 . _ ~ -`, so it travels in a URL unchanged).
+    pub(crate) fn mint() -> Result<Token, String> {
+        if let Some(given) = std::env::var_os(TOKEN_ENV) {
+            let given = given
+                .into_string()
+                .map_err(|_| format!("{TOKEN_ENV} is not valid UTF-8"))?;
+            let ok = given.len() >= 32
+                && given
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
+            if !ok {
+                return Err(format!(
+                    "{TOKEN_ENV} must be at least 32 characters of A-Z a-z 0-9 . _ ~ - (or unset, to mint one)"
+                ));
+            }
+            return Ok(Token(given));
+        }
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| format!("the OS random number generator failed: {e}"))?;
+        Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Constant-time comparison (the length is not secret).
+    fn matches(&self, candidate: &str) -> bool {
+        bool::from(self.0.as_bytes().ct_eq(candidate.as_bytes()))
+    }
+
+    /// Writes the token to `path`, readable and writable by this user only (mode 0600 on Unix). A file already
+    /// there is replaced, never written through (it could be a link somewhere else).
+    pub(crate) fn write_to(&self, path: &Path) -> Result<(), String> {
+        let fail =
+            |e: std::io::Error| format!("cannot write the token file {}: {e}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() {
+                let mut builder = std::fs::DirBuilder::new();
+                builder.recursive(true);
+                #[cfg(unix)]
+                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                builder.create(dir).map_err(fail)?;
+            }
+        }
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(fail(e)),
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(path).map_err(fail)?;
+        writeln!(file, "{}", self.0).map_err(fail)
+    }
+}
+
+/// Where the token goes without `--token-file`: `$XDG_RUNTIME_DIR/abp-peer/<port>.token` (a per-user tmpfs on
+/// most Linux desktops), else `~/.local/state/abp-peer/<port>.token`, else the system temp dir.
+pub(crate) fn default_token_file(port: u16) -> PathBuf {
+    let name = format!("{port}.token");
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = nonempty("XDG_RUNTIME_DIR") {
+        return dir.join("abp-peer").join(name);
+    }
+    if let Some(home) = nonempty("HOME") {
+        return home.join(".local/state/abp-peer").join(name);
+    }
+    std::env::temp_dir().join(format!("abp-peer-{name}"))
+}
+
+/// Whether an endpoint may be opened by any allowed client, or only by one holding the launch token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// An app joining (`/agent/...`, `/relay/.../app`): browsers cannot send headers, and the page does not know
+    /// the token; the Origin allow-list is what keeps other pages out.
+    App,
+    /// Driving an app or impersonating an agent (`/control/...`, `/relay/.../agent`, `/admin/exit`).
+    Driver,
+}
+
+/// A refusal: the status and a line saying why (the body of the HTTP answer, and the log line).
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) why: String,
+}
+
+fn refuse(status: StatusCode, why: String) -> Refusal {
+    Refusal { status, why }
+}
+
+/// The checks, configured once at start.
+pub(crate) struct Guard {
+    hosts: Vec<String>,
+    origins: Vec<Origin>,
+    token: Token,
+}
+
+impl Guard {
+    /// `listen`: the `--listen` text; `bound`: the address actually bound (its port when `listen` said 0);
+    /// `extra_hosts`: `--allow-host` values.
+    pub(crate) fn new(
+        listen: &str,
+        bound: SocketAddr,
+        extra_hosts: &[String],
+        origins: Vec<Origin>,
+        token: Token,
+    ) -> Guard {
+        let port = bound.port();
+        let mut hosts = vec![
+            bound.to_string(),
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        // The host as `--listen` spelled it (a name such as `localhost`, or an address), with the real port.
+        if let Some((host, _)) = split_host_port(listen) {
+            hosts.push(format!("{host}:{port}"));
+        }
+        hosts.extend(extra_hosts.iter().cloned());
+        let mut hosts: Vec<String> = hosts.iter().filter_map(|h| normal_host(h)).collect();
+        hosts.sort();
+        hosts.dedup();
+        Guard {
+            hosts,
+            origins,
+            token,
+        }
+    }
+
+    /// The `Host` and `Origin` checks, which every request passes before its path is even looked at.
+    pub(crate) fn admit(&self, parts: &Parts) -> Result<(), Refusal> {
+        let headers = &parts.headers;
+        let host = single(headers, header::HOST)
+            .map_err(|n| refuse(StatusCode::FORBIDDEN, format!("{n} Host headers")))?
+            .and_then(normal_host);
+        match host {
+            Some(h) if self.hosts.contains(&h) => {}
+            Some(h) => {
+                return Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "the Host {h} is not this server (allowed: {}; see --allow-host)",
+                        self.hosts.join(", ")
+                    ),
+                ))
+            }
+            None => {
+                return Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "no usable Host header".to_owned(),
+                ))
+            }
+        }
+        let origin = single(headers, header::ORIGIN)
+            .map_err(|n| refuse(StatusCode::FORBIDDEN, format!("{n} Origin headers")))?;
+        if let Some(origin) = origin {
+            let allowed = Origin::parse(origin).is_ok_and(|o| self.origins.contains(&o));
+            if !allowed {
+                let mut why = format!("the Origin {origin} is not allowed");
+                why += &if self.origins.is_empty() {
+                    " (no origin is: start abp-peer with --allow-origin ORIGIN for the app's page)"
+                        .to_owned()
+                } else {
+                    let list: Vec<String> = self.origins.iter().map(Origin::to_string).collect();
+                    format!(" (allowed: {}; see --allow-origin)", list.join(", "))
+                };
+                return Err(refuse(StatusCode::FORBIDDEN, why));
+            }
+        }
+        Ok(())
+    }
+
+    /// The token check of a [`Access::Driver`] endpoint: `Authorization: Bearer <token>` or `?token=<token>`.
+    pub(crate) fn authorize(&self, parts: &Parts) -> Result<(), Refusal> {
+        let bearer = single(&parts.headers, header::AUTHORIZATION)
+            .map_err(|n| {
+                refuse(
+                    StatusCode::UNAUTHORIZED,
+                    format!("{n} Authorization headers"),
+                )
+            })?
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let query = parts.uri.query().unwrap_or("");
+        let in_query = query.split('&').find_map(|kv| kv.strip_prefix("token="));
+        match bearer.or(in_query) {
+            None => Err(refuse(
+                StatusCode::UNAUTHORIZED,
+                "this endpoint needs the launch token (Authorization: Bearer <token>, or ?token=<token>)".to_owned(),
+            )),
+            Some(t) if self.token.matches(t) => Ok(()),
+            Some(_) => Err(refuse(StatusCode::FORBIDDEN, "wrong token".to_owned())),
+        }
+    }
+}
+
+/// A header that may appear at most once: its value (`None` if absent or not text), or how many there were.
+fn single(headers: &HeaderMap, name: header::HeaderName) -> Result<Option<&str>, usize> {
+    let mut all = headers.get_all(name).iter();
+    let first = all.next();
+    match all.count() {
+        0 => Ok(first.and_then(|v| v.to_str().ok())),
+        more => Err(more + 1),
+    }
+}
+
+/// `host[:port]` lowercased, with port 80 when none is given (a browser leaves out the default port of `ws://`).
+fn normal_host(text: &str) -> Option<String> {
+    let (host, port) = split_host_port(text.trim())?;
+    Some(format!(
+        "{}:{}",
+        host.to_ascii_lowercase(),
+        port.unwrap_or(80)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(headers: &[(&str, &str)], uri: &str) -> Parts {
+        let mut req = axum::http::Request::builder().uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(()).expect("a request").into_parts().0
+    }
+
+    fn guard(origins: &[&str]) -> Guard {
+        let origins = origins
+            .iter()
+            .map(|o| Origin::parse(o).expect("an origin"))
+            .collect();
+        let bound: SocketAddr = "127.0.0.1:4000".parse().expect("an address");
+        Guard::new("127.0.0.1:0", bound, &[], origins, Token("t".repeat(64)))
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let o = |s: &str| Origin::parse(s).expect("an origin");
+        assert_eq!(o("http://LocalHost"), o("http://localhost:80"));
+        assert_eq!(o("https://app.example"), o("https://app.example:443"));
+        assert_ne!(o("http://app.example"), o("https://app.example"));
+        assert_ne!(o("http://127.0.0.1:8000"), o("http://127.0.0.1:8001"));
+        assert_eq!(o("http://[::1]:9").to_string(), "http://[::1]:9");
+        for bad in [
+            "null",
+            "*",
+            "http://a/",
+            "http://a:x",
+            "http://",
+            "a.example",
+            "http://a:99999",
+            "http://::1",
+        ] {
+            assert!(Origin::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_and_origin() {
+        let g = guard(&["http://127.0.0.1:8000"]);
+        let ok = |h: &[(&str, &str)]| g.admit(&parts(h, "/agent")).is_ok();
+        assert!(ok(&[("host", "127.0.0.1:4000")]));
+        assert!(ok(&[("host", "LOCALHOST:4000")]));
+        assert!(ok(&[("host", "[::1]:4000")]));
+        assert!(!ok(&[("host", "attacker.test:4000")]));
+        assert!(!ok(&[("host", "127.0.0.1:4001")]));
+        assert!(!ok(&[]));
+        assert!(!ok(&[
+            ("host", "127.0.0.1:4000"),
+            ("host", "127.0.0.1:4000")
+        ]));
+        assert!(ok(&[
+            ("host", "127.0.0.1:4000"),
+            ("origin", "http://127.0.0.1:8000")
+        ]));
+        assert!(!ok(&[
+            ("host", "127.0.0.1:4000"),
+            ("origin", "http://localhost:8000")
+        ]));
+        assert!(!ok(&[("host", "127.0.0.1:4000"), ("origin", "null")]));
+    }
+
+    #[test]
+    fn token_from_header_or_query() {
+        let g = guard(&[]);
+        let t = "t".repeat(64);
+        let status =
+            |h: &[(&str, &str)], uri: &str| g.authorize(&parts(h, uri)).err().map(|r| r.status);
+        assert_eq!(status(&[], "/control/x"), Some(StatusCode::UNAUTHORIZED));
+        assert_eq!(
+            status(&[], "/control/x?token=nope"),
+            Some(StatusCode::FORBIDDEN)
+        );
+        assert_eq!(status(&[], &format!("/control/x?a=1&token={t}")), None);
+        assert_eq!(
+            status(&[("authorization", &format!("Bearer {t}"))], "/control/x"),
+            None
+        );
+        assert_eq!(
+            status(&[("authorization", "Bearer x")], "/control/x"),
+            Some(StatusCode::FORBIDDEN)
+        );
+        assert_eq!(
+            status(&[("authorization", "Basic x")], "/control/x"),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+    }
+}

@@ -1,0 +1,349 @@
+//! The WebSocket server every mode runs: binds (loopback unless told otherwise), mints the launch token, and
+//! answers each request in one place ([`handle`]): the `Host` and `Origin` checks, then the mode's routes (a
+//! path it does not serve is a 404), then the token for endpoints that drive, and only then the upgrade.
+//!
+//! A mode is a [`Routes`] table: which endpoints exist. The endpoints themselves (the native agent, its
+//! controller, the relay) are shared.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abp_wasm::core::dialect::DialectKind;
+use axum::body::Body;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use axum::Router;
+use clap::Args;
+use tokio::net::TcpListener;
+
+use crate::hub::Hub;
+use crate::security::{default_token_file, Access, Guard, Origin, Refusal, Token, TOKEN_ENV};
+
+/// What every server mode accepts on its command line.
+#[derive(Args, Clone, Debug)]
+pub(crate) struct ServerOptions {
+    /// Where to accept WebSocket connections; port 0 picks a free one.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8787")]
+    pub(crate) listen: String,
+    /// A web page origin (scheme://host[:port], exact match) whose pages may connect; repeatable. Browsers
+    /// send `Origin` on every WebSocket: one not listed gets 403. Clients that send none (native ones) pass.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = Origin::parse)]
+    pub(crate) allow_origins: Vec<Origin>,
+    /// Another `Host` header value (host:port) to accept besides the listen address, localhost, 127.0.0.1 and
+    /// [::1] with this port (for a non-loopback address clients reach by another name); repeatable.
+    #[arg(long = "allow-host", value_name = "HOST:PORT")]
+    pub(crate) allow_hosts: Vec<String>,
+    /// Allow listening on an address that is not loopback (anyone on the network can then connect).
+    #[arg(long)]
+    pub(crate) allow_non_loopback: bool,
+    /// Where to write the launch token (mode 0600) [default: $XDG_RUNTIME_DIR/abp-peer/PORT.token, else
+    /// ~/.local/state/abp-peer/PORT.token].
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// Largest frame accepted; a bigger one closes that connection.
+    #[arg(long, value_name = "N", default_value_t = 16 * 1024 * 1024)]
+    pub(crate) max_message_bytes: usize,
+}
+
+/// The endpoints a mode serves. Each is looked up only after the `Host` and `Origin` checks passed.
+#[derive(Clone, Debug)]
+pub(crate) struct Routes {
+    /// `/agent` and `/agent/<room>`: every room, or only this one (`""` is `/agent`).
+    pub(crate) agent_rooms: Option<String>,
+    /// `/control` and `/control/<room>`.
+    pub(crate) control: bool,
+    /// `/relay/<room>/agent` and `/relay/<room>/app`.
+    pub(crate) relay: bool,
+    /// `/admin/exit`.
+    pub(crate) exit: bool,
+}
+
+/// An endpoint, from a request's path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Agent { room: String },
+    Control { room: String },
+    Relay { room: String, agent: bool },
+    Exit,
+}
+
+impl Endpoint {
+    pub(crate) fn access(&self) -> Access {
+        match self {
+            Endpoint::Agent { .. } | Endpoint::Relay { agent: false, .. } => Access::App,
+            Endpoint::Control { .. } | Endpoint::Relay { agent: true, .. } | Endpoint::Exit => {
+                Access::Driver
+            }
+        }
+    }
+}
+
+impl Routes {
+    pub(crate) fn route(&self, path: &str) -> Option<Endpoint> {
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let endpoint = match parts.as_slice() {
+            ["agent"] => Endpoint::Agent {
+                room: String::new(),
+            },
+            ["agent", room] => Endpoint::Agent {
+                room: (*room).to_owned(),
+            },
+            ["control"] if self.control => Endpoint::Control {
+                room: String::new(),
+            },
+            ["control", room] if self.control => Endpoint::Control {
+                room: (*room).to_owned(),
+            },
+            ["relay", room, role @ ("agent" | "app")] if self.relay => Endpoint::Relay {
+                room: (*room).to_owned(),
+                agent: *role == "agent",
+            },
+            ["admin", "exit"] if self.exit => Endpoint::Exit,
+            _ => return None,
+        };
+        match (&endpoint, &self.agent_rooms) {
+            (Endpoint::Agent { room }, Some(only)) if room != only => None,
+            _ => Some(endpoint),
+        }
+    }
+}
+
+/// A bound listener with its checks, not yet serving.
+pub(crate) struct Server {
+    listener: TcpListener,
+    addr: SocketAddr,
+    guard: Guard,
+    token_file: PathBuf,
+    max_message_bytes: usize,
+}
+
+impl Server {
+    /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`), mints the token, writes
+    /// it to its file and prints it once on stderr.
+    pub(crate) async fn bind(options: &ServerOptions) -> Result<Server, String> {
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(&options.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?
+            .collect();
+        let wide: Vec<String> = addrs
+            .iter()
+            .filter(|a| !a.ip().is_loopback())
+            .map(ToString::to_string)
+            .collect();
+        if !wide.is_empty() && !options.allow_non_loopback {
+            return Err(format!(
+                "refusing to listen on {} ({}): not a loopback address, so other machines could connect. Pass \
+                 --allow-non-loopback to do it anyway, or listen on 127.0.0.1",
+                options.listen,
+                wide.join(", ")
+            ));
+        }
+        let token = Token::mint()?;
+        let listener = TcpListener::bind(addrs.as_slice())
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "abp-peer: warning: listening on {addr}, which is not a loopback address (--allow-non-loopback): \
+                 any machine that can reach it may connect; the Origin, Host and token checks still apply"
+            );
+        }
+        let token_file = options
+            .token_file
+            .clone()
+            .unwrap_or_else(|| default_token_file(addr.port()));
+        token.write_to(&token_file)?;
+        let given = if std::env::var_os(TOKEN_ENV).is_some() {
+            format!(" (from {TOKEN_ENV})")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "abp-peer: token{given}: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
+             Authorization: Bearer TOKEN or ?token=TOKEN)",
+            token.as_str(),
+            token_file.display()
+        );
+        let guard = Guard::new(
+            &options.listen,
+            addr,
+            &options.allow_hosts,
+            options.allow_origins.clone(),
+            token,
+        );
+        Ok(Server {
+            listener,
+            addr,
+            guard,
+            token_file,
+            max_message_bytes: options.max_message_bytes,
+        })
+    }
+
+    /// Where the token was written (removed again when the process is told to stop).
+    pub(crate) fn token_file(&self) -> PathBuf {
+        self.token_file.clone()
+    }
+
+    /// Prints `abp-peer listening on ws://HOST:PORT` on stderr and serves `routes` until the process ends.
+    pub(crate) async fn run(self, routes: Routes, hub: Arc<Hub>) -> std::io::Result<()> {
+        let state = Arc::new(Served {
+            guard: self.guard,
+            routes,
+            hub,
+            token_file: self.token_file,
+            max_message_bytes: self.max_message_bytes,
+        });
+        let app = Router::new().fallback(handle).with_state(state);
+        eprintln!("abp-peer listening on ws://{}", self.addr);
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await
+    }
+}
+
+struct Served {
+    guard: Guard,
+    routes: Routes,
+    hub: Arc<Hub>,
+    token_file: PathBuf,
+    max_message_bytes: usize,
+}
+
+/// The WebSocket subprotocols this peer answers to.
+const SUBPROTOCOLS: [&str; 3] = ["abp", "mcp", "tesseron-gateway"];
+
+fn dialect_of(protocol: Option<&str>) -> DialectKind {
+    match protocol {
+        Some("mcp") => DialectKind::Mcp,
+        Some("tesseron-gateway") => DialectKind::Tesseron,
+        _ => DialectKind::Abp,
+    }
+}
+
+fn refused(path: &str, r: Refusal) -> Response {
+    eprintln!("abp-peer: {} for {path}: {}", r.status.as_u16(), r.why);
+    (
+        r.status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{}\n", r.why),
+    )
+        .into_response()
+}
+
+/// Every request: checks, route, token, upgrade, in that order.
+async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
+    let (mut parts, _body) = request.into_parts();
+    let path = parts.uri.path().to_owned();
+    if let Err(r) = s.guard.admit(&parts) {
+        return refused(&path, r);
+    }
+    let Some(endpoint) = s.routes.route(&path) else {
+        return (StatusCode::NOT_FOUND, Body::from("not found\n")).into_response();
+    };
+    if endpoint.access() == Access::Driver {
+        if let Err(r) = s.guard.authorize(&parts) {
+            return refused(&path, r);
+        }
+    }
+    if endpoint == Endpoint::Exit {
+        eprintln!("abp-peer: exiting (asked by /admin/exit)");
+        let _ = std::fs::remove_file(&s.token_file);
+        std::process::exit(3);
+    }
+    let mut upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(u) => u,
+        Err(rejection) => return rejection.into_response(),
+    };
+    // Speak the first subprotocol the client offers among those this peer knows: "abp", "mcp" for MCP clients
+    // reaching an app through the relay (frames pass unchanged either way), or "tesseron-gateway". A browser
+    // fails a handshake that offered protocols and got none back, so any other offer is answered with none.
+    let chosen = upgrade
+        .requested_protocols()
+        .filter_map(|p| p.to_str().ok())
+        .find_map(|p| SUBPROTOCOLS.iter().copied().find(|k| *k == p));
+    if let Some(p) = chosen {
+        upgrade.set_selected_protocol(HeaderValue::from_static(p));
+    }
+    let hub = s.hub.clone();
+    upgrade
+        .max_message_size(s.max_message_bytes)
+        .max_frame_size(s.max_message_bytes)
+        .on_upgrade(move |socket| async move {
+            match endpoint {
+                Endpoint::Agent { room } => {
+                    crate::agent::serve(socket, hub, room, dialect_of(chosen)).await
+                }
+                Endpoint::Control { room } => crate::control::serve(socket, hub, room).await,
+                Endpoint::Relay { room, agent } => {
+                    crate::relay::serve(socket, hub, room, agent).await
+                }
+                Endpoint::Exit => {}
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_the_mode_s() {
+        let all = Routes {
+            agent_rooms: None,
+            control: true,
+            relay: true,
+            exit: false,
+        };
+        assert_eq!(
+            all.route("/agent"),
+            Some(Endpoint::Agent {
+                room: String::new()
+            })
+        );
+        assert_eq!(
+            all.route("/agent/r1/"),
+            Some(Endpoint::Agent { room: "r1".into() })
+        );
+        assert_eq!(
+            all.route("/relay/r/agent"),
+            Some(Endpoint::Relay {
+                room: "r".into(),
+                agent: true
+            })
+        );
+        assert_eq!(all.route("/relay/r/other"), None);
+        assert_eq!(all.route("/admin/exit"), None);
+        assert_eq!(all.route("/"), None);
+        assert_eq!(all.route("/agent/a/b"), None);
+        let one = Routes {
+            agent_rooms: Some("r1".into()),
+            control: false,
+            relay: false,
+            exit: false,
+        };
+        assert_eq!(
+            one.route("/agent/r1"),
+            Some(Endpoint::Agent { room: "r1".into() })
+        );
+        assert_eq!(one.route("/agent"), None);
+        assert_eq!(one.route("/control/r1"), None);
+        assert_eq!(
+            Endpoint::Relay {
+                room: "r".into(),
+                agent: false
+            }
+            .access(),
+            Access::App
+        );
+        assert_eq!(Endpoint::Exit.access(), Access::Driver);
+    }
+}

@@ -1,0 +1,61 @@
+//! One accepted WebSocket, as the endpoints use it: text in, text out, and an end.
+
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket};
+
+/// What one `recv` produced.
+pub(crate) enum Incoming {
+    Text(String),
+    /// A frame that is not text (binary, ping, pong): not a message.
+    Other,
+    /// Closed, reset, a protocol error or a frame over the size limit: this connection is over.
+    Closed,
+}
+
+pub(crate) struct Conn {
+    ws: WebSocket,
+    open: bool,
+}
+
+impl Conn {
+    pub(crate) fn new(ws: WebSocket) -> Conn {
+        Conn { ws, open: true }
+    }
+
+    /// The next frame. Cancel-safe while waiting for one (it may be a branch of a `select!`).
+    pub(crate) async fn recv(&mut self) -> Incoming {
+        if !self.open {
+            return std::future::pending().await;
+        }
+        match self.ws.recv().await {
+            Some(Ok(Message::Text(t))) => Incoming::Text(t.as_str().to_owned()),
+            Some(Ok(Message::Close(_))) => {
+                // One more read sends the close frame queued in answer (and then reports the end).
+                let _ = tokio::time::timeout(Duration::from_secs(1), self.ws.recv()).await;
+                self.open = false;
+                Incoming::Closed
+            }
+            Some(Err(_)) | None => {
+                self.open = false;
+                Incoming::Closed
+            }
+            Some(Ok(_)) => Incoming::Other,
+        }
+    }
+
+    /// Sends a text frame; false once the connection is gone.
+    pub(crate) async fn send(&mut self, text: String) -> bool {
+        if self.open && self.ws.send(Message::text(text)).await.is_err() {
+            self.open = false;
+        }
+        self.open
+    }
+
+    /// A close frame if the connection is still open, then the socket is dropped.
+    pub(crate) async fn close(mut self) {
+        if self.open {
+            let _ = self.ws.send(Message::Close(None)).await;
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! Who may open what on a running `abp-peer`, with raw HTTP requests over TCP on 127.0.0.1 (so every header is
+//! exactly what a browser, an attacker's page or a rebinding DNS name would send): a forged `Host` → 403; an
+//! `Origin` not in `--allow-origin` → 403 on every kind of endpoint, with or without the token; no token → 401
+//! and a wrong one → 403 on `/control`, `/relay/…/agent` and `/admin/exit`; the right one (header or query) →
+//! the upgrade; app endpoints open without it; unknown paths → 404; the token file is the user's alone;
+//! `ABP_PEER_TOKEN`; a non-loopback address needs `--allow-non-loopback`.
+
+use std::time::Duration;
+
+mod common;
+use common::{exchange, try_exchange, upgrade, upgrade_request, Peer, Started, TempDir};
+
+const GOOD: &str = "http://good.test:8000";
+
+fn host(p: &Peer) -> String {
+    format!("127.0.0.1:{}", p.addr.port())
+}
+
+/// The status of an upgrade for `path` with a correct Host and `headers`.
+fn status(p: &Peer, path: &str, headers: &[&str]) -> u16 {
+    upgrade(p.addr, &host(p), path, headers).status
+}
+
+#[test]
+fn a_forged_host_is_refused() {
+    let p = Peer::start(&[]);
+    let port = p.addr.port();
+    let auth = format!("Authorization: Bearer {}", p.token);
+    for forged in [
+        format!("attacker.test:{port}"),
+        format!("127.0.0.1.attacker.test:{port}"),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        "127.0.0.1".to_owned(),
+        String::new(),
+    ] {
+        for path in ["/agent/h", "/relay/h/app", "/control/h", "/relay/h/agent"] {
+            let a = upgrade(p.addr, &forged, path, &[&auth]);
+            assert_eq!(a.status, 403, "Host {forged:?} on {path}: {}", a.text);
+        }
+    }
+    // The names of this server are accepted, in any case.
+    for ok in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LocalHost:{port}"),
+    ] {
+        assert_eq!(
+            upgrade(p.addr, &ok, "/agent/h", &[]).status,
+            101,
+            "Host {ok}"
+        );
+    }
+    // No Host header at all.
+    let a = exchange(
+        p.addr,
+        "GET /agent/h HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    assert_ne!(a.status, 101, "{}", a.text);
+}
+
+#[test]
+fn an_unlisted_origin_is_refused_on_every_endpoint() {
+    let mut p = Peer::start(&["--allow-origin", GOOD, "--allow-exit"]);
+    let token = format!("?token={}", p.token);
+    let paths = [
+        "/agent".to_owned(),
+        "/agent/o".to_owned(),
+        "/relay/o/app".to_owned(),
+        format!("/relay/o/agent{token}"),
+        format!("/control/o{token}"),
+        format!("/control{token}"),
+        format!("/admin/exit{token}"),
+    ];
+    for origin in [
+        "https://evil.example",
+        "http://good.test:8001",
+        "https://good.test:8000",
+        "http://good.test",
+        "http://sub.good.test:8000",
+        "null",
+        "http://good.test:8000/",
+        "garbage",
+    ] {
+        for path in &paths {
+            let a = status(&p, path, &[&format!("Origin: {origin}")]);
+            assert_eq!(a, 403, "Origin {origin} on {path}");
+        }
+    }
+    // Two Origin headers, one of them good.
+    let two = [
+        format!("Origin: {GOOD}"),
+        "Origin: https://evil.example".to_owned(),
+    ];
+    assert_eq!(status(&p, "/agent/o", &[&two[0], &two[1]]), 403);
+    // Still running (the refused /admin/exit did nothing), and the listed origin gets in, in any case.
+    assert!(p.exited(Duration::from_millis(200)).is_none());
+    assert_eq!(
+        status(&p, "/agent/o", &["Origin: HTTP://GOOD.test:8000"]),
+        101
+    );
+    assert_eq!(
+        status(&p, "/relay/o/app", &[&format!("Origin: {GOOD}")]),
+        101
+    );
+    assert_eq!(
+        status(
+            &p,
+            &format!("/control/o{token}"),
+            &[&format!("Origin: {GOOD}")]
+        ),
+        101
+    );
+    // A client that sends no Origin (a native one) is not refused for that.
+    assert_eq!(status(&p, "/agent/n", &[]), 101);
+    let log: Vec<String> = p.log.try_iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("403") && l.contains("https://evil.example")),
+        "refusals are logged: {log:?}"
+    );
+}
+
+#[test]
+fn no_origin_is_allowed_by_default() {
+    let p = Peer::start(&[]);
+    let origin = format!("Origin: http://127.0.0.1:{}", p.addr.port());
+    assert_eq!(
+        status(&p, "/agent/d", &[&origin]),
+        403,
+        "not even the peer's own address"
+    );
+    assert_eq!(status(&p, "/agent/d", &[]), 101);
+}
+
+#[test]
+fn driver_endpoints_need_the_token() {
+    let mut p = Peer::start(&["--allow-exit"]);
+    for path in ["/control", "/control/t", "/relay/t/agent", "/admin/exit"] {
+        let a = upgrade(p.addr, &host(&p), path, &[]);
+        assert_eq!(a.status, 401, "{path} without a token: {}", a.text);
+        assert!(a.text.contains("token"), "says why: {}", a.text);
+        let wrong = "0".repeat(p.token.len());
+        assert_eq!(
+            status(&p, &format!("{path}?token={wrong}"), &[]),
+            403,
+            "{path}, wrong token in the query"
+        );
+        assert_eq!(
+            status(&p, &format!("{path}?token="), &[]),
+            403,
+            "{path}, empty token"
+        );
+        let short = &p.token[..p.token.len() - 1];
+        assert_eq!(
+            status(&p, &format!("{path}?token={short}"), &[]),
+            403,
+            "{path}, a prefix of the token"
+        );
+        let bearer = format!("Authorization: Bearer {wrong}");
+        assert_eq!(
+            status(&p, path, &[&bearer]),
+            403,
+            "{path}, wrong bearer token"
+        );
+        assert_eq!(
+            status(&p, path, &["Authorization: Basic YTpi"]),
+            401,
+            "{path}, not a bearer token"
+        );
+    }
+    // The right token, either way.
+    let bearer = format!("Authorization: Bearer {}", p.token);
+    assert_eq!(status(&p, "/control/t", &[&bearer]), 101);
+    assert_eq!(
+        status(&p, &format!("/relay/t/agent?token={}", p.token), &[]),
+        101
+    );
+    assert_eq!(
+        status(&p, &format!("/control/t?x=1&token={}", p.token), &[]),
+        101
+    );
+    // The app side opens without it.
+    assert_eq!(status(&p, "/agent/t", &[]), 101);
+    assert_eq!(status(&p, "/relay/t/app", &[]), 101);
+    // The token file holds the printed token, and only its user may read it.
+    let in_file = std::fs::read_to_string(&p.token_file).expect("the token file");
+    assert_eq!(in_file.trim(), p.token);
+    assert!(
+        p.token.len() >= 64 && p.token.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{}",
+        p.token
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p.token_file)
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+    }
+    // /admin/exit with the token ends the process.
+    let request = upgrade_request(&host(&p), "/admin/exit", &[&bearer]);
+    assert!(
+        try_exchange(p.addr, &request).is_err(),
+        "no answer: the process is gone"
+    );
+    let status = p.exited(Duration::from_secs(5)).expect("exited");
+    assert_eq!(status.code(), Some(3));
+}
+
+#[test]
+fn each_start_mints_another_token() {
+    let a = Peer::start(&[]);
+    let b = Peer::start(&[]);
+    assert_ne!(a.token, b.token);
+    assert_eq!(
+        status(&b, &format!("/control/x?token={}", a.token), &[]),
+        403
+    );
+}
+
+#[test]
+fn unknown_paths_are_404() {
+    let p = Peer::start(&[]);
+    let bearer = format!("Authorization: Bearer {}", p.token);
+    for path in [
+        "/",
+        "/nope",
+        "/agent/a/b",
+        "/relay/x",
+        "/relay/x/other",
+        "/control/a/b",
+        "/admin/exit",
+        "/admin",
+    ] {
+        assert_eq!(status(&p, path, &[]), 404, "{path}");
+        assert_eq!(status(&p, path, &[&bearer]), 404, "{path} with the token");
+    }
+    // Not an upgrade at all: still an HTTP answer, never a socket.
+    let h = host(&p);
+    let a = exchange(
+        p.addr,
+        &format!("GET /nope HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!(a.status, 404);
+    let a = exchange(
+        p.addr,
+        &format!("GET /agent/x HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n"),
+    );
+    assert!((400..500).contains(&a.status), "{}", a.text);
+    // The checks come first: a forged Host learns nothing about which paths exist.
+    assert_eq!(
+        upgrade(p.addr, "attacker.test:80", "/nope", &[]).status,
+        403
+    );
+}
+
+#[test]
+fn the_token_can_come_from_the_environment() {
+    let given = "a-token-from-the-supervisor-0123456789";
+    let Started::Up(p) = Peer::try_start(&[], &[("ABP_PEER_TOKEN", given)]) else {
+        panic!("did not start");
+    };
+    assert_eq!(p.token, given);
+    assert_eq!(status(&p, &format!("/control/e?token={given}"), &[]), 101);
+    match Peer::try_start(&[], &[("ABP_PEER_TOKEN", "short")]) {
+        Started::Exited(status, stderr) => {
+            assert!(!status.success());
+            assert!(stderr.contains("ABP_PEER_TOKEN"), "{stderr}");
+        }
+        Started::Up(_) => panic!("a short ABP_PEER_TOKEN was accepted"),
+    }
+}
+
+#[test]
+fn the_default_token_file_is_per_user_and_per_port() {
+    let runtime = TempDir::new();
+    let dir = runtime.0.to_string_lossy().into_owned();
+    let Started::Up(mut p) = Peer::launch(&[], &[("XDG_RUNTIME_DIR", &dir)], false) else {
+        panic!("did not start");
+    };
+    let file = runtime
+        .0
+        .join("abp-peer")
+        .join(format!("{}.token", p.addr.port()));
+    let token = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", file.display(), p.banner));
+    assert_eq!(token.trim(), p.token, "the token is printed");
+    assert!(
+        p.banner.contains(&file.display().to_string()),
+        "with where it is: {}",
+        p.banner
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(runtime.0.join("abp-peer"))
+            .expect("dir")
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o777,
+            0o700,
+            "the directory is private too: {mode:o}"
+        );
+        // SIGTERM removes the file.
+        let _ = std::process::Command::new("kill")
+            .arg(p.child.id().to_string())
+            .status();
+        assert!(
+            p.exited(Duration::from_secs(5)).is_some(),
+            "SIGTERM ends it"
+        );
+        assert!(!file.exists(), "the token file is removed on SIGTERM");
+    }
+}
+
+#[test]
+fn a_non_loopback_address_needs_the_flag() {
+    match Peer::try_start(&["--listen", "0.0.0.0:0"], &[]) {
+        Started::Exited(status, stderr) => {
+            assert!(!status.success());
+            assert!(
+                stderr.contains("--allow-non-loopback"),
+                "says how: {stderr}"
+            );
+        }
+        Started::Up(_) => panic!("listened on 0.0.0.0 without --allow-non-loopback"),
+    }
+    // With it: it starts, says so, and still checks Host (127.0.0.1 is one of its names; another is not).
+    let Started::Up(p) = Peer::try_start(&["--listen", "0.0.0.0:0", "--allow-non-loopback"], &[])
+    else {
+        panic!("did not start with --allow-non-loopback");
+    };
+    let port = p.addr.port();
+    let local: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    assert_eq!(
+        upgrade(local, &format!("127.0.0.1:{port}"), "/agent/w", &[]).status,
+        101
+    );
+    assert_eq!(
+        upgrade(local, &format!("attacker.test:{port}"), "/agent/w", &[]).status,
+        403
+    );
+    // --allow-host names another.
+    let Started::Up(q) = Peer::try_start(
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--allow-non-loopback",
+            "--allow-host",
+            "lan.test:80",
+        ],
+        &[],
+    ) else {
+        panic!("did not start");
+    };
+    let local: std::net::SocketAddr = format!("127.0.0.1:{}", q.addr.port())
+        .parse()
+        .expect("addr");
+    assert_eq!(upgrade(local, "lan.test", "/agent/w", &[]).status, 101);
+}
+
+#[test]
+fn bad_origins_are_usage_errors_and_the_wide_listener_warns() {
+    let dir = TempDir::new();
+    for bad in ["bad origin", "*", "null", "http://a.test/path"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_abp-peer"))
+            .args(["--listen", "127.0.0.1:0", "--allow-origin", bad])
+            .arg("--token-file")
+            .arg(dir.0.join("t"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "--allow-origin {bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(bad),
+            "names the value"
+        );
+    }
+    let Started::Up(p) = Peer::try_start(&["--listen", "0.0.0.0:0", "--allow-non-loopback"], &[])
+    else {
+        panic!("did not start");
+    };
+    assert!(
+        p.banner.contains("warning") && p.banner.contains("--allow-non-loopback"),
+        "{}",
+        p.banner
+    );
+}
