@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI runs: setup (incl. browsers), the native core tests, the browser tests in headless Chrome
 # and Firefox (postMessage, WebSocket against a real abp-peer on 127.0.0.1, discover() against the discovery
-# fixture server on 127.0.0.1, MCP and ACP against their SDKs, Tesseron against the PyPI package's app), the release build with its typings check, an ABP client written from the API
+# fixture server on 127.0.0.1, MCP and ACP against their SDKs, Tesseron against the PyPI package's app), the Tesseron
+# conformance fixtures replayed against AbpApp (scripts/tesseron-conformance.sh), the release build with its typings check, an ABP client written from the API
 # reference driving window.abp, a clean console while connecting to a cross-origin iframe, the demo driven in
 # headless Chromium, and the packed package consumed by a Vite app.
 set -euo pipefail
@@ -26,11 +27,17 @@ export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=150
 # The peer runs in a restart loop (tests kill it); it and the discovery fixture server are stopped however this
 # script ends.
 trap 'bash scripts/peer.sh stop; bash scripts/discovery-fixtures.sh stop; bash scripts/tesseron-app.sh stop' EXIT
-ABP_PEER_URL=$(bash scripts/peer.sh)
+# The test runner serves its page on this address, so that abp-peer can allow exactly that origin (it refuses
+# every other page); the same server under the name localhost is the second, unlisted origin the cases use.
+runner_port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$runner_port"
+ABP_PEER_URL=$(bash scripts/peer.sh "http://$WASM_BINDGEN_TEST_ADDRESS")
+# The peer's launch token (the same across its restarts), for the cases that drive it; read at build time.
+ABP_PEER_TOKEN=$(cat target/peer.token)
 ABP_DISCOVERY_URL=$(bash scripts/discovery-fixtures.sh)
 # The Python Tesseron app (PyPI tesseron, in a venv under target/) our gateway role dials.
 TESSERON_APP_URL=$(bash scripts/tesseron-app.sh)
-export ABP_PEER_URL ABP_DISCOVERY_URL TESSERON_APP_URL
+export ABP_PEER_URL ABP_PEER_TOKEN ABP_DISCOVERY_URL TESSERON_APP_URL
 echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL; Tesseron app at $TESSERON_APP_URL"
 # The official MCP packages the interop cases talk to (tests/interop/package.json, pinned), bundled for the browser.
 node tests/interop/build.mjs
@@ -40,6 +47,8 @@ node tests/interop/build.mjs
 # never retried.
 for file in tests/*.rs; do
   name=$(basename "$file" .rs)
+  # Run below by its own script, which starts the runner it needs.
+  [ "$name" = tesseron_conformance ] && continue
   for browser in chrome firefox; do
     log="target/browser-$name-$browser.log"
     for attempt in 1 2; do
@@ -57,6 +66,9 @@ done
 bash scripts/peer.sh stop
 bash scripts/discovery-fixtures.sh stop
 bash scripts/tesseron-app.sh stop
+
+echo "== Tesseron conformance fixtures: the Python SDK, then AbpApp in headless Chrome and Firefox"
+bash scripts/tesseron-conformance.sh --no-setup
 
 echo "== release build, typings"
 bash scripts/build.sh

@@ -1,5 +1,5 @@
-"""Replays the Tesseron conformance fixtures (hub repo `conformance/fixtures`, CC BY 4.0, not
-vendored here) against a Tesseron app ("host"), playing the gateway. Format: WIRE.md §11.
+"""Replays the Tesseron conformance fixtures (CC BY 4.0; see ATTRIBUTION.md beside them) against a
+Tesseron app ("host"), playing the gateway. Format: WIRE.md §11.
 
 Two ways to reach the host under test:
 
@@ -7,18 +7,25 @@ Two ways to reach the host under test:
     # `READY ws://…` line, dial it with subprotocol tesseron-gateway, stop it afterwards
     python conformance_runner.py FIXTURES_DIR --host-cmd "python conformance_host.py"
 
-    # listen: for a host that dials (our AbpApp in a browser). For each fixture the runner
-    # prints `FIXTURE <id> <path>` and accepts the next WebSocket on 127.0.0.1:PORT
-    # (any subprotocol; it selects tesseron-gateway if offered); `reconnect` steps accept
-    # the next one. Prints `LISTENING ws://127.0.0.1:PORT/` first.
+    # listen: for a host that dials (our AbpApp in a browser). Listens on 127.0.0.1:PORT and prints
+    # `LISTENING ws://127.0.0.1:PORT/` first. The host learns what to stand up over plain HTTP on the
+    # same port (CORS open, so a test page on another origin can read it):
+    #   GET /fixtures        → [{ id, fixture }] of the fixtures to run, in order (skips left out)
+    #   GET /result/<id>     → { id, status: "pass" | "fail", detail }, once that fixture has ended
+    # and dials ws://127.0.0.1:PORT/<id> for each (any subprotocol; tesseron-gateway is selected if
+    # offered). A dial for any other fixture than the one running is refused (HTTP 409), so a
+    # reconnecting host of an earlier fixture cannot take a later one's place; `reconnect` steps
+    # accept the next dial for the same fixture.
     python conformance_runner.py FIXTURES_DIR --listen 0
 
-    --lacks resume,elicitation   capabilities the host does not implement: those fixtures are
-                                 reported as SKIP, never as PASS (README "Runner contract" 2)
-    --only actions/cancel        run one fixture id (repeatable)
+    --lacks TAG[=REASON]   a capability the host does not implement (repeatable, or comma-separated
+                           without reasons): fixtures that need it are reported as SKIP with the
+                           reason, never as PASS. A fixture needs its `requires` tags, and `resources`
+                           when the app it describes declares resources.
+    --only actions/cancel  run one fixture id (repeatable)
 
-Exit 1 if any fixture failed. Failures name the fixture id, the step index, the expected shape
-and the actual frame (README "Runner contract" 5).
+Prints one line per fixture (PASS, FAIL with the step, the expected shape and the actual frame, SKIP
+with the reason) and the totals. Exit 1 if any fixture failed.
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ from typing import Any
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 Connection = ClientConnection | ServerConnection
 TYPES = {
@@ -146,6 +155,56 @@ class Listener(Endpoint):
             raise StepFailure("no host dialed in within 30 s") from None
 
 
+class Board:
+    """What --listen mode serves over HTTP: the fixtures to run, which one is running, and results."""
+
+    def __init__(self, fixtures: list[dict[str, Any]]) -> None:
+        self.fixtures = fixtures
+        self.current: str | None = None
+        self.results: dict[str, dict[str, str]] = {}
+        self.changed = asyncio.Condition()
+        # Set once the host has asked for the fixtures: only then does a fixture's wait for its dial begin (a
+        # browser may take a minute to build and load the page).
+        self.asked = asyncio.Event()
+
+    async def finish(self, fid: str, status: str, detail: str) -> None:
+        async with self.changed:
+            self.results[fid] = {"id": fid, "status": status, "detail": detail}
+            self.changed.notify_all()
+
+    async def result(self, fid: str) -> dict[str, str]:
+        async with self.changed:
+            await self.changed.wait_for(lambda: fid in self.results)
+            return self.results[fid]
+
+    async def answer(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/fixtures":
+            body = [{"id": f["id"], "fixture": f.get("fixture", {})} for f in self.fixtures]
+            self.asked.set()
+            return json_response(connection, 200, body)
+        if path.startswith("/result/"):
+            return json_response(connection, 200, await self.result(path[len("/result/"):]))
+        if request.headers.get("Upgrade", "").lower() != "websocket":
+            return json_response(connection, 404, {"error": f"no such path: {path}"})
+        if path.strip("/") != self.current:
+            return json_response(connection, 409, {"error": f"{path} is not the running fixture ({self.current})"})
+        return None
+
+
+def json_response(connection: ServerConnection, status: int, body: Any) -> Response:
+    response = connection.respond(status, json.dumps(body))
+    response.headers = Headers(
+        [
+            ("Content-Type", "application/json"),
+            ("Access-Control-Allow-Origin", "*"),
+            ("Content-Length", str(len(response.body))),
+            ("Connection", "close"),
+        ]
+    )
+    return response
+
+
 async def recv(ws: Connection, timeout: float) -> Any:
     text = await asyncio.wait_for(ws.recv(), timeout)
     if isinstance(text, bytes):
@@ -213,23 +272,59 @@ async def run_fixture(fixture: dict[str, Any], endpoint: Endpoint) -> None:
         await endpoint.close()
 
 
+def needs(fixture: dict[str, Any]) -> set[str]:
+    """The capability tags a fixture needs: its `requires`, and `resources` when its app declares any."""
+    tags = set(fixture.get("requires", []))
+    if fixture.get("fixture", {}).get("resources"):
+        tags.add("resources")
+    return tags
+
+
+def parse_lacks(values: list[str]) -> dict[str, str]:
+    lacks: dict[str, str] = {}
+    for value in values:
+        if "=" in value:
+            tag, reason = value.split("=", 1)
+            lacks[tag.strip()] = reason.strip()
+        else:
+            for tag in filter(None, (t.strip() for t in value.split(","))):
+                lacks[tag] = "the host does not implement it"
+    return lacks
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("fixtures", type=Path)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--host-cmd")
     group.add_argument("--listen", type=int)
-    parser.add_argument("--lacks", default="")
+    parser.add_argument("--lacks", action="append", default=[])
     parser.add_argument("--only", action="append", default=[])
     args = parser.parse_args()
-    lacks = {tag for tag in args.lacks.split(",") if tag}
+    lacks = parse_lacks(args.lacks)
 
     paths = sorted(args.fixtures.rglob("*.json"))
     if not paths:
         print(f"no fixtures under {args.fixtures}", file=sys.stderr)
         return 2
 
+    passed, failed, skipped = [], [], []
+    runnable: list[tuple[Path, dict[str, Any]]] = []
+    for path in paths:
+        fixture = json.loads(path.read_text(encoding="utf-8"))
+        fid = fixture["id"]
+        if args.only and fid not in args.only:
+            continue
+        missing = sorted(needs(fixture) & set(lacks))
+        if missing:
+            why = "; ".join(f"requires {tag}: {lacks[tag]}" for tag in missing)
+            skipped.append(fid)
+            print(f"  SKIP {fid}: {why}", flush=True)
+            continue
+        runnable.append((path, fixture))
+
     queue: asyncio.Queue[ServerConnection] = asyncio.Queue()
+    board = Board([fixture for _, fixture in runnable])
     server = None
     if args.listen is not None:
         async def accept(connection: ServerConnection) -> None:
@@ -240,20 +335,21 @@ async def main() -> int:
             # A browser tab dials without a subprotocol (as @tesseron/web does); accept both.
             return websockets.Subprotocol("tesseron-gateway") if "tesseron-gateway" in offered else None
 
-        server = await serve(accept, "127.0.0.1", args.listen, select_subprotocol=select)
+        server = await serve(
+            accept, "127.0.0.1", args.listen, select_subprotocol=select, process_request=board.answer,
+            open_timeout=60,
+        )
         port = next(iter(server.sockets)).getsockname()[1]
         print(f"LISTENING ws://127.0.0.1:{port}/", flush=True)
+        try:
+            await asyncio.wait_for(board.asked.wait(), 600)
+        except TimeoutError:
+            print("no host asked for the fixtures within 600 s", flush=True)
+            return 1
 
-    passed, failed, skipped = [], [], []
-    for path in paths:
-        fixture = json.loads(path.read_text(encoding="utf-8"))
+    for path, fixture in runnable:
         fid = fixture["id"]
-        if args.only and fid not in args.only:
-            continue
-        missing = sorted(set(fixture.get("requires", [])) & lacks)
-        if missing:
-            skipped.append(f"{fid} (requires {', '.join(missing)})")
-            continue
+        board.current = fid
         print(f"FIXTURE {fid} {path}", flush=True)
         endpoint: Endpoint = Dialer(args.host_cmd, path) if args.host_cmd else Listener(queue)
         try:
@@ -261,17 +357,24 @@ async def main() -> int:
         except Exception as problem:  # noqa: BLE001 - every failure is reported, none is fatal
             failed.append(fid)
             print(f"  FAIL {fid}: {problem}", flush=True)
+            status, detail = "fail", str(problem)
         else:
             passed.append(fid)
             print(f"  PASS {fid}", flush=True)
+            status, detail = "pass", ""
+        board.current = None
+        # A stale dial (the host reconnecting after the fixture closed it) is not the next one's.
+        while not queue.empty():
+            await queue.get_nowait().close()
+        await board.finish(fid, status, detail)
 
     if server is not None:
+        # Let the host read the last result before the port goes.
+        await asyncio.sleep(0.5)
         server.close()
     print(f"\n{len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped")
     for fid in failed:
         print(f"  failed:  {fid}")
-    for fid in skipped:
-        print(f"  skipped: {fid}")
     return 1 if failed else 0
 
 
