@@ -124,6 +124,8 @@ pub struct McpCodec<P> {
     tokens: StrMap<P>,
     /// The protocol version the client asked for.
     requested: Option<String>,
+    /// Our `elicitation/confirm` requests in flight (by id): their answer is a boolean `confirmed`.
+    confirms: StrMap<()>,
 }
 
 impl<P: Wire> Default for McpCodec<P> {
@@ -138,6 +140,7 @@ impl<P: Wire> McpCodec<P> {
             peer: Peer::default(),
             tokens: StrMap::new(),
             requested: None,
+            confirms: StrMap::new(),
         }
     }
 
@@ -230,7 +233,10 @@ impl<P: Wire> McpCodec<P> {
                         r.set("error", encode_error(abp_error_of(&e)));
                         r
                     }
-                    (None, r) => elicitation_response_of(&r.unwrap_or_else(P::object)),
+                    (None, r) => {
+                        let confirm = self.confirms.remove(&id).is_some();
+                        elicitation_response_of(&r.unwrap_or_else(P::object), confirm)
+                    }
                 };
                 Incoming::ElicitationResponse { id, payload }
             }
@@ -500,6 +506,9 @@ impl<P: Wire> McpCodec<P> {
                 notification("notifications/tools/list_changed", None)
             }
             Outgoing::ElicitationRequest { id, request: r, .. } => {
+                if r.get_string("method").as_deref() == Some("elicitation/confirm") {
+                    self.confirms.insert(id.clone(), ());
+                }
                 let params = elicitation_params(&r);
                 self.peer
                     .request(&id, Sent::Elicit, "elicitation/create", Some(params))
@@ -529,9 +538,16 @@ fn elicitation_result_of<P: Wire>(r: &P) -> P {
     action("decline", None)
 }
 
-/// MCP's elicitation result as an ABP `ElicitationResponse`.
-fn elicitation_response_of<P: Wire>(r: &P) -> P {
-    match r.get_string("action").as_deref() {
+/// MCP's elicitation result as an ABP `ElicitationResponse`. The answer to an `elicitation/confirm` is ABP's
+/// `{ confirmed }`: true on accept, false on decline (a "no" is an answer).
+fn elicitation_response_of<P: Wire>(r: &P, confirm: bool) -> P {
+    let action = r.get_string("action");
+    if confirm && matches!(action.as_deref(), Some("accept" | "decline")) {
+        let yes = action.as_deref() == Some("accept");
+        let data = P::object_of(&mut [("confirmed", Some(P::boolean(yes)))]);
+        return P::object_of(&mut [("success", Some(P::boolean(true))), ("data", Some(data))]);
+    }
+    match action.as_deref() {
         Some("accept") => P::object_of(&mut [
             ("success", Some(P::boolean(true))),
             ("data", Some(r.get("content").unwrap_or_else(P::object))),

@@ -660,3 +660,50 @@ fn an_elicitation_is_cancelled_on_the_wire_with_its_call() {
     p.run();
     assert_eq!(p.app_events.len(), n);
 }
+
+#[test]
+fn a_confirmation_answered_by_an_mcp_client_is_a_boolean() {
+    let answer_to = |result: Value| {
+        let mut p = mcp();
+        p.call("c1", "echo", json!({}));
+        p.run();
+        let eid = p
+            .app
+            .elicit(
+                Some("c1"),
+                json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
+                p.now,
+            )
+            .unwrap();
+        p.drain();
+        let asked = p.to_agent.pop_back().unwrap();
+        assert_eq!(asked["method"], "elicitation/create");
+        p.to_agent.clear();
+        to_app(
+            &mut p,
+            json!({ "jsonrpc": "2.0", "id": asked["id"], "result": result }),
+        );
+        p.app_events
+            .iter()
+            .find_map(|e| match e {
+                AppOutput::ElicitDone {
+                    id,
+                    end: ElicitEnd::Answer(r),
+                } if *id == eid => Some(r.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        answer_to(json!({ "action": "accept", "content": {} })),
+        json!({ "success": true, "data": { "confirmed": true } })
+    );
+    assert_eq!(
+        answer_to(json!({ "action": "decline" })),
+        json!({ "success": true, "data": { "confirmed": false } })
+    );
+    assert_eq!(
+        answer_to(json!({ "action": "cancel" }))["cancelled"],
+        json!(true)
+    );
+}
