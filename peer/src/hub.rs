@@ -100,6 +100,7 @@ pub(crate) fn no_app(room: &str, reference: Value) -> Event {
 }
 
 /// An entry in one of the hub's registries, with its inbox; removed when dropped (if still its own).
+#[must_use = "dropping the registration unregisters it at once"]
 pub(crate) struct Registration<T> {
     hub: Arc<Hub>,
     which: fn(&Hub) -> &Registry<T>,

@@ -25,7 +25,6 @@ mod security;
 mod server;
 mod ws;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
@@ -87,18 +86,21 @@ fn run(mode: impl std::future::Future<Output = Result<(), String>>) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(mode) {
+    let code = match runtime.block_on(mode) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("abp-peer: {e}");
             1
         }
-    }
+    };
+    // Not waiting for tasks that block (reading stdin never ends by itself).
+    runtime.shutdown_background();
+    code
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let server = Server::bind(&args.server).await?;
-    remove_on_signal(server.token_file());
+    let token_file = server.token_file();
     let hub = Arc::new(hub::Hub::default());
     if args.stdin {
         control::serve_stdin(hub.clone());
@@ -109,31 +111,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         relay: true,
         exit: args.allow_exit,
     };
-    server
-        .run(routes, hub)
-        .await
-        .map_err(|e| format!("the server stopped: {e}"))
-}
-
-/// On SIGINT or SIGTERM: remove the token file and exit.
-fn remove_on_signal(token_file: PathBuf) {
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let Ok(mut term) = signal(SignalKind::terminate()) else {
-                return;
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        if tokio::signal::ctrl_c().await.is_err() {
-            return;
-        }
-        let _ = std::fs::remove_file(&token_file);
-        std::process::exit(0);
-    });
+    let result = tokio::select! {
+        r = server.run(routes, hub) => r.map_err(|e| format!("the server stopped: {e}")),
+        () = server::stop_signal() => Ok(()),
+    };
+    let _ = std::fs::remove_file(token_file);
+    result
 }

@@ -187,7 +187,7 @@ impl Server {
         })
     }
 
-    /// Where the token was written (removed again when the process is told to stop).
+    /// Where the token was written (the mode removes it when it stops).
     pub(crate) fn token_file(&self) -> PathBuf {
         self.token_file.clone()
     }
@@ -207,6 +207,31 @@ impl Server {
             let _ = tcp.set_nodelay(true);
         });
         axum::serve(listener, app).await
+    }
+}
+
+/// Resolves when the process is told to stop (SIGINT, or SIGTERM on Unix); never, where signals cannot be had.
+pub(crate) async fn stop_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
     }
 }
 
