@@ -28,13 +28,15 @@ use abp_wasm::AbpClient as _;
 #[wasm_bindgen(module = "/tests/js/mcp-cases.js")]
 extern "C" {
     #[wasm_bindgen(catch, js_name = runCase)]
-    async fn run_case(name: &str, peer: &str) -> Result<JsValue, JsValue>;
+    async fn run_case(name: &str, peer: &str, token: &str) -> Result<JsValue, JsValue>;
 }
 
 const PEER: Option<&str> = option_env!("ABP_PEER_URL");
+/// The peer's launch token: the relay's agent side needs it.
+const TOKEN: Option<&str> = option_env!("ABP_PEER_TOKEN");
 
 async fn check(name: &str) {
-    common::report(run_case(name, PEER.unwrap_or("")).await);
+    common::report(run_case(name, PEER.unwrap_or(""), TOKEN.unwrap_or("")).await);
 }
 
 #[wasm_bindgen_test]

@@ -245,7 +245,10 @@ export async function sdkWebSocketClientReachesOurAppThroughTheRelay() {
   eq(appSocket.protocol, 'mcp', 'the relay speaks the subprotocol mcp');
   app.listen(appSocket, { dialect: 'mcp' });
   const client = new Client({ name: 'sdk-ws', version: '1.0.0' });
-  await client.connect(new WebSocketClientTransport(new URL(`${base}/relay/${room}/agent`)));
+  // The agent side of the relay needs the peer's launch token (a browser's WebSocket cannot send headers).
+  const agentUrl = new URL(`${base}/relay/${room}/agent`);
+  agentUrl.searchParams.set('token', globalThis.ABP_PEER_TOKEN);
+  await client.connect(new WebSocketClientTransport(agentUrl));
   eq((await client.listTools()).tools.map((t) => t.name), ['wait', 'add'], 'listTools over WebSocket');
   eq((await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).structuredContent, { sum: 3 }, 'callTool');
   const controller = new AbortController();
@@ -265,8 +268,9 @@ const cases = {
 };
 
 /** Runs one case; a case that hangs fails after 30 s. */
-export async function runCase(name, peerUrl) {
+export async function runCase(name, peerUrl, peerToken) {
   globalThis.ABP_PEER_URL = peerUrl;
+  globalThis.ABP_PEER_TOKEN = peerToken;
   await runNamed(cases, name, 30000, () => {
     for (const f of document.querySelectorAll('iframe')) f.remove();
   });

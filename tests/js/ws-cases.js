@@ -4,11 +4,17 @@
 //   /relay/<room>/app and /relay/<room>/agent.
 // - Native agent ↔ browser app: an AbpApp on /agent/<room>, driven by the peer's AgentCore; the test sends it
 //   commands over /control/<room> and reads its events there.
+// The peer admits this page's origin only (scripts/test.sh pins it); /control, /relay/<room>/agent and /admin/exit
+// need the launch token, which the test build gets in ABP_PEER_TOKEN and sends as ?token= (a browser's WebSocket
+// cannot set headers).
 import { AbpApp, AbpClient, WebSocketTransport } from '/wasm-bindgen-test';
 import { assert, eq, fail, pageErrors, LOAD_MS, runNamed, sleep, until } from './helpers.js';
 
 const AGENT = { agent: { name: 'ws-test-agent', version: '1.0.0' } };
 let BASE = '';
+let TOKEN = '';
+/** `path` on the peer with the launch token, for the endpoints that drive or impersonate an agent. */
+const withToken = (path) => `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(TOKEN)}`;
 
 let rooms = 0;
 const room = () => `r${Date.now().toString(36)}-${++rooms}`;
@@ -88,7 +94,7 @@ async function pair({ appWs, agentWs, client } = {}) {
   const r = room();
   const a = makeApp();
   a.app.listen(await WebSocketTransport.connect(`${BASE}/relay/${r}/app`, appWs));
-  const abp = await AbpClient.connect(await WebSocketTransport.connect(`${BASE}/relay/${r}/agent`, agentWs), { ...AGENT, ...client });
+  const abp = await AbpClient.connect(await WebSocketTransport.connect(`${BASE}${withToken(`/relay/${r}/agent`)}`, agentWs), { ...AGENT, ...client });
   cleanups.push(() => { abp.shutdown(); a.app.close(); });
   return { ...a, abp, room: r };
 }
@@ -108,7 +114,7 @@ async function rawSocket(path) {
  *  runs before it listens. */
 async function native({ dialect, protocols, prepare } = {}) {
   const r = room();
-  const ctl = await rawSocket(`/control/${r}`);
+  const ctl = await rawSocket(withToken(`/control/${r}`));
   const a = makeApp();
   if (prepare) prepare(a.app);
   a.app.listen(await WebSocketTransport.connect(`${BASE}/agent/${r}`, protocols ? { protocols } : undefined),
@@ -133,7 +139,7 @@ async function native({ dialect, protocols, prepare } = {}) {
 
 /** Kills the server process (the test script restarts it) and returns when the kill was sent. */
 async function killServer() {
-  const ws = new WebSocket(`${BASE}/admin/exit`);
+  const ws = new WebSocket(`${BASE}${withToken('/admin/exit')}`);
   await new Promise((resolve) => { ws.onclose = resolve; ws.onerror = resolve; });
 }
 
@@ -302,7 +308,7 @@ export async function wsMaxMessageBytes() {
   const r2 = room();
   const a = makeApp();
   a.app.listen(await WebSocketTransport.connect(`${BASE}/relay/${r2}/app`, limit));
-  const agent = await rawSocket(`/relay/${r2}/agent`);
+  const agent = await rawSocket(withToken(`/relay/${r2}/agent`));
   agent.send({ type: 'initialize', id: 'i1', timestamp: Date.now(), payload: { protocolVersion: '1.0', agent: AGENT.agent, big: 'y'.repeat(100 * 1024) } });
   await until(() => a.app.ignoredMessages === 1, 'the big frame counted');
   agent.send({ type: 'initialize', id: 'i2', timestamp: Date.now(), payload: { protocolVersion: '1.0', agent: AGENT.agent } });
@@ -349,7 +355,7 @@ export async function wsGarbageFromTheSocket() {
   // A hostile "app" behind the relay: answers initialize, then sends garbage and a 10,000-message flood.
   const r = room();
   const bad = await rawSocket(`/relay/${r}/app`);
-  const abp = AbpClient.connect(await WebSocketTransport.connect(`${BASE}/relay/${r}/agent`), AGENT);
+  const abp = AbpClient.connect(await WebSocketTransport.connect(`${BASE}${withToken(`/relay/${r}/agent`)}`), AGENT);
   await until(() => bad.frames.some((f) => f.type === 'initialize'), 'initialize');
   const init = bad.frames.find((f) => f.type === 'initialize');
   const junk = ['not json', '{"type":', '42', 'null', '[]', '{}', '{"type":7}', '{"type":"made/up","payload":{}}',
@@ -383,7 +389,7 @@ export async function wsHeartbeatNoticesAHungApp() {
   // The socket stays open but the app behind the relay stops answering (a hung page): only a heartbeat notices.
   const r = room();
   const hung = await rawSocket(`/relay/${r}/app`);
-  const pending = AbpClient.connect(await WebSocketTransport.connect(`${BASE}/relay/${r}/agent`), { ...AGENT, heartbeat: 200 });
+  const pending = AbpClient.connect(await WebSocketTransport.connect(`${BASE}${withToken(`/relay/${r}/agent`)}`), { ...AGENT, heartbeat: 200 });
   await until(() => hung.frames.some((f) => f.type === 'initialize'), 'initialize');
   const init = hung.frames.find((f) => f.type === 'initialize');
   hung.send({ type: 'initialize-result', id: init.id, timestamp: Date.now(), payload: { sessionId: 'H', protocolVersion: '0.1', app: { id: 'hung', name: 'hung', version: '0' }, capabilities: [] } });
@@ -438,6 +444,52 @@ export async function wsOptionsAreChecked() {
   try { app.listen(tr); } catch (err) { e = err; }
   assert(e instanceof TypeError, `reusing a transport: ${e}`);
   app.close();
+}
+
+// ---- who may connect -------------------------------------------------------------------------------------
+
+/** Opens a WebSocket to `path` on the peer from this page: 'open', or 'refused' (the handshake failed). */
+function probe(path) {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${BASE}${path}`);
+    const timer = setTimeout(() => { ws.close(); resolve('no answer'); }, 5000);
+    ws.onopen = () => { clearTimeout(timer); ws.close(); resolve('open'); };
+    ws.onerror = () => { clearTimeout(timer); resolve('refused'); };
+  });
+}
+
+export async function wsOtherOriginsCannotJoinOrDrive() {
+  const r = room();
+  // This page's origin is allowed: the app side opens without the token; driving needs the right one.
+  eq(await probe(`/agent/${r}-own`), 'open', 'an app on an allowed origin joins');
+  eq(await probe(`/relay/${r}-own/app`), 'open', 'the relay app side too');
+  eq(await probe(`/control/${r}-own`), 'refused', 'no token: cannot drive');
+  eq(await probe(`/relay/${r}-own/agent?token=${'0'.repeat(64)}`), 'refused', 'a wrong token: cannot act as the agent');
+  eq(await probe(withToken(`/control/${r}-own`)), 'open', 'the token drives');
+  // A page on another origin of 127.0.0.1 (the same test server under its other name), not in the allow-list:
+  // nothing opens, not even with the token.
+  const here = location.origin;
+  const other = here.includes('127.0.0.1') ? here.replace('127.0.0.1', 'localhost') : here.replace('localhost', '127.0.0.1');
+  const paths = [`/agent/${r}`, `/relay/${r}/app`, `/control/${r}`, withToken(`/control/${r}`),
+    withToken(`/relay/${r}/agent`), withToken('/admin/exit')];
+  // Open across the probes: /admin/exit from the other origin must not end the peer (the script would restart it).
+  const kept = await rawSocket(withToken(`/control/${r}-kept`));
+  let report = null;
+  const onMessage = (e) => { if (e.origin === other && e.data && e.data.wsOriginProbe) report = e.data; };
+  addEventListener('message', onMessage);
+  const iframe = document.createElement('iframe');
+  iframe.src = `${other}/tests/fixtures/ws-origin.html#${encodeURIComponent(JSON.stringify({ base: BASE, paths, parentOrigin: here }))}`;
+  document.body.appendChild(iframe);
+  cleanups.push(() => { removeEventListener('message', onMessage); iframe.remove(); });
+  await until(() => report, 'the page on the other origin to report', LOAD_MS);
+  eq(report.origin, other, 'the probe ran on the other origin');
+  eq(report.results, paths.map(() => 'refused'), `every socket from ${other} refused (${paths.join(', ')})`);
+  eq(kept.ws.readyState, WebSocket.OPEN, 'the peer is still the same process');
+  // Nothing joined as the room's app: the native agent there has no app to drive. And the peer is still up.
+  const n = await rawSocket(withToken(`/control/${r}`));
+  n.send({ op: 'status', ref: 1 });
+  await until(() => n.frames.some((e) => e.ref === 1), 'the answer to status');
+  eq(n.frames.find((e) => e.ref === 1).message, `no app is connected to /agent/${r}`, 'no app joined from the other origin');
 }
 
 // ---- a native agent driving the browser app -----------------------------------------------------------
@@ -539,12 +591,13 @@ export async function tesseronAppDrivenByTheNativeGateway() {
 const cases = {
   wsCallRoundTrips, wsBinaryDataKeepsItsFields, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
   wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
-  wsHeartbeatNoticesAHungApp,
+  wsHeartbeatNoticesAHungApp, wsOtherOriginsCannotJoinOrDrive,
   nativeAgentDrivesABrowserApp, nativeAgentServerKilled, tesseronAppDrivenByTheNativeGateway,
 };
 
-export async function runWsCase(name, base) {
+export async function runWsCase(name, base, token) {
   BASE = base;
+  TOKEN = token;
   await runNamed(cases, name, 30000, () => {
     for (const c of cleanups.splice(0)) { try { c(); } catch (_) { /* already closed */ } }
   });
