@@ -243,6 +243,9 @@ struct Served {
     max_message_bytes: usize,
 }
 
+/// The read buffer of each WebSocket.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
+
 /// The WebSocket subprotocols this peer answers to.
 const SUBPROTOCOLS: [&str; 3] = ["abp", "mcp", "tesseron-gateway"];
 
@@ -300,6 +303,9 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     }
     let hub = s.hub.clone();
     upgrade
+        // tungstenite allocates the whole read buffer per connection up front (128 KiB by default); most of these
+        // sockets idle, and a larger frame still arrives (the buffer grows for it).
+        .read_buffer_size(READ_BUFFER_BYTES)
         .max_message_size(s.max_message_bytes)
         .max_frame_size(s.max_message_bytes)
         .on_upgrade(move |socket| async move {
