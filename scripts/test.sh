@@ -47,8 +47,8 @@ node tests/interop/build.mjs
 # never retried.
 for file in tests/*.rs; do
   name=$(basename "$file" .rs)
-  # Run below by its own script, which starts the runner it needs.
-  [ "$name" = tesseron_conformance ] && continue
+  # Run below by their own scripts, which start the processes they need.
+  case "$name" in tesseron_conformance|mcp_gateway) continue ;; esac
   for browser in chrome firefox; do
     log="target/browser-$name-$browser.log"
     for attempt in 1 2; do
@@ -69,6 +69,9 @@ bash scripts/tesseron-app.sh stop
 
 echo "== Tesseron conformance fixtures: the Python SDK, then AbpApp in headless Chrome and Firefox"
 bash scripts/tesseron-conformance.sh --no-setup
+
+echo "== abp-peer mcp: the official MCP SDK client over stdio, a browser app in headless Chrome and Firefox"
+bash scripts/mcp-gateway.sh --no-setup
 
 echo "== release build, typings"
 bash scripts/build.sh

@@ -121,6 +121,13 @@ impl Agent {
                     .abort_call(&call_id, AbortKind::Signal(reason), now);
             }
             Command::Elicitation { answer } => self.elicit_answer = answer.filter(|a| !a.is_null()),
+            Command::Answer { id, answer } => {
+                let answer = match answer.filter(|a| !a.is_null()) {
+                    Some(a) => ElicitAnswer::Answer(a),
+                    None => ElicitAnswer::Cancelled,
+                };
+                self.core.answer_elicitation(&id, answer);
+            }
             Command::Raw { frame } => {
                 let frame = match frame {
                     Some(Value::String(s)) => s,

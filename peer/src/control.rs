@@ -9,6 +9,7 @@
 //! - `{"op":"cancel", "callId", "reason"?}`: an explicit cancel → `{"op":"cancel-result", "ref", "answer"}`.
 //! - `{"op":"abort", "callId", "reason"?}`: what aborting the call's signal does.
 //! - `{"op":"elicitation", "answer"}`: how to answer elicitation requests from now on (`null`: leave them open).
+//! - `{"op":"answer", "id", "answer"}`: answers the one elicitation request `id` (`null` cancels it).
 //! - `{"op":"raw", "frame"}`: sends `frame` (a string as it is, anything else as JSON) to the app unchecked.
 //! - `{"op":"status"}`, `{"op":"shutdown", "reason"?}`.
 //!
@@ -59,6 +60,12 @@ pub(crate) enum Command {
     Elicitation {
         answer: Option<Value>,
     },
+    /// Answers one elicitation request (its `id` from the `elicitation` event); `null` cancels it.
+    Answer {
+        #[serde(default)]
+        id: String,
+        answer: Option<Value>,
+    },
     Raw {
         frame: Option<Value>,
     },
@@ -68,11 +75,12 @@ pub(crate) enum Command {
     },
 }
 
-const OPS: [&str; 7] = [
+const OPS: [&str; 8] = [
     "call",
     "cancel",
     "abort",
     "elicitation",
+    "answer",
     "raw",
     "status",
     "shutdown",

@@ -20,6 +20,7 @@ mod agent;
 mod control;
 mod discover;
 mod hub;
+mod mcp;
 mod relay;
 mod security;
 mod server;
@@ -50,6 +51,9 @@ enum Mode {
     /// Finds a page's <link rel="abp-manifest">, fetches and checks the manifest, and prints the DiscoveryResult
     /// as JSON. Exit code 0 when supported, 1 when not, 2 for bad arguments.
     Discover(discover::Args),
+    /// An MCP server on stdin/stdout (for an LLM host) whose tools are the capabilities of the browser app that
+    /// joins ws://HOST:PORT/agent (or /agent/ROOM); logs on stderr.
+    Mcp(mcp::Args),
 }
 
 /// The default mode: the native agent (`/agent`, `/control`) and the relay.
@@ -69,6 +73,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Mode::Discover(args)) => discover::main(&args),
+        Some(Mode::Mcp(args)) => run(mcp::main(args)),
         None => run(serve(cli.serve)),
     };
     std::process::exit(code);

@@ -1,0 +1,470 @@
+//! `abp-peer mcp`: an MCP server on stdin/stdout (the MCP stdio transport) whose tools are the capabilities of
+//! the browser app that joined `/agent` (or `/agent/<room>` with `--room`). An LLM host (Claude Desktop, Cursor,
+//! the MCP Inspector) starts it as a command; the app connects to it with
+//! `app.listen(await WebSocketTransport.connect('ws://127.0.0.1:PORT/agent'))`.
+//!
+//! Two protocol cores meet here, and both are the SDK's own: toward the host, the app core speaking the MCP
+//! dialect (the same code a browser app uses to serve MCP clients: `initialize`, `tools/list`, `tools/call`,
+//! `notifications/cancelled`, progress, `elicitation/create`, `list_changed`); toward the browser app, the native
+//! agent of [`crate::agent`], driven through the [`Hub`] with the control protocol's commands. This module only
+//! maps one onto the other:
+//!
+//! - a tool call starts an ABP call (the host's progress token asks for progress); the host's
+//!   `notifications/cancelled` aborts it, so the app's `ctx.signal` aborts, and nothing is written back for it;
+//! - the app's result is the tool's result; an ABP error is an `isError` result whose text names the code, and
+//!   the app leaving mid-call settles the call DISCONNECTED at once;
+//! - the app's progress is `notifications/progress` with the host's token, always before the result;
+//! - the app's `ctx.elicit` is `elicitation/create` to a host that declared `elicitation` (else NOT_SUPPORTED);
+//! - the app joining, leaving or changing its capabilities is `notifications/tools/list_changed`;
+//! - the host going away (stdin closed, SIGTERM/SIGINT) cancels every call still running in the app, then exits.
+//!
+//! Nothing but MCP messages is written to stdout; logs go to stderr.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abp_wasm::core::app::ElicitEnd;
+use abp_wasm::core::codec::{encode_error, Hello};
+use abp_wasm::core::dialect::{Codec, DialectKind};
+use abp_wasm::core::{
+    AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Incoming, Outcome, Outgoing, Registry,
+};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::control::{Command, Envelope, Event};
+use crate::hub::Hub;
+use crate::server::{self, Routes, Server, ServerOptions};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    server: ServerOptions,
+    /// The room the browser app joins: `/agent/ROOM` (empty: `/agent`).
+    #[arg(long, value_name = "ROOM", default_value = "")]
+    room: String,
+}
+
+/// How long the host's going away waits for the app to confirm the cancels before the process exits.
+const GOODBYE_MS: u64 = 600;
+
+/// The host's side of one tool call that went to the app.
+struct Running {
+    /// The app core's call id (the MCP request's id).
+    call_id: String,
+}
+
+struct Gateway {
+    /// Toward the host: the app core speaking MCP, with the joined app's tools as its registry.
+    host: AppConn<Value>,
+    codec: Codec<Value>,
+    /// The names of the joined app's available capabilities (what a tool call may name).
+    registry: Registry<Value>,
+    /// Their descriptors, as `tools/list` shows them.
+    tools: Vec<Value>,
+    /// An app has joined and finished its handshake.
+    joined: bool,
+    hub: Arc<Hub>,
+    room: String,
+    info: Value,
+    start: Instant,
+    /// ABP call id (toward the app) → the host's call.
+    calls: HashMap<String, Running>,
+    next_call: u64,
+    /// Our `elicitation/create` to the host (the app core's id) → the agent's elicitation id.
+    asks: HashMap<String, String>,
+    out: Vec<String>,
+}
+
+impl Gateway {
+    fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    fn command(&self, command: Command) {
+        let envelope = Envelope {
+            reference: Value::Null,
+            command,
+        };
+        // No app: nothing to tell (its calls were settled when it left).
+        let _ = self.hub.command(&self.room, envelope);
+    }
+
+    /// One line from the host.
+    fn on_host_line(&mut self, line: &str) {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            // Without an id (the MCP SDK's schema refuses `id: null`), as the dialect answers unreadable requests.
+            let parse_error = json!({ "jsonrpc": "2.0",
+                "error": { "code": -32700, "message": "Parse error" } });
+            self.out.push(parse_error.to_string());
+            return;
+        };
+        let Ok(message) = self.codec.decode(&value) else {
+            return;
+        };
+        match message {
+            Incoming::Call { id, call_id, .. } if !self.joined => {
+                let text = no_app_text(&self.room);
+                self.encode(Outgoing::CallResult {
+                    id,
+                    call_id,
+                    outcome: Outcome::Success {
+                        data: error_result("NOT_INITIALIZED", &text, None),
+                    },
+                    duration: 0.0,
+                    transfer: None,
+                });
+            }
+            message => {
+                let now = self.now();
+                self.host.handle(message, now, &self.registry);
+            }
+        }
+    }
+
+    fn encode(&mut self, message: Outgoing<Value>) {
+        let tools = Value::Array(self.tools.clone());
+        let list = move || tools.clone();
+        let hello = Hello {
+            info: &self.info,
+            capabilities: Some(&list),
+        };
+        if let Some((frame, _)) = self.codec.encode(message, &unix_ms, &hello) {
+            self.out.push(frame.to_string());
+        }
+    }
+
+    /// Everything the host side wants done.
+    fn perform(&mut self) {
+        while let Some(output) = self.host.poll() {
+            match output {
+                AppOutput::Transmit(message) => self.encode(message),
+                AppOutput::Start {
+                    call_id,
+                    capability,
+                    params,
+                    progress_token,
+                } => {
+                    self.next_call += 1;
+                    let abp_id = format!("mcp-{}", self.next_call);
+                    self.calls.insert(abp_id.clone(), Running { call_id });
+                    self.command(Command::Call {
+                        capability: Some(capability),
+                        params,
+                        call_id: Some(abp_id),
+                        timeout: None,
+                        progress: progress_token.is_some(),
+                        abort_after: None,
+                        reason: None,
+                    });
+                }
+                AppOutput::Abort { call_id, reason } => {
+                    if let Some(abp_id) = self.abp_id_of(&call_id) {
+                        self.command(Command::Abort {
+                            call_id: abp_id,
+                            reason: reason.or_else(|| Some("cancelled by the MCP client".into())),
+                        });
+                    }
+                }
+                AppOutput::ElicitDone { id, end } => {
+                    if let Some(asked) = self.asks.remove(&id) {
+                        self.command(Command::Answer {
+                            id: asked,
+                            answer: Some(answer_of(end)),
+                        });
+                    }
+                }
+                AppOutput::SessionOpened { .. }
+                | AppOutput::SessionClosed
+                | AppOutput::HandshakeRefused { .. } => {}
+            }
+        }
+    }
+
+    fn abp_id_of(&self, call_id: &str) -> Option<String> {
+        self.calls
+            .iter()
+            .find(|(_, r)| r.call_id == call_id)
+            .map(|(abp_id, _)| abp_id.clone())
+    }
+
+    /// One event from the app's agent.
+    fn on_app_event(&mut self, event: Event) {
+        let now = self.now();
+        match event {
+            Event::Connected { capabilities, .. } => {
+                self.joined = true;
+                self.set_tools(&capabilities);
+            }
+            Event::Capabilities { payload } => match payload.get("capabilities") {
+                Some(list) if list.is_array() => self.set_tools(&list.clone()),
+                _ => {}
+            },
+            Event::Disconnected => {
+                self.joined = false;
+                self.set_tools(&Value::Array(Vec::new()));
+            }
+            Event::Settled {
+                call_id, response, ..
+            } => {
+                if let Some(running) = self.calls.remove(&call_id) {
+                    let outcome = outcome_of(&response);
+                    self.host.complete(&running.call_id, outcome, None, now);
+                }
+            }
+            Event::Progress { call_id, payload } => {
+                if let Some(running) = self.calls.get(&call_id) {
+                    let call_id = running.call_id.clone();
+                    self.host.progress(&call_id, payload, now);
+                }
+            }
+            Event::Elicitation {
+                id,
+                call_id,
+                request,
+            } => {
+                let host_call = call_id
+                    .as_ref()
+                    .and_then(|c| self.calls.get(c))
+                    .map(|r| r.call_id.clone());
+                match self.host.elicit(host_call.as_deref(), request, now) {
+                    Ok(ask) => {
+                        self.asks.insert(ask, id);
+                    }
+                    Err(error) => self.command(Command::Answer {
+                        id,
+                        answer: Some(json!({ "success": false, "error": encode_error(error) })),
+                    }),
+                }
+            }
+            Event::ElicitationAborted { .. }
+            | Event::Notification { .. }
+            | Event::CancelResult { .. }
+            | Event::Status { .. } => {}
+            Event::Error { message, .. } => eprintln!("abp-peer mcp: {message}"),
+        }
+    }
+
+    /// The joined app's capabilities are now `list`: the tools follow, and the host hears of any change.
+    fn set_tools(&mut self, list: &Value) {
+        let tools: Vec<Value> = list
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter(|d| d.get("name").is_some_and(Value::is_string))
+                    .filter(|d| d.get("available") != Some(&Value::Bool(false)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let names = |t: &[Value]| -> Vec<String> {
+            t.iter()
+                .filter_map(|d| d.get("name").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        };
+        let (old, new) = (names(&self.tools), names(&tools));
+        let changed = old != new || self.tools != tools;
+        let mut registry = Registry::default();
+        for name in &new {
+            // Only the name: the app checks its own input schema (and answers an ABP error the host sees).
+            let _ = registry.register(name, Some(json!({ "name": name })));
+        }
+        self.registry = registry;
+        self.tools = tools;
+        if changed {
+            let changes = abp_wasm::core::capability::Changes {
+                added: new.iter().filter(|n| !old.contains(n)).cloned().collect(),
+                removed: old.iter().filter(|n| !new.contains(n)).cloned().collect(),
+                changed: new.iter().filter(|n| old.contains(n)).cloned().collect(),
+            };
+            self.host.capabilities_changed(&changes);
+        }
+    }
+
+    /// The host went away: every call still running in the app is cancelled there.
+    fn cancel_everything(&mut self) {
+        let ids: Vec<String> = self.calls.keys().cloned().collect();
+        for abp_id in ids {
+            self.command(Command::Abort {
+                call_id: abp_id,
+                reason: Some("the MCP host went away".into()),
+            });
+        }
+    }
+}
+
+/// What the app answered (as `abp.call` resolves) as the tool's outcome: data as the result; an error as an
+/// `isError` result naming the ABP code; a call the host cancelled gets nothing.
+fn outcome_of(response: &Value) -> Outcome<Value> {
+    if response.get("success") == Some(&Value::Bool(true)) {
+        let data = response.get("data").cloned().unwrap_or(Value::Null);
+        return Outcome::Success { data };
+    }
+    let error = response.get("error");
+    let code = error
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_str)
+        .unwrap_or("INTERNAL_ERROR");
+    if response.get("cancelled") == Some(&Value::Bool(true)) && code == "CANCELLED" {
+        return Outcome::Cancelled { reason: None };
+    }
+    let message = error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("The app did not say why");
+    Outcome::Success {
+        data: error_result(code, message, error.cloned()),
+    }
+}
+
+/// An MCP tool result that is an error: `CODE: message` for the model, the ABP error as structured content.
+fn error_result(code: &str, message: &str, error: Option<Value>) -> Value {
+    let error = error.unwrap_or_else(|| json!({ "code": code, "message": message }));
+    json!({
+        "content": [{ "type": "text", "text": format!("{code}: {message}") }],
+        "structuredContent": { "error": error },
+        "isError": true,
+    })
+}
+
+fn no_app_text(room: &str) -> String {
+    let path = if room.is_empty() {
+        "/agent".to_owned()
+    } else {
+        format!("/agent/{room}")
+    };
+    format!("No app is connected: open the web app so that it joins {path} on this gateway")
+}
+
+/// How an elicitation the host was asked ended, as the answer the app's `ctx.elicit` resolves to.
+fn answer_of(end: ElicitEnd<Value>) -> Value {
+    let error = match end {
+        ElicitEnd::Answer(answer) => return answer,
+        ElicitEnd::Ended => AbpError::<Value>::cancelled(Some("The call ended first")),
+        ElicitEnd::TimedOut => AbpError::new(ErrorCode::Timeout, "The elicitation timed out"),
+    };
+    let cancelled = error.code == ErrorCode::Cancelled;
+    let mut r = json!({ "success": false, "error": encode_error(error) });
+    if cancelled {
+        r["cancelled"] = Value::Bool(true);
+    }
+    r
+}
+
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::io::Stdin>>) -> Option<String> {
+    lines.next_line().await.ok().flatten()
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_lines(stdout: &mut tokio::io::Stdout, lines: Vec<String>) -> bool {
+    for mut line in lines {
+        line.push('\n');
+        if stdout.write_all(line.as_bytes()).await.is_err() {
+            return false;
+        }
+    }
+    stdout.flush().await.is_ok()
+}
+
+/// Runs the gateway until the host goes away.
+pub(crate) async fn main(args: Args) -> Result<(), String> {
+    let server = Server::bind(&args.server).await?;
+    let token_file = server.token_file();
+    let hub = Arc::new(Hub::default());
+    let mut registration = hub.attach_controller(&args.room);
+    let routes = Routes {
+        agent_rooms: Some(args.room.clone()),
+        control: false,
+        relay: false,
+        exit: false,
+    };
+    let mut serving = tokio::spawn({
+        let hub = hub.clone();
+        async move { server.run(routes, hub).await }
+    });
+    let config = AppConfig {
+        policy: DialectKind::Mcp.policy(),
+        // Every progress update the app sends goes on to the host (the app already paces them).
+        progress_interval: 0.0,
+        ..AppConfig::default()
+    };
+    let mut gateway = Gateway {
+        host: AppConn::new(config, "gw-"),
+        codec: Codec::new(DialectKind::Mcp, false),
+        registry: Registry::default(),
+        tools: Vec::new(),
+        joined: false,
+        hub: hub.clone(),
+        room: args.room.clone(),
+        info: json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") }),
+        start: Instant::now(),
+        calls: HashMap::new(),
+        next_call: 0,
+        asks: HashMap::new(),
+        out: Vec::new(),
+    };
+    let mut stdout = tokio::io::stdout();
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let stop = server::stop_signal();
+    tokio::pin!(stop);
+    loop {
+        gateway.perform();
+        if !write_lines(&mut stdout, std::mem::take(&mut gateway.out)).await {
+            break; // the host closed our stdout
+        }
+        let due = gateway
+            .host
+            .poll_timeout()
+            .map(|t| gateway.start + Duration::from_secs_f64(t.max(0.0).ceil() / 1000.0));
+        tokio::select! {
+            line = next_line(&mut lines) => match line {
+                Some(line) if line.trim().is_empty() => {}
+                Some(line) => gateway.on_host_line(&line),
+                None => break,
+            },
+            Some(event) = registration.inbox.recv() => gateway.on_app_event(event),
+            () = sleep_until(due) => {
+                let now = gateway.now();
+                gateway.host.handle_timeout(now);
+            }
+            () = &mut stop => break,
+            finished = &mut serving => {
+                let _ = std::fs::remove_file(&token_file);
+                return match finished {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(format!("the server stopped: {e}")),
+                    Err(e) => Err(format!("the server failed: {e}")),
+                };
+            }
+        }
+    }
+    // The host is gone: cancel what runs in the app, give the app a moment to see it, and go.
+    gateway.cancel_everything();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(GOODBYE_MS);
+    while !gateway.calls.is_empty() {
+        match tokio::time::timeout_at(deadline, registration.inbox.recv()).await {
+            Ok(Some(Event::Settled { call_id, .. })) => {
+                gateway.calls.remove(&call_id);
+            }
+            Ok(Some(Event::Disconnected)) | Ok(None) | Err(_) => break,
+            Ok(Some(_)) => {}
+        }
+    }
+    serving.abort();
+    let _ = std::fs::remove_file(&token_file);
+    Ok(())
+}

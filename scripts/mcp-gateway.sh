@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# `abp-peer mcp` against code nobody here wrote: the official MCP SDK's Client (tests/interop, pinned) spawns the
+# gateway over stdio as an MCP host does, and a browser app (tests/mcp_gateway.rs) joins it in headless Chrome and
+# Firefox; see tests/interop/mcp-gateway/run.mjs. `--no-setup` skips scripts/setup.sh (scripts/test.sh has run it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+[ "${1:-}" = --no-setup ] || bash scripts/setup.sh browsers
+cargo build --quiet -p abp-peer
+node tests/interop/build.mjs
+node tests/interop/mcp-gateway/run.mjs chrome firefox

@@ -1,0 +1,202 @@
+// `abp-peer mcp` proven against the official MCP SDK (pinned in ../package.json): the SDK's `Client` over its
+// `StdioClientTransport` spawns the gateway, exactly as an MCP host does, and a real browser app joins it (the page
+// of tests/mcp_gateway.rs in headless Chrome and Firefox, run by wasm-pack). Checks, per browser:
+//   no app: an empty tool list and an isError that says so; the app joining → tools/list_changed; tools with
+//   their descriptions and input schemas (an unavailable capability is not a tool); a result as structuredContent
+//   and JSON text; an ABP error as isError naming its code; progress with the host's token, all before the result;
+//   the client's AbortSignal → notifications/cancelled → the handler's ctx.signal (latency measured); elicitation
+//   both ways (confirm → accept → { confirmed: true }); a capability registered at run time → list_changed; the app
+//   leaving mid-call → isError within 1 s; the host going away → the app's running call cancelled and the gateway
+//   gone within 1 s (checked by the page and here).
+// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...]   (abp-peer built; scripts/mcp-gateway.sh)
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const peer = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'debug', 'abp-peer');
+const browsers = process.argv.slice(2).length ? process.argv.slice(2) : ['chrome', 'firefox'];
+const ABORT_ROUNDS = 20;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const epochMs = () => performance.timeOrigin + performance.now();
+function check(cond, what) {
+  if (!cond) throw new Error(`failed: ${what}`);
+  console.log(`  ok   ${what}`);
+}
+async function until(f, what, ms) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(20);
+  }
+}
+const freePort = () => new Promise((ok, bad) => {
+  const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
+  s.on('error', bad);
+});
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const text = (result) => result.content?.find((c) => c.type === 'text')?.text ?? '';
+
+async function run(browser) {
+  console.log(`== abp-peer mcp: the official MCP SDK client, the app in headless ${browser}`);
+  const pagePort = await freePort();
+  const origin = `http://127.0.0.1:${pagePort}`;
+  const transport = new StdioClientTransport({
+    command: peer,
+    args: ['mcp', '--listen', '127.0.0.1:0', '--allow-origin', origin],
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr.on('data', (chunk) => { stderr += chunk; });
+  const client = new Client({ name: 'abp-gateway-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  let listChanged = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged++; });
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return { action: 'accept', content: {} };
+  });
+  await client.connect(transport);
+  const gatewayPid = transport.pid;
+  const url = await until(() => /abp-peer listening on (ws:\/\/\S+)/.exec(stderr)?.[1], 'the gateway to listen', 10000);
+
+  // No app yet.
+  check((await client.listTools()).tools.length === 0, 'no app: tools/list is empty');
+  const none = await client.callTool({ name: 'echo', arguments: { text: 'x' } });
+  check(none.isError === true && /No app is connected/.test(text(none)), `no app: tools/call is an isError that says so (${text(none)})`);
+
+  // The app joins (the page builds first: allow for that).
+  const page = spawn('wasm-pack', ['test', '--headless', `--${browser}`, '--test', 'mcp_gateway'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      MCP_GATEWAY_URL: `${url}/agent`,
+      WASM_BINDGEN_TEST_ADDRESS: `127.0.0.1:${pagePort}`,
+      WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION: '1',
+      WASM_BINDGEN_TEST_TIMEOUT: '300',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let pageLog = '';
+  page.stdout.on('data', (c) => { pageLog += c; });
+  page.stderr.on('data', (c) => { pageLog += c; });
+  const pageDone = new Promise((ok) => page.on('exit', (code) => ok(code)));
+  try {
+    await until(async () => listChanged > 0 || pageLog.includes('test result'), 'the app to join (tools/list_changed)', 240000);
+    const tools = (await client.listTools()).tools;
+    const names = tools.map((t) => t.name).sort();
+    check(JSON.stringify(names) === JSON.stringify(['confirm', 'echo', 'events', 'fail', 'grow', 'leave', 'slow', 'steps']),
+      `the app joined: tools/list_changed, one tool per available capability (${names.join(', ')})`);
+    const echoTool = tools.find((t) => t.name === 'echo');
+    check(echoTool.description === 'Returns its arguments' && echoTool.inputSchema.required?.[0] === 'text',
+      'a tool keeps the capability\'s description and inputSchema');
+
+    const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    check(!echoed.isError && echoed.structuredContent?.text === 'hi' && JSON.parse(text(echoed)).text === 'hi',
+      'a result: structuredContent and its JSON as text');
+    const refused = await client.callTool({ name: 'fail', arguments: {} });
+    check(refused.isError === true && text(refused) === 'PERMISSION_DENIED: not allowed here',
+      `an ABP error: isError with the code and message (${text(refused)})`);
+    const invalid = await client.callTool({ name: 'echo', arguments: {} });
+    check(invalid.isError === true && /^INVALID_PARAMS: /.test(text(invalid)), `the app's own schema check: ${text(invalid)}`);
+
+    const progress = [];
+    const stepped = await client.callTool({ name: 'steps', arguments: { n: 5 } }, undefined, {
+      onprogress: (p) => progress.push(p),
+    });
+    check(progress.length === 5 && progress.map((p) => p.progress).join() === '1,2,3,4,5' && progress[4].total === 5
+      && progress[4].message === 'step 5 of 5' && stepped.structuredContent?.done === 5,
+    `progress with the host's token, every update before the result (${progress.map((p) => p.progress).join(',')})`);
+
+    // Cancellation: the SDK client's AbortSignal reaches the handler's ctx.signal.
+    const latencies = [];
+    for (let i = 0; i < ABORT_ROUNDS; i++) {
+      const tag = `abort-${i}`;
+      const controller = new AbortController();
+      const call = client.callTool({ name: 'slow', arguments: { tag } }, undefined, { signal: controller.signal });
+      const settled = call.then(() => 'resolved', () => 'rejected');
+      await until(async () => (await events(client)).some((e) => e.tag === tag && e.event === 'started'), 'the slow call to start', 5000);
+      const abortedAt = epochMs();
+      controller.abort('user pressed stop');
+      if ((await settled) !== 'rejected') throw new Error('failed: the client did not settle its aborted call');
+      const seen = await until(async () => (await events(client)).find((e) => e.tag === tag && e.event === 'aborted'), 'the handler signal to abort', 5000);
+      latencies.push(seen.at - abortedAt);
+      if (i === 0) check(/user pressed stop|cancelled/.test(seen.reason), `notifications/cancelled → ctx.signal aborted (reason: ${seen.reason})`);
+    }
+    const m = median(latencies);
+    console.log(`  figure: client AbortSignal → browser handler ctx.signal, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
+
+    const confirmed = await client.callTool({ name: 'confirm', arguments: { message: 'Delete the draft?' } });
+    check(asked.length === 1 && asked[0].message === 'Delete the draft?' && asked[0].requestedSchema?.type === 'object'
+      && confirmed.structuredContent?.answer?.data?.confirmed === true,
+    'ctx.elicit(confirm) → elicitation/create to the host; accept → { confirmed: true }');
+
+    const before = listChanged;
+    await client.callTool({ name: 'grow', arguments: {} });
+    await until(() => listChanged > before, 'tools/list_changed after a registration', 5000);
+    check((await client.listTools()).tools.some((t) => t.name === 'extra'), 'a capability registered at run time → list_changed → a new tool');
+
+    // The app leaves mid-call: the host gets an isError within a second.
+    const pending = client.callTool({ name: 'slow', arguments: { tag: 'left' } });
+    await until(async () => (await events(client)).some((e) => e.tag === 'left'), 'the call that will lose its app', 5000);
+    const leaveAt = Date.now();
+    await client.callTool({ name: 'leave', arguments: { afterMs: 50 } });
+    const lost = await pending;
+    const took = Date.now() - leaveAt - 50;
+    check(lost.isError === true && /DISCONNECTED/.test(text(lost)) && took < 1000, `the app leaving mid-call → isError in ${took} ms (${text(lost)})`);
+    await until(async () => (await client.listTools()).tools.length === 0, 'the app\'s tools to go', 5000);
+    check(true, 'the app gone → tools/list_changed, an empty list');
+
+    // App B joins; the host goes away while its call runs.
+    await until(async () => (await client.listTools()).tools.some((t) => t.name === 'slow'), 'app B to join', 30000);
+    client.callTool({ name: 'slow', arguments: { tag: 'host-gone' } }).catch(() => {});
+    await sleep(300);
+    const closedAt = Date.now();
+    await client.close();
+    const exited = await until(() => { try { process.kill(gatewayPid, 0); return false; } catch { return true; } }, 'the gateway to exit', 5000);
+    const exitMs = Date.now() - closedAt;
+    check(exited && exitMs < 1000, `the host gone (stdin closed) → the gateway exits in ${exitMs} ms`);
+    const code = await Promise.race([pageDone, sleep(60000).then(() => 'hung')]);
+    if (code !== 0) {
+      console.log(pageLog.split('\n').filter((l) => !/^\s+at /.test(l)).slice(-40).join('\n'));
+    }
+    check(code === 0, 'the page: app B\'s running call was cancelled with the gateway\'s reason, no page errors');
+    try {
+      await new Promise((ok, bad) => { const s = createServer(); s.listen(Number(new URL(url).port), '127.0.0.1', () => s.close(ok)); s.on('error', bad); });
+      check(true, 'nothing is left listening on the gateway\'s port');
+    } catch {
+      throw new Error('failed: the gateway\'s port is still in use');
+    }
+    return m;
+  } catch (e) {
+    console.log(pageLog.split('\n').filter((l) => !/^\s+at /.test(l)).slice(-30).join('\n'));
+    console.log(stderr.split('\n').slice(-20).join('\n'));
+    throw e;
+  } finally {
+    page.kill();
+    await client.close().catch(() => {});
+  }
+}
+
+/** What the app's handlers saw (an array: it comes back as JSON text, structuredContent being for objects). */
+async function events(client) {
+  return JSON.parse(text(await client.callTool({ name: 'events', arguments: {} })));
+}
+
+let failed = false;
+for (const browser of browsers) {
+  try {
+    await run(browser);
+  } catch (e) {
+    console.error(`abp-peer mcp in ${browser}: ${e.stack ?? e}`);
+    failed = true;
+  }
+}
+process.exit(failed ? 1 : 0);
