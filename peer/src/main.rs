@@ -104,22 +104,22 @@ fn run(mode: impl std::future::Future<Output = Result<(), String>>) -> i32 {
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
-    let server = Server::bind(&args.server).await?;
-    let token_file = server.token_file();
-    let hub = Arc::new(hub::Hub::default());
-    if args.stdin {
-        control::serve_stdin(hub.clone());
-    }
     let routes = Routes {
         agent_rooms: None,
         control: true,
         relay: true,
         exit: args.allow_exit,
     };
+    let server = Server::bind(&args.server, &routes).await?;
+    let token_file = server.token_file();
+    let hub = Arc::new(hub::Hub::default());
+    if args.stdin {
+        control::serve_stdin(hub.clone());
+    }
     let result = tokio::select! {
         r = server.run(routes, hub) => r.map_err(|e| format!("the server stopped: {e}")),
         () = server::stop_signal() => Ok(()),
     };
-    let _ = std::fs::remove_file(token_file);
+    server::remove_token_file(token_file.as_deref());
     result
 }

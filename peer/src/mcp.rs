@@ -382,16 +382,17 @@ async fn write_lines(stdout: &mut tokio::io::Stdout, lines: Vec<String>) -> bool
 
 /// Runs the gateway until the host goes away.
 pub(crate) async fn main(args: Args) -> Result<(), String> {
-    let server = Server::bind(&args.server).await?;
-    let token_file = server.token_file();
-    let hub = Arc::new(Hub::default());
-    let mut registration = hub.attach_controller(&args.room);
+    // Only the app's endpoint: nothing here drives an app from outside, so no launch token is needed.
     let routes = Routes {
         agent_rooms: Some(args.room.clone()),
         control: false,
         relay: false,
         exit: false,
     };
+    let server = Server::bind(&args.server, &routes).await?;
+    let token_file = server.token_file();
+    let hub = Arc::new(Hub::default());
+    let mut registration = hub.attach_controller(&args.room);
     let mut serving = tokio::spawn({
         let hub = hub.clone();
         async move { server.run(routes, hub).await }
@@ -443,7 +444,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             }
             () = &mut stop => break,
             finished = &mut serving => {
-                let _ = std::fs::remove_file(&token_file);
+                server::remove_token_file(token_file.as_deref());
                 return match finished {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => Err(format!("the server stopped: {e}")),
@@ -465,6 +466,6 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         }
     }
     serving.abort();
-    let _ = std::fs::remove_file(&token_file);
+    server::remove_token_file(token_file.as_deref());
     Ok(())
 }

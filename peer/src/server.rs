@@ -117,14 +117,22 @@ pub(crate) struct Server {
     listener: TcpListener,
     addr: SocketAddr,
     guard: Guard,
-    token_file: PathBuf,
+    /// Where the token was written; `None` for a mode without endpoints that need it.
+    token_file: Option<PathBuf>,
     max_message_bytes: usize,
 }
 
+impl Routes {
+    /// Whether any endpoint of this mode drives or impersonates (and so needs the launch token).
+    pub(crate) fn need_token(&self) -> bool {
+        self.control || self.relay || self.exit
+    }
+}
+
 impl Server {
-    /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`), mints the token, writes
-    /// it to its file and prints it once on stderr.
-    pub(crate) async fn bind(options: &ServerOptions) -> Result<Server, String> {
+    /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`) and mints the token;
+    /// where `routes` has endpoints that need it, writes it to its file and prints it once on stderr.
+    pub(crate) async fn bind(options: &ServerOptions, routes: &Routes) -> Result<Server, String> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(&options.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?
@@ -155,22 +163,27 @@ impl Server {
                  any machine that can reach it may connect; the Origin, Host and token checks still apply"
             );
         }
-        let token_file = options
-            .token_file
-            .clone()
-            .unwrap_or_else(|| default_token_file(addr.port()));
-        token.write_to(&token_file)?;
-        let given = if std::env::var_os(TOKEN_ENV).is_some() {
-            format!(" (from {TOKEN_ENV})")
+        let token_file = if routes.need_token() {
+            let file = options
+                .token_file
+                .clone()
+                .unwrap_or_else(|| default_token_file(addr.port()));
+            token.write_to(&file)?;
+            let given = if std::env::var_os(TOKEN_ENV).is_some() {
+                format!(" (from {TOKEN_ENV})")
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "abp-peer: token{given}: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
+                 Authorization: Bearer TOKEN or ?token=TOKEN)",
+                token.as_str(),
+                file.display()
+            );
+            Some(file)
         } else {
-            String::new()
+            None
         };
-        eprintln!(
-            "abp-peer: token{given}: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
-             Authorization: Bearer TOKEN or ?token=TOKEN)",
-            token.as_str(),
-            token_file.display()
-        );
         let guard = Guard::new(
             &options.listen,
             addr,
@@ -187,8 +200,8 @@ impl Server {
         })
     }
 
-    /// Where the token was written (the mode removes it when it stops).
-    pub(crate) fn token_file(&self) -> PathBuf {
+    /// Where the token was written, if it was (the mode removes it when it stops).
+    pub(crate) fn token_file(&self) -> Option<PathBuf> {
         self.token_file.clone()
     }
 
@@ -239,7 +252,7 @@ struct Served {
     guard: Guard,
     routes: Routes,
     hub: Arc<Hub>,
-    token_file: PathBuf,
+    token_file: Option<PathBuf>,
     max_message_bytes: usize,
 }
 
@@ -284,7 +297,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     }
     if endpoint == Endpoint::Exit {
         eprintln!("abp-peer: exiting (asked by /admin/exit)");
-        let _ = std::fs::remove_file(&s.token_file);
+        remove_token_file(s.token_file.as_deref());
         std::process::exit(3);
     }
     let mut upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
@@ -320,6 +333,13 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                 Endpoint::Exit => {}
             }
         })
+}
+
+/// Removes the token file a mode wrote, if any (when it stops).
+pub(crate) fn remove_token_file(file: Option<&std::path::Path>) {
+    if let Some(file) = file {
+        let _ = std::fs::remove_file(file);
+    }
 }
 
 #[cfg(test)]

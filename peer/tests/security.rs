@@ -389,3 +389,38 @@ fn bad_origins_are_usage_errors_and_the_wide_listener_warns() {
         p.banner
     );
 }
+
+#[test]
+fn the_mcp_gateway_checks_the_same_and_serves_only_its_app_endpoint() {
+    let p = Peer::start(&["mcp", "--allow-origin", GOOD, "--room", "r"]);
+    assert!(
+        p.token.is_empty() && !p.token_file.exists(),
+        "nothing here needs a token, so none is printed or written: {}",
+        p.banner
+    );
+    let good = format!("Origin: {GOOD}");
+    assert_eq!(status(&p, "/agent/r", &[&good]), 101, "the app's endpoint");
+    assert_eq!(
+        status(&p, "/agent/r", &["Origin: https://evil.example"]),
+        403
+    );
+    assert_eq!(
+        upgrade(p.addr, "attacker.test:80", "/agent/r", &[&good]).status,
+        403,
+        "DNS rebinding"
+    );
+    for path in [
+        "/agent",
+        "/agent/other",
+        "/control/r",
+        "/relay/r/agent",
+        "/relay/r/app",
+        "/admin/exit",
+    ] {
+        assert_eq!(
+            status(&p, path, &[&good]),
+            404,
+            "{path} is not served by the gateway"
+        );
+    }
+}

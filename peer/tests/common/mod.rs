@@ -51,6 +51,8 @@ pub struct Peer {
     pub banner: String,
     /// Every stderr line after the listening line.
     pub log: mpsc::Receiver<String>,
+    /// `abp-peer mcp` reads its host from stdin and stops when it closes: kept open here.
+    pub stdin: Option<std::process::ChildStdin>,
     _dir: TempDir,
 }
 
@@ -80,6 +82,12 @@ impl Peer {
         let default_file = token_file;
         let token_file = dir.0.join("token");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_abp-peer"));
+        // A mode's name comes first.
+        let (mode, args) = match args.split_first() {
+            Some((first, rest)) if !first.starts_with('-') => (Some(*first), rest),
+            _ => (None, args),
+        };
+        cmd.args(mode);
         if !args.contains(&"--listen") {
             cmd.args(["--listen", "127.0.0.1:0"]);
         }
@@ -90,12 +98,14 @@ impl Peer {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        let mcp = mode == Some("mcp");
         let mut child = cmd
-            .stdin(Stdio::null())
+            .stdin(if mcp { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start abp-peer");
+        let stdin = child.stdin.take();
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
         let mut before = String::new();
@@ -148,6 +158,7 @@ impl Peer {
             token_file,
             banner: before,
             log,
+            stdin,
             _dir: dir,
         })
     }
