@@ -1,0 +1,730 @@
+//! `abp-peer mcp` driven by an MCP client nobody here wrote: the official Rust SDK `rmcp`, its client over its
+//! child-process transport (so it speaks MCP on the gateway's stdin/stdout), with a native ABP app (this crate's
+//! `AppConn` and ABP codec) joining `ws://127.0.0.1:PORT/agent`. Covers:
+//! - no app: `tools/list` is empty and `tools/call` is an `isError` result that says no app is connected;
+//! - the app joining: `notifications/tools/list_changed`, then `tools/list` shows its tools and descriptions;
+//! - a result as `structuredContent` (and its JSON as text); an ABP error as `isError` naming the ABP code;
+//! - progress with rmcp's own progress token, every notification on the wire before the result;
+//! - rmcp's request cancellation (`notifications/cancelled`): the app's call is aborted, with the client's
+//!   reason, within 2 s, and nothing is written back for that request;
+//! - the app's socket closing mid-call: an `isError` result within 1 s, and the tools are gone;
+//! - the client closing (stdin closed): the call still running in the app is aborted there, and the gateway
+//!   exits within 1 s (rmcp signals it only after 3 s), leaving nothing listening.
+
+use std::future::Future;
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use abp_wasm::core::codec::Hello;
+use abp_wasm::core::dialect::{Codec, DialectKind};
+use abp_wasm::core::{AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Registry};
+use futures_util::{SinkExt, StreamExt};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestHandle, RoleClient, RunningService,
+};
+use rmcp::transport::{TokioChildProcess, Transport};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+
+/// How long any one thing may take before the test fails (the tighter bounds of SPEC 8 are checked apart).
+const WAIT: Duration = Duration::from_secs(10);
+
+/// `fut`, or a failure naming `what` once `limit` has passed.
+async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: nothing within {limit:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The MCP host: rmcp's client.
+
+/// What the client's handler hears, in the order rmcp hands it over.
+#[derive(Debug)]
+enum Heard {
+    ToolsChanged,
+    Progress(ProgressNotificationParam),
+}
+
+struct Host {
+    heard: mpsc::UnboundedSender<Heard>,
+}
+
+impl ClientHandler for Host {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.heard.send(Heard::ToolsChanged);
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.heard.send(Heard::Progress(params));
+    }
+}
+
+/// rmcp's child-process transport, keeping every message it reads from the gateway, in order (as JSON again,
+/// from rmcp's types): rmcp hands notifications to its handler on tasks of their own, so only the order of
+/// reading says what came before the result.
+struct Recorded {
+    inner: TokioChildProcess,
+    wire: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Transport<RoleClient> for Recorded {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let (Ok(value), Ok(mut wire)) = (serde_json::to_value(&message), self.wire.lock()) {
+            wire.push(value);
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+struct Gateway {
+    client: RunningService<RoleClient, Host>,
+    heard: mpsc::UnboundedReceiver<Heard>,
+    wire: Arc<Mutex<Vec<Value>>>,
+    /// `ws://127.0.0.1:PORT`.
+    url: String,
+    port: u16,
+}
+
+impl Gateway {
+    /// `abp-peer mcp --listen 127.0.0.1:0`, started by rmcp, initialized, its address read off its stderr.
+    async fn start() -> Gateway {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_abp-peer"));
+        command.args(["mcp", "--listen", "127.0.0.1:0"]);
+        let (process, stderr) = TokioChildProcess::builder(command)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rmcp starts abp-peer mcp");
+        let stderr = stderr.expect("the gateway's stderr, piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let url = within(WAIT, "abp-peer listening on ws://…", async {
+            loop {
+                match lines.next_line().await {
+                    Ok(Some(line)) => {
+                        if let Some(url) = line.strip_prefix("abp-peer listening on ") {
+                            break url.to_owned();
+                        }
+                    }
+                    _ => panic!("the gateway's stderr ended before it was listening"),
+                }
+            }
+        })
+        .await;
+        // Keep reading stderr, so that the gateway never blocks on a full pipe; shown with the test's output.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[gateway] {line}");
+            }
+        });
+        let port = url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("ws://127.0.0.1:PORT");
+        let (tx, heard) = mpsc::unbounded_channel();
+        let wire = Arc::new(Mutex::new(Vec::new()));
+        let transport = Recorded {
+            inner: process,
+            wire: wire.clone(),
+        };
+        let client = within(
+            WAIT,
+            "rmcp's initialize",
+            Host { heard: tx }.serve(transport),
+        )
+        .await
+        .expect("rmcp initializes with the gateway");
+        Gateway {
+            client,
+            heard,
+            wire,
+            url,
+            port,
+        }
+    }
+
+    /// A `tools/call` whose request id and progress token rmcp chose (it gives every request one).
+    async fn call(&self, name: &'static str, arguments: Value) -> RequestHandle<RoleClient> {
+        let mut params = CallToolRequestParams::new(name);
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        within(
+            WAIT,
+            "sending tools/call",
+            self.client
+                .peer()
+                .send_cancellable_request(request, PeerRequestOptions::no_options()),
+        )
+        .await
+        .expect("rmcp sends tools/call")
+    }
+
+    async fn call_tool(&self, name: &'static str, arguments: Value) -> CallToolResult {
+        let handle = self.call(name, arguments).await;
+        result_of(handle).await
+    }
+
+    async fn tools_changed(&mut self) {
+        within(WAIT, "notifications/tools/list_changed", async {
+            loop {
+                match self.heard.recv().await {
+                    Some(Heard::ToolsChanged) => break,
+                    Some(Heard::Progress(_)) => {}
+                    None => panic!("the client stopped"),
+                }
+            }
+        })
+        .await
+    }
+
+    /// The tools, as `name: description`.
+    async fn tools(&self) -> Vec<String> {
+        let list = within(WAIT, "tools/list", self.client.list_tools(None))
+            .await
+            .expect("tools/list answers");
+        list.tools
+            .iter()
+            .map(|t| {
+                assert_eq!(
+                    t.input_schema.get("type"),
+                    Some(&json!("object")),
+                    "{}",
+                    t.name
+                );
+                format!("{}: {}", t.name, t.description.as_deref().unwrap_or(""))
+            })
+            .collect()
+    }
+
+    /// Closes the client (the gateway's stdin), waiting for the gateway to exit.
+    async fn close(self) {
+        let quit = within(WAIT, "closing the client", self.client.cancel()).await;
+        assert!(quit.is_ok(), "{quit:?}");
+    }
+
+    /// What the gateway wrote, as rmcp read it.
+    fn wire(&self) -> Vec<Value> {
+        self.wire.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+}
+
+async fn result_of(handle: RequestHandle<RoleClient>) -> CallToolResult {
+    match within(WAIT, "the tool's result", handle.await_response()).await {
+        Ok(ServerResult::CallToolResult(result)) => result,
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The app: this crate's app core with the ABP codec, over a WebSocket to /agent.
+
+/// The app's capabilities: name, description.
+const TOOLS: [(&str, &str); 4] = [
+    ("echo", "Returns its params"),
+    ("fail", "Always refused: PERMISSION_DENIED"),
+    ("steps", "Reports three steps of progress, then returns"),
+    ("slow", "Runs until it is cancelled"),
+];
+
+#[derive(Debug)]
+enum AppEvent {
+    Joined,
+    Started {
+        call_id: String,
+        capability: String,
+    },
+    /// The handler's signal aborted.
+    Aborted {
+        call_id: String,
+        reason: Option<String>,
+        at: Instant,
+    },
+    /// The gateway closed the app's socket.
+    Closed,
+}
+
+struct App {
+    events: mpsc::UnboundedReceiver<AppEvent>,
+    leave: Option<oneshot::Sender<()>>,
+}
+
+impl App {
+    /// Connects to `url/agent` and serves it on a task until told to leave or the socket closes.
+    async fn join(url: &str) -> App {
+        let (ws, _) = within(
+            WAIT,
+            "the app's WebSocket",
+            tokio_tungstenite::connect_async(format!("{url}/agent")),
+        )
+        .await
+        .expect("the app connects to /agent");
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (leave_tx, leave) = oneshot::channel();
+        tokio::spawn(serve_app(ws, NativeApp::new(events_tx), leave));
+        App {
+            events,
+            leave: Some(leave_tx),
+        }
+    }
+
+    async fn next(&mut self, what: &str) -> AppEvent {
+        within(WAIT, what, self.events.recv())
+            .await
+            .unwrap_or_else(|| panic!("{what}: the app stopped"))
+    }
+
+    /// The next call the app started, as (ABP call id, capability).
+    async fn started(&mut self) -> (String, String) {
+        match self.next("a call started in the app").await {
+            AppEvent::Started {
+                call_id,
+                capability,
+            } => (call_id, capability),
+            other => panic!("expected a call to start, got {other:?}"),
+        }
+    }
+
+    /// Closes the app's socket (as a page that goes away).
+    fn leave(&mut self) {
+        if let Some(leave) = self.leave.take() {
+            let _ = leave.send(());
+        }
+    }
+}
+
+struct NativeApp {
+    conn: AppConn<Value>,
+    codec: Codec<Value>,
+    registry: Registry<Value>,
+    info: Value,
+    start: Instant,
+    events: mpsc::UnboundedSender<AppEvent>,
+}
+
+impl NativeApp {
+    fn new(events: mpsc::UnboundedSender<AppEvent>) -> NativeApp {
+        let mut registry = Registry::default();
+        for (name, description) in TOOLS {
+            let descriptor = json!({ "name": name, "description": description });
+            registry
+                .register(name, Some(descriptor))
+                .expect("a valid descriptor");
+        }
+        let config = AppConfig {
+            // Every update goes out as it is made (the test counts them).
+            progress_interval: 0.0,
+            ..AppConfig::default()
+        };
+        NativeApp {
+            conn: AppConn::new(config, "app-"),
+            codec: Codec::new(DialectKind::Abp, false),
+            registry,
+            info: json!({ "id": "test.rmcp", "name": "rmcp test app", "version": "1" }),
+            start: Instant::now(),
+            events,
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// One frame from the agent (the gateway); what is not ABP is ignored.
+    fn receive(&mut self, text: &str) {
+        let Some(Ok(message)) = serde_json::from_str::<Value>(text)
+            .ok()
+            .map(|v| self.codec.decode(&v))
+        else {
+            return;
+        };
+        let now = self.now();
+        self.conn.handle(message, now, &self.registry);
+    }
+
+    /// Everything the core asks for: handlers run, and the frames to send.
+    fn perform(&mut self) -> Vec<String> {
+        let mut frames = Vec::new();
+        while let Some(output) = self.conn.poll() {
+            match output {
+                AppOutput::Transmit(message) => {
+                    let list = self.registry.list();
+                    let capabilities = move || list.clone();
+                    let hello = Hello {
+                        info: &self.info,
+                        capabilities: Some(&capabilities),
+                    };
+                    if let Some((frame, _)) = self.codec.encode(message, &unix_ms, &hello) {
+                        frames.push(frame.to_string());
+                    }
+                }
+                AppOutput::Start {
+                    call_id,
+                    capability,
+                    params,
+                    ..
+                } => {
+                    let _ = self.events.send(AppEvent::Started {
+                        call_id: call_id.clone(),
+                        capability: capability.clone(),
+                    });
+                    self.run(&call_id, &capability, params);
+                }
+                AppOutput::Abort { call_id, reason } => {
+                    let at = Instant::now();
+                    let _ = self.events.send(AppEvent::Aborted {
+                        call_id,
+                        reason,
+                        at,
+                    });
+                }
+                AppOutput::SessionOpened { .. } => {
+                    let _ = self.events.send(AppEvent::Joined);
+                }
+                _ => {}
+            }
+        }
+        frames
+    }
+
+    /// The handlers, run to completion at once (but `slow`, which waits for its abort).
+    fn run(&mut self, call_id: &str, capability: &str, params: Value) {
+        let now = self.now();
+        let outcome = match capability {
+            "echo" => Outcome::Success { data: params },
+            "fail" => Outcome::Failure(AbpError::new(
+                ErrorCode::PermissionDenied,
+                "The user said no",
+            )),
+            "steps" => {
+                for step in 1..=3 {
+                    let info = json!({ "progress": step, "total": 3, "message": format!("step {step} of 3") });
+                    self.conn.progress(call_id, info, now);
+                }
+                Outcome::Success {
+                    data: json!({ "steps": 3 }),
+                }
+            }
+            _ => return,
+        };
+        self.conn.complete(call_id, outcome, None, now);
+    }
+}
+
+async fn serve_app(
+    mut ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    mut app: NativeApp,
+    mut leave: oneshot::Receiver<()>,
+) {
+    loop {
+        for frame in app.perform() {
+            if ws.send(Message::text(frame)).await.is_err() {
+                let _ = app.events.send(AppEvent::Closed);
+                return;
+            }
+        }
+        let due = app.conn.poll_timeout().map(|t| {
+            let ms = (t - app.now()).max(0.0).ceil();
+            tokio::time::Instant::now() + Duration::from_millis(ms as u64)
+        });
+        tokio::select! {
+            frame = ws.next() => match frame {
+                Some(Ok(Message::Text(text))) => app.receive(text.as_str()),
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                    let _ = app.events.send(AppEvent::Closed);
+                    return;
+                }
+                Some(Ok(_)) => {}
+            },
+            () = sleep_until(due) => {
+                let now = app.now();
+                app.conn.handle_timeout(now);
+            }
+            _ = &mut leave => {
+                // The page goes: the socket closes with calls still running.
+                let _ = ws.close(None).await;
+                return;
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+/// The gateway's tools, and an app joined to it.
+async fn joined() -> (Gateway, App) {
+    let mut gateway = Gateway::start().await;
+    let mut app = App::join(&gateway.url).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    gateway.tools_changed().await;
+    (gateway, app)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_sees_no_app_then_the_apps_tools_results_errors_progress_and_cancellation() {
+    let mut gateway = Gateway::start().await;
+
+    // No app yet.
+    assert!(gateway.tools().await.is_empty(), "no app, no tools");
+    let result = gateway.call_tool("echo", json!({ "x": 1 })).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text_of(&result).contains("No app is connected"),
+        "{}",
+        text_of(&result)
+    );
+
+    // The app joins: the client hears of it, and its (cached) list is read again.
+    let mut app = App::join(&gateway.url).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    gateway.tools_changed().await;
+    let expected: Vec<String> = TOOLS.iter().map(|(n, d)| format!("{n}: {d}")).collect();
+    assert_eq!(gateway.tools().await, expected);
+
+    // A result: structured content, and its JSON as text.
+    let params = json!({ "text": "héllo", "n": 2, "nested": { "list": [1, 2, 3] } });
+    let result = gateway.call_tool("echo", params.clone()).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content.as_ref(), Some(&params));
+    let text: Value =
+        serde_json::from_str(&text_of(&result)).expect("the text is the result's JSON");
+    assert_eq!(text, params);
+    assert_eq!(app.started().await.1, "echo");
+
+    // An ABP error: isError, with the code in the text.
+    let result = gateway.call_tool("fail", json!({})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text_of(&result).contains("PERMISSION_DENIED"),
+        "{}",
+        text_of(&result)
+    );
+    assert!(text_of(&result).contains("The user said no"));
+    assert_eq!(app.started().await.1, "fail");
+
+    // Progress with rmcp's own token, all of it before the result.
+    let handle = gateway.call("steps", json!({})).await;
+    let token = serde_json::to_value(&handle.progress_token).expect("a token");
+    let request_id = serde_json::to_value(&handle.id).expect("an id");
+    let result = result_of(handle).await;
+    assert_eq!(result.structured_content, Some(json!({ "steps": 3 })));
+    assert_eq!(app.started().await.1, "steps");
+    let wire = gateway.wire();
+    let answer = wire
+        .iter()
+        .position(|m| m["id"] == request_id && m.get("result").is_some())
+        .expect("the result was read");
+    let progress: Vec<(usize, &Value)> = wire
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{wire:#?}");
+    for (step, (at, m)) in progress.iter().enumerate() {
+        assert!(*at < answer, "progress after the result: {wire:#?}");
+        let p = &m["params"];
+        assert_eq!(p["progressToken"], token);
+        // (rmcp reads the numbers as f64.)
+        assert_eq!(p["progress"].as_f64(), Some(step as f64 + 1.0));
+        assert_eq!(p["total"].as_f64(), Some(3.0));
+        assert_eq!(p["message"], json!(format!("step {} of 3", step + 1)));
+    }
+    // rmcp's handler got them too, with the token it chose.
+    let heard = within(WAIT, "three progress notifications", async {
+        let mut heard = Vec::new();
+        while heard.len() < 3 {
+            match gateway.heard.recv().await {
+                Some(Heard::Progress(p)) => heard.push(p),
+                Some(Heard::ToolsChanged) => {}
+                None => panic!("the client stopped"),
+            }
+        }
+        heard
+    })
+    .await;
+    for p in &heard {
+        assert_eq!(
+            serde_json::to_value(&p.progress_token).expect("a token"),
+            token
+        );
+    }
+
+    // Cancellation: rmcp's notifications/cancelled aborts the app's call, with the client's reason.
+    let handle = gateway.call("slow", json!({})).await;
+    let slow_id = serde_json::to_value(&handle.id).expect("an id");
+    let (call_id, capability) = app.started().await;
+    assert_eq!(capability, "slow");
+    let t0 = Instant::now();
+    within(
+        WAIT,
+        "sending notifications/cancelled",
+        handle.cancel(Some("the user pressed stop".into())),
+    )
+    .await
+    .expect("rmcp sends notifications/cancelled");
+    match app.next("the slow call's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted,
+            reason,
+            at,
+        } => {
+            assert_eq!(aborted, call_id);
+            let took = at.duration_since(t0);
+            assert!(took < Duration::from_secs(2), "the abort took {took:?}");
+            assert_eq!(reason.as_deref(), Some("the user pressed stop"));
+        }
+        other => panic!("expected the slow call's abort, got {other:?}"),
+    }
+    // Nothing comes back for the cancelled request: what the app answered for it (before the next call's
+    // result, on the same socket) is not written to the client.
+    let result = gateway
+        .call_tool("echo", json!({ "after": "cancel" }))
+        .await;
+    assert_eq!(
+        result.structured_content,
+        Some(json!({ "after": "cancel" }))
+    );
+    let answered: Vec<Value> = gateway
+        .wire()
+        .into_iter()
+        .filter(|m| m["id"] == slow_id)
+        .collect();
+    assert!(
+        answered.is_empty(),
+        "a cancelled request was answered: {answered:?}"
+    );
+
+    gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_leaving_mid_call_is_an_error_result_within_a_second() {
+    let (mut gateway, mut app) = joined().await;
+    let handle = gateway.call("slow", json!({})).await;
+    assert_eq!(app.started().await.1, "slow");
+    let t0 = Instant::now();
+    app.leave();
+    let result = within(
+        Duration::from_secs(1),
+        "the result once the app left",
+        result_of(handle),
+    )
+    .await;
+    let took = t0.elapsed();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(
+        text_of(&result).contains("DISCONNECTED"),
+        "{}",
+        text_of(&result)
+    );
+    // Its tools went with it.
+    gateway.tools_changed().await;
+    assert!(gateway.tools().await.is_empty());
+    gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_closing_aborts_the_running_call_and_the_gateway_exits_within_a_second() {
+    let (gateway, mut app) = joined().await;
+    let handle = gateway.call("slow", json!({})).await;
+    let (call_id, _) = app.started().await;
+    let port = gateway.port;
+    // rmcp's close, as its drop does it, awaited: the gateway's stdin closes, and rmcp waits up to 3 s for the
+    // process to exit before it sends SIGTERM. Done within 1 s, the gateway exited of itself.
+    let t0 = Instant::now();
+    let quit = within(
+        Duration::from_secs(1),
+        "the gateway exiting once its stdin closed",
+        gateway.client.cancel(),
+    )
+    .await;
+    let took = t0.elapsed();
+    assert!(quit.is_ok(), "{quit:?}");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    // The call that was still running was cancelled in the app, and the app's socket closed.
+    match app.next("the running call's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted,
+            at,
+            ..
+        } => {
+            assert_eq!(aborted, call_id);
+            assert!(at.duration_since(t0) < Duration::from_secs(1));
+        }
+        other => panic!("expected the running call's abort, got {other:?}"),
+    }
+    assert!(matches!(
+        app.next("the app's socket closing").await,
+        AppEvent::Closed
+    ));
+    // The client's pending request ends with the transport.
+    assert!(within(WAIT, "the pending call", handle.await_response())
+        .await
+        .is_err());
+    // Nothing is left listening.
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "something still listens on {port}"
+    );
+}
