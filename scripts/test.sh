@@ -48,7 +48,7 @@ node tests/interop/build.mjs
 for file in tests/*.rs; do
   name=$(basename "$file" .rs)
   # Run below by their own scripts, which start the processes they need.
-  case "$name" in tesseron_conformance|mcp_gateway) continue ;; esac
+  case "$name" in tesseron_conformance|mcp_gateway|webmcp) continue ;; esac
   for browser in chrome firefox; do
     log="target/browser-$name-$browser.log"
     for attempt in 1 2; do
@@ -72,6 +72,9 @@ bash scripts/tesseron-conformance.sh --no-setup
 
 echo "== abp-peer mcp: the official MCP SDK client over stdio, a browser app in headless Chrome and Firefox"
 bash scripts/mcp-gateway.sh --no-setup
+
+echo "== WebMCP: native in Chromium, @mcp-b/webmcp-polyfill in Chromium and Firefox"
+bash scripts/webmcp.sh --no-setup
 
 echo "== release build, typings"
 bash scripts/build.sh

@@ -15,6 +15,8 @@ pub use web::discover;
 pub use web::AbpApp;
 #[cfg(all(target_arch = "wasm32", feature = "agent"))]
 pub use web::AbpClient;
+#[cfg(all(target_arch = "wasm32", feature = "agent"))]
+pub use web::WebMCPTransport;
 #[cfg(target_arch = "wasm32")]
 pub use web::{PostMessageTransport, WebSocketTransport};
 

@@ -16,7 +16,7 @@ use super::transport::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
     abort_with, console_warn, ctx_hooks, dialect_option, id_prefix, js_string, opt_number,
-    opt_string, run_handler, to_str, type_error, Deferred, HandlerCancel,
+    opt_string, run_handler, to_str, type_error, webmcp_expose, Deferred, HandlerCancel,
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
 use crate::core::capability::{self, Changes};
@@ -114,6 +114,8 @@ pub(crate) struct AppShared {
     handlers: RefCell<StrMap<Function>>,
     conns: RefCell<Vec<Rc<AppConnInner>>>,
     global: RefCell<Option<Rc<GlobalSession>>>,
+    /// `exposeWebMCP()`: its private session, and the tools' handle (`{ ready, close }`, glue.js).
+    webmcp: RefCell<Option<(Rc<GlobalSession>, JsValue)>>,
 }
 
 impl AppShared {
@@ -222,6 +224,7 @@ impl AbpApp {
                 handlers: RefCell::new(StrMap::new()),
                 conns: RefCell::new(Vec::new()),
                 global: RefCell::new(None),
+                webmcp: RefCell::new(None),
             }),
         })
     }
@@ -425,9 +428,53 @@ impl AbpApp {
         Ok(api)
     }
 
+    /// Offers every available capability as a WebMCP tool on `document.modelContext` (native, or the
+    /// `@mcp-b/webmcp-polyfill`), for the browser's agents: name, description, inputSchema, `readOnlyHint`
+    /// where the descriptor has one. The tools follow the registry (`register`, `unregister`, `update`) and go
+    /// with `close()`. A tool call runs the handler with a `ctx.signal` that the caller's signal aborts; it
+    /// answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message). Rejects with a
+    /// TypeError on a page without `document.modelContext`.
+    #[wasm_bindgen(js_name = exposeWebMCP, unchecked_return_type = "Promise<void>")]
+    pub fn expose_webmcp(&self) -> Promise {
+        if let Some((_, handle)) = self.shared.webmcp.borrow().as_ref() {
+            return handle
+                .get("ready")
+                .and_then(|r| r.dyn_into::<Promise>().ok())
+                .unwrap_or_else(|| Promise::resolve(&JsValue::UNDEFINED));
+        }
+        // Its own session, as `window.abp` has: calls from WebMCP callers are not another agent's.
+        let config = AppConfig {
+            reinitialize: true,
+            ..self.shared.config.clone()
+        };
+        let conn = AppConnInner::with_config(&self.shared, config);
+        let session = GlobalSession::private(&conn);
+        *conn.outlet.borrow_mut() = Some(session.clone());
+        let handle = match webmcp_expose(&session.api()) {
+            Ok(h) => h,
+            Err(e) => return Promise::reject(&e),
+        };
+        self.shared.conns.borrow_mut().push(conn);
+        let ready = handle
+            .get("ready")
+            .and_then(|r| r.dyn_into::<Promise>().ok())
+            .unwrap_or_else(|| Promise::resolve(&JsValue::UNDEFINED));
+        *self.shared.webmcp.borrow_mut() = Some((session, handle));
+        keep_alive(&self.shared);
+        ready
+    }
+
     /// Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
     /// stop a listening app; this does.)
     pub fn close(&self) {
+        if let Some((_, handle)) = self.shared.webmcp.borrow_mut().take() {
+            let close = handle
+                .get("close")
+                .and_then(|f| f.dyn_into::<Function>().ok());
+            if let Some(close) = close {
+                let _ = close.call0(&handle);
+            }
+        }
         let conns: Vec<_> = self.shared.conns.borrow_mut().drain(..).collect();
         for c in conns {
             c.core.borrow_mut().transport_lost();

@@ -180,7 +180,14 @@ fn call_hook(f: &Function, arg: &JsValue) {
     }
 }
 
+/// `options.agent`, checked; without one the agent introduces itself as this package.
 fn agent_info(options: &JsValue) -> Result<JsValue, JsValue> {
+    if options.get("agent").is_none() {
+        let mut info = JsValue::object();
+        info.set("name", JsValue::from_str("abp-wasm"));
+        info.set("version", JsValue::from_str(env!("CARGO_PKG_VERSION")));
+        return Ok(info);
+    }
     let agent = options.get("agent").filter(|a| a.kind() == Kind::Object);
     let valid = agent
         .as_ref()
@@ -211,9 +218,9 @@ impl AbpClient {
     pub fn connect(
         #[wasm_bindgen(unchecked_param_type = "PostMessageTransport | WebSocketTransport")]
         transport: JsValue,
-        options: ClientOptions,
+        options: Option<ClientOptions>,
     ) -> Result<Promise, JsValue> {
-        let options: JsValue = options.into();
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let info = agent_info(&options)?;
         let dialect = dialect_option(&options, "AbpClient.connect")?;
         let target = take_target(transport, "AbpClient.connect")?;

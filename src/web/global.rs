@@ -60,7 +60,28 @@ fn rejected(message: &str) -> JsValue {
 }
 
 impl GlobalSession {
+    /// `window.abp` for `conn`, installed on the page.
     pub(crate) fn install(conn: &Rc<AppConnInner>) -> Result<Rc<GlobalSession>, JsValue> {
+        let session = Self::new(conn, false);
+        // Replace the bootstrap's placeholder (if the page has one) and wake whatever waits on it.
+        let api = session.api();
+        let global = global();
+        Reflect::set(&global, &JsValue::from_str("abp"), &api)?;
+        let ready = Reflect::get(&global, &JsValue::from_str("__abpReadyResolve"))
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok());
+        if let Some(ready) = ready {
+            let _ = ready.call1(&JsValue::NULL, &api);
+        }
+        Ok(session)
+    }
+
+    /// The same API for `conn`, kept out of `window` (the session `app.exposeWebMCP()` serves tools through).
+    pub(crate) fn private(conn: &Rc<AppConnInner>) -> Rc<GlobalSession> {
+        Self::new(conn, true)
+    }
+
+    fn new(conn: &Rc<AppConnInner>, private: bool) -> Rc<GlobalSession> {
         let session = Rc::new(GlobalSession {
             conn: Rc::downgrade(conn),
             waiting: RefCell::new(StrMap::new()),
@@ -85,19 +106,10 @@ impl GlobalSession {
                 None => rejected("window.abp is no longer served"),
             },
         );
-        let api = make_global(dispatch.as_ref(), PROTOCOL_VERSION, &conn.info());
-        *session.api.borrow_mut() = api.clone();
+        let api = make_global(dispatch.as_ref(), PROTOCOL_VERSION, &conn.info(), private);
+        *session.api.borrow_mut() = api;
         *session._dispatch.borrow_mut() = Some(dispatch);
-        // Replace the bootstrap's placeholder (if the page has one) and wake whatever waits on it.
-        let global = global();
-        Reflect::set(&global, &JsValue::from_str("abp"), &api)?;
-        let ready = Reflect::get(&global, &JsValue::from_str("__abpReadyResolve"))
-            .ok()
-            .and_then(|f| f.dyn_into::<Function>().ok());
-        if let Some(ready) = ready {
-            let _ = ready.call1(&JsValue::NULL, &api);
-        }
-        Ok(session)
+        session
     }
 
     pub(crate) fn api(&self) -> JsValue {

@@ -213,7 +213,7 @@ function quietly(f, arg) {
 
 /** The `window.abp` object of the ABP API reference. Every method goes to `dispatch(methodName, …)` in
  *  wasm; the registrars (`onProgress` …) keep their callbacks here and return a function that removes them. */
-export function makeGlobal(dispatch, protocolVersion, app) {
+export function makeGlobal(dispatch, protocolVersion, app, isPrivate) {
   const listeners = { progress: new Set(), notification: new Set(), elicitation: new Set(), capabilitiesChanged: new Set() };
   const registrar = (set, name) => (callback) => {
     if (typeof callback !== 'function') throw new TypeError(`abp.${name}(callback): callback must be a function`);
@@ -241,13 +241,17 @@ export function makeGlobal(dispatch, protocolVersion, app) {
     onCapabilitiesChanged: registrar(listeners.capabilitiesChanged, 'onCapabilitiesChanged'),
   };
   Object.defineProperty(api, LISTENERS, { value: listeners });
+  if (isPrivate) Object.defineProperty(api, PRIVATE, { value: true });
   return api;
 }
+
+/** Marks an API object of a session that is not the page's `window.abp` (`app.exposeWebMCP()`'s). */
+const PRIVATE = Symbol('abp private session');
 
 /** Tells the page's automation agent: the exposed `window.__abp_<kind>` function, then every callback
  *  registered with `abp.on<Kind>`. */
 export function emitGlobal(api, kind, value) {
-  const hook = globalThis[HOOKS[kind]];
+  const hook = api[PRIVATE] ? undefined : globalThis[HOOKS[kind]];
   if (typeof hook === 'function') quietly(hook, value);
   for (const callback of api[LISTENERS][kind]) quietly(callback, value);
 }
@@ -256,7 +260,7 @@ export function emitGlobal(api, kind, value) {
  *  `abp.onElicitation` callback. `undefined` when nobody answers, else `{ ok, value }` (value: what it
  *  returned, or threw). */
 export function askGlobal(api, request) {
-  let answer = globalThis[HOOKS.elicitation];
+  let answer = api[PRIVATE] ? undefined : globalThis[HOOKS.elicitation];
   if (typeof answer !== 'function') answer = api[LISTENERS].elicitation.values().next().value;
   if (typeof answer !== 'function') return undefined;
   try {
@@ -580,4 +584,253 @@ export function watchAbort(signal, onAbort, callId) {
   const f = () => onAbort(callId, toStr(signal.reason));
   signal.addEventListener('abort', f, ONCE);
   return () => signal.removeEventListener('abort', f);
+}
+
+// ---- WebMCP (`document.modelContext`, native in Chromium behind --enable-features=WebMCP, or
+// @mcp-b/webmcp-polyfill). Both directions run through this SDK's own cores: the app's capabilities are served
+// by a private in-page session of the app (the `window.abp` machinery, not installed on `window`), and the
+// client talks ABP over a MessageChannel to a small adapter that turns its calls into `executeTool`. ----
+
+/** The page's WebMCP, or a TypeError saying how to get it. */
+function modelContext(who, needsExecute) {
+  const mc = globalThis.document?.modelContext;
+  if (!mc || typeof mc.registerTool !== 'function' || (needsExecute && typeof mc.executeTool !== 'function')) {
+    throw new TypeError(`${who}: this page has no document.modelContext (WebMCP)${mc ? ' with executeTool' : ''}. `
+      + 'Chromium has it behind --enable-features=WebMCP; elsewhere load @mcp-b/webmcp-polyfill and call '
+      + 'initializeWebMCPPolyfill() first');
+  }
+  return mc;
+}
+
+/** An `ABPResponse` as the MCP `CallToolResult` a WebMCP caller gets: the data as JSON text (and as
+ *  `structuredContent` when it is an object; a value that already is a CallToolResult passes); an error as
+ *  `isError` with the text `CODE: message` and the ABP error as `structuredContent.error`. */
+function toolResultOf(r) {
+  if (r?.success === true) {
+    const data = r.data;
+    const isObject = data !== null && typeof data === 'object' && !Array.isArray(data);
+    if (isObject && Array.isArray(data.content)) return data;
+    const result = { content: [{ type: 'text', text: JSON.stringify(data ?? null) }] };
+    if (isObject) result.structuredContent = data;
+    return result;
+  }
+  const error = r?.error ?? { code: 'INTERNAL_ERROR', message: 'The app gave no answer' };
+  return { content: [{ type: 'text', text: `${error.code}: ${error.message}` }], structuredContent: { error }, isError: true };
+}
+
+/** A WebMCP tool's answer (`executeTool`'s text: JSON of the value, a string as itself) as an `ABPResponse`'s
+ *  fields: a CallToolResult with `isError` fails (its ABP error kept when it carries one), one with
+ *  `structuredContent` gives that, any other value is the data. */
+function responseOfTool(text) {
+  let value;
+  if (text === 'undefined' || text === undefined) value = undefined;
+  else {
+    try { value = JSON.parse(text); } catch { value = text; }
+  }
+  const isResult = value !== null && typeof value === 'object' && Array.isArray(value.content);
+  if (isResult && value.isError === true) {
+    const carried = value.structuredContent?.error;
+    if (carried && typeof carried.code === 'string') return { success: false, error: carried };
+    const message = value.content.find((c) => c?.type === 'text')?.text ?? 'The tool reported an error';
+    return { success: false, error: { code: 'OPERATION_FAILED', message, retryable: false, details: { toolResult: value } } };
+  }
+  if (isResult && value.structuredContent !== undefined) return { success: true, data: value.structuredContent };
+  return { success: true, data: value };
+}
+
+/** The text of an abort reason (native WebMCP aborts without one). */
+function reasonText(signal) {
+  const r = signal?.reason;
+  if (r === undefined) return 'The WebMCP caller cancelled';
+  if (typeof r === 'string') return r;
+  return r?.message || String(r);
+}
+
+/** `app.exposeWebMCP()`: registers each available capability of the app's private session `api` as a WebMCP
+ *  tool and keeps them in step with the registry. Throws a TypeError at once without WebMCP. Returns `{ ready,
+ *  close }`: `ready` resolves once the tools are registered; `close()` removes them all. */
+export function webmcpExpose(api) {
+  const mc = modelContext('app.exposeWebMCP()', false);
+  const tools = new Map(); // name → { controller, key }
+  let closed = false;
+  let next = 0;
+  const prefix = `webmcp-${Math.random().toString(36).slice(2, 10)}-`;
+  const run = async (name, input, client) => {
+    const callId = prefix + ++next;
+    const signal = client?.signal;
+    const stop = () => { api.cancel(callId, reasonText(signal)); };
+    let params = input;
+    if (typeof input === 'string') {
+      try { params = JSON.parse(input); } catch { return toolResultOf({ success: false, error: { code: 'INVALID_PARAMS', message: 'The tool input is not JSON', retryable: false } }); }
+    }
+    const pending = api.call(name, params ?? {}, { callId });
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
+    try {
+      return toolResultOf(await pending);
+    } finally {
+      signal?.removeEventListener('abort', stop);
+    }
+  };
+  const toolOf = (d) => {
+    const tool = {
+      name: d.name,
+      description: d.description ?? '',
+      inputSchema: d.inputSchema ?? { type: 'object', properties: {} },
+      execute: (input, client) => run(d.name, input, client),
+    };
+    const readOnly = d.annotations?.readOnlyHint ?? d.readOnlyHint;
+    if (typeof readOnly === 'boolean') tool.annotations = { readOnlyHint: readOnly };
+    return tool;
+  };
+  const keyOf = (t) => JSON.stringify([t.description, t.inputSchema, t.annotations ?? null]);
+  let syncing = Promise.resolve();
+  const sync = () => (syncing = syncing.then(async () => {
+    if (closed) return;
+    const wanted = new Map();
+    for (const d of await api.listCapabilities()) {
+      const unmet = Array.isArray(d.requirements) && d.requirements.some((r) => r && r.met === false);
+      if (d.available !== false && !unmet) wanted.set(d.name, toolOf(d));
+    }
+    for (const [name, t] of tools) {
+      if (!wanted.has(name) || keyOf(wanted.get(name)) !== t.key) {
+        t.controller.abort();
+        tools.delete(name);
+      }
+    }
+    for (const [name, tool] of wanted) {
+      if (tools.has(name) || closed) continue;
+      const controller = new AbortController();
+      tools.set(name, { controller, key: keyOf(tool) });
+      try {
+        await mc.registerTool(tool, { signal: controller.signal });
+      } catch (e) {
+        tools.delete(name);
+        console.warn(`abp-wasm: WebMCP refused the tool '${name}': ${e?.message ?? e}`);
+      }
+    }
+  }));
+  const off = api.onCapabilitiesChanged(() => { sync(); });
+  const features = { notifications: true, progress: false, elicitation: false };
+  const ready = api.initialize({ protocolVersion: '0.1', agent: { name: 'webmcp', version: '1.0.0' }, features })
+    .then(() => sync());
+  return {
+    ready,
+    close() {
+      closed = true;
+      off();
+      for (const t of tools.values()) t.controller.abort();
+      tools.clear();
+    },
+  };
+}
+
+/** `WebMCPTransport.document()`: the client's end of a MessageChannel whose other end answers ABP as an app
+ *  would, from the page's WebMCP tools: `initialize` and the capability list from `getTools()`, a call is
+ *  `executeTool` with a signal that `capabilities/cancel` aborts, `toolchange` is
+ *  `notifications/capabilities/list_changed`. Throws a TypeError at once without WebMCP. */
+export function webmcpPort() {
+  const mc = modelContext('WebMCPTransport.document()', true);
+  // The polyfill wants the input as JSON text, native WebMCP as an object.
+  const asText = mc.__isWebMCPPolyfill === true;
+  const { port1, port2 } = new MessageChannel();
+  let tools = new Map();
+  let open = false;
+  const running = new Map(); // callId → AbortController
+  const send = (type, id, payload) => { port2.postMessage({ type, id, payload, timestamp: Date.now() }); };
+  const descriptor = (t) => ({
+    name: t.name,
+    description: t.description ?? '',
+    inputSchema: t.inputSchema ?? { type: 'object' },
+    available: true,
+    requirements: [],
+    features: {},
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+  });
+  const same = (a, b) => JSON.stringify(descriptor(a)) === JSON.stringify(descriptor(b));
+  const refresh = async () => {
+    const list = await mc.getTools();
+    const now = new Map(list.map((t) => [t.name, t]));
+    const changes = {
+      added: [...now.keys()].filter((n) => !tools.has(n)),
+      removed: [...tools.keys()].filter((n) => !now.has(n)),
+      changed: [...now.keys()].filter((n) => tools.has(n) && !same(tools.get(n), now.get(n))),
+    };
+    tools = now;
+    return changes;
+  };
+  const onToolChange = async () => {
+    if (!open) return;
+    const c = await refresh();
+    if (c.added.length || c.removed.length || c.changed.length) {
+      send('notification', undefined, {
+        event: 'notifications/capabilities/list_changed',
+        data: { ...c, capabilities: [...tools.values()].map(descriptor) },
+      });
+    }
+  };
+  mc.addEventListener('toolchange', onToolChange);
+  const call = async (id, p) => {
+    const { callId, capability, params } = p ?? {};
+    if (!tools.has(capability)) await refresh();
+    const tool = tools.get(capability);
+    if (!tool) {
+      const error = { code: 'UNKNOWN_CAPABILITY', message: `No WebMCP tool is named '${capability}'`, retryable: false };
+      send('capabilities/call-result', id, { callId, success: false, error });
+      return;
+    }
+    const controller = new AbortController();
+    running.set(callId, controller);
+    const t0 = performance.now();
+    let answer;
+    try {
+      const input = params === undefined ? {} : params;
+      answer = responseOfTool(await mc.executeTool(tool, asText ? JSON.stringify(input) : input, { signal: controller.signal }));
+    } catch (e) {
+      answer = controller.signal.aborted
+        ? { success: false, cancelled: true, error: { code: 'CANCELLED', message: reasonText(controller.signal), retryable: false } }
+        : { success: false, error: { code: 'OPERATION_FAILED', message: e?.message || String(e), retryable: false, details: { name: e?.name } } };
+    } finally {
+      running.delete(callId);
+    }
+    send('capabilities/call-result', id, { callId, ...answer, metadata: { duration: performance.now() - t0 } });
+  };
+  port2.onmessage = async ({ data: m }) => {
+    if (m === null || typeof m !== 'object') return;
+    const p = m.payload;
+    switch (m.type) {
+      case 'initialize': {
+        await refresh();
+        open = true;
+        const app = { id: location.origin, name: document.title || location.host || 'WebMCP', version: '0' };
+        send('initialize-result', m.id, {
+          sessionId: `webmcp-${Math.random().toString(36).slice(2, 10)}`,
+          protocolVersion: '0.1',
+          app,
+          capabilities: [...tools.values()].map(descriptor),
+          features: { notifications: true, progress: false, elicitation: false },
+        });
+        break;
+      }
+      case 'capabilities/call':
+        call(m.id, p);
+        break;
+      case 'capabilities/cancel': {
+        const controller = running.get(p?.callId);
+        if (controller) controller.abort(p?.reason ?? 'cancelled');
+        send('capabilities/cancel-result', m.id, controller
+          ? { callId: p?.callId, cancelled: true }
+          : { callId: p?.callId, cancelled: false, reason: 'Operation not found' });
+        break;
+      }
+      case 'shutdown':
+        open = false;
+        for (const c of running.values()) c.abort('shutdown');
+        mc.removeEventListener('toolchange', onToolChange);
+        port2.close();
+        break;
+      default:
+    }
+  };
+  return port1;
 }

@@ -29,3 +29,5 @@ pub use client::AbpClient;
 pub use discover::discover;
 pub use socket::WebSocketTransport;
 pub use transport::PostMessageTransport;
+#[cfg(feature = "agent")]
+pub use transport::WebMCPTransport;

@@ -244,6 +244,26 @@ impl PostMessageTransport {
     }
 }
 
+/// The page's own WebMCP tools (`document.modelContext`, native or the `@mcp-b/webmcp-polyfill`) as an app
+/// for `AbpClient`: `AbpClient.connect(WebMCPTransport.document())`.
+#[cfg(feature = "agent")]
+#[wasm_bindgen]
+pub struct WebMCPTransport;
+
+#[cfg(feature = "agent")]
+#[wasm_bindgen]
+impl WebMCPTransport {
+    /// A transport to the tools of this page's `document.modelContext` (those it registered and those exposed
+    /// to it): `listCapabilities()` is `getTools()`, a call is `executeTool` with a signal that the caller's
+    /// signal and timeout abort (CANCELLED and TIMEOUT as everywhere), an `isError` result is `{ success:
+    /// false, error }`, and `toolchange` is `onCapabilitiesChanged`. Throws a TypeError on a page without
+    /// `document.modelContext` and its `executeTool`.
+    pub fn document() -> Result<PostMessageTransport, JsValue> {
+        let port = super::value::webmcp_port()?;
+        Ok(PostMessageTransport::from_port(&port))
+    }
+}
+
 impl PostMessageTransport {
     fn with(target: Target) -> Self {
         PostMessageTransport {

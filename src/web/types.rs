@@ -98,7 +98,8 @@ export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
 export interface ClientOptions {
-  agent: AgentInfo;
+  /** Who is calling, as the app sees it (default `{ name: 'abp-wasm', version: <this package's> }`). */
+  agent?: AgentInfo;
   /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
   dialect?: Dialect;
   /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */

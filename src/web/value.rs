@@ -133,9 +133,21 @@ extern "C" {
         msg: &JsValue,
         transfer: &JsValue,
     ) -> Option<String>;
+    /// `window.abp`'s API object; `private`: not the page's `window.abp` (the page's `window.__abp_*` hooks are
+    /// not called for it).
     #[wasm_bindgen(js_name = makeGlobal)]
-    pub(crate) fn make_global(dispatch: &JsValue, protocol_version: &str, app: &JsValue)
-        -> JsValue;
+    pub(crate) fn make_global(
+        dispatch: &JsValue,
+        protocol_version: &str,
+        app: &JsValue,
+        private: bool,
+    ) -> JsValue;
+    /// `app.exposeWebMCP()`'s tools over the private session `api` (see glue.js): `{ ready, close }`.
+    #[wasm_bindgen(catch, js_name = webmcpExpose)]
+    pub(crate) fn webmcp_expose(api: &JsValue) -> Result<JsValue, JsValue>;
+    /// `WebMCPTransport.document()`'s port (see glue.js).
+    #[wasm_bindgen(catch, js_name = webmcpPort)]
+    pub(crate) fn webmcp_port() -> Result<web_sys::MessagePort, JsValue>;
     #[cfg(feature = "mcp")]
     #[wasm_bindgen(js_name = mcpbWrap)]
     pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;

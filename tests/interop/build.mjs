@@ -2,6 +2,7 @@
 //   mcp-sdk/dist/client.js  Client, IframeParentTransport, WebSocketClientTransport, McpError, ErrorCode, ...
 //   mcp-sdk/dist/server.js  McpServer, Server, IframeChildTransport, z (zod), McpError, ErrorCode, ...
 //   acp-sdk/dist/acp.js     @agentclientprotocol/sdk (agent, client, methods, RequestError, ...), z, portStream
+//   webmcp/dist/polyfill.js @mcp-b/webmcp-polyfill's initializeWebMCPPolyfill, cleanupWebMCPPolyfill
 // Run it from anywhere: `node tests/interop/build.mjs` (add `--force` to rebuild). On a fresh clone it first runs
 // `npm ci` here; when every dist bundle is newer than the lockfile, this script, the entry files and port-stream.js, it does nothing.
 import { execFileSync } from 'node:child_process';
@@ -18,6 +19,7 @@ const entries = {
   'mcp-sdk/dist/client': join(here, 'mcp-sdk', 'entries', 'client.js'),
   'mcp-sdk/dist/server': join(here, 'mcp-sdk', 'entries', 'server.js'),
   'acp-sdk/dist/acp': join(here, 'acp-sdk', 'entries', 'acp.js'),
+  'webmcp/dist/polyfill': join(here, 'webmcp', 'entries', 'polyfill.js'),
 };
 const outputs = Object.keys(entries).map((out) => join(here, `${out}.js`));
 // Files the entries import besides node_modules (a change to them must rebuild too).
