@@ -651,7 +651,9 @@ export async function aFloodOfMessagesNeitherStallsNorBreaksEitherSide() {
   const t0 = performance.now();
   eq((await t.abp.call('echo', 'after the flood')).data, 'after the flood', 'a call after the flood');
   eq((await p).success, true, 'the call in flight survived');
-  assert(performance.now() - t0 < 5000, 'the flood was dealt with in under 5 s');
+  // A bound against a stall, not a speed figure (bench/ has those): generous, as a debug build on a busy 2-core
+  // machine took over 5 s here.
+  assert(performance.now() - t0 < 15000, 'the flood was dealt with, not stalled on (under 15 s)');
   await t.done();
 }
 
