@@ -40,6 +40,8 @@ struct Agent {
     next_call: u64,
     ignored: u64,
     outbox: Vec<String>,
+    /// A newer app joined the same room: this connection ends.
+    replaced: bool,
 }
 
 impl Agent {
@@ -48,6 +50,11 @@ impl Agent {
     }
 
     fn event(&self, event: Event) {
+        // A replaced agent still settles the calls it had (they were the controller's), but no longer speaks
+        // for the room: its `disconnected` would read as the newer app's.
+        if self.replaced && !matches!(event, Event::Settled { .. } | Event::CancelResult { .. }) {
+            return;
+        }
         self.hub.emit(&self.room, event);
     }
 
@@ -302,7 +309,7 @@ fn unix_ms() -> f64 {
 /// gateway, for `tesseron-gateway`).
 pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialect: DialectKind) {
     let mut conn = Conn::new(socket);
-    // A newer app in the same room takes the commands from here on; this one is still served until it goes.
+    // A newer app in the same room replaces this one (its commands go there; this connection is closed).
     let mut registration = hub.attach_agent(&room);
     let config = AgentConfig {
         policy: dialect.policy(),
@@ -324,6 +331,7 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
         next_call: 0,
         ignored: 0,
         outbox: Vec::new(),
+        replaced: false,
     };
     let now = agent.now();
     agent.core.connect(now);
@@ -341,7 +349,14 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
                 Incoming::Other => {}
                 Incoming::Closed => break,
             },
-            Some(envelope) = registration.inbox.recv() => agent.run(envelope),
+            envelope = registration.inbox.recv() => match envelope {
+                Some(envelope) => agent.run(envelope),
+                // A newer app joined this room and takes its commands: this one's connection ends.
+                None => {
+                    agent.replaced = true;
+                    break;
+                }
+            },
             () = sleep_until(deadline), if deadline.is_some() => {}
         }
         agent.tick();

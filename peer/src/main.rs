@@ -110,6 +110,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         relay: true,
         exit: args.allow_exit,
     };
+    let stop = server::stop_signal();
     let server = Server::bind(&args.server, &routes).await?;
     let token_file = server.token_file();
     let hub = Arc::new(hub::Hub::default());
@@ -118,7 +119,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     }
     let result = tokio::select! {
         r = server.run(routes, hub) => r.map_err(|e| format!("the server stopped: {e}")),
-        () = server::stop_signal() => Ok(()),
+        () = stop => Ok(()),
     };
     server::remove_token_file(token_file.as_deref());
     result

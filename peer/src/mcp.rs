@@ -389,6 +389,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         relay: false,
         exit: false,
     };
+    let stop = server::stop_signal();
     let server = Server::bind(&args.server, &routes).await?;
     let token_file = server.token_file();
     let hub = Arc::new(Hub::default());
@@ -420,7 +421,6 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     };
     let mut stdout = tokio::io::stdout();
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let stop = server::stop_signal();
     tokio::pin!(stop);
     loop {
         gateway.perform();

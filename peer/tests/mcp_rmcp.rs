@@ -728,3 +728,60 @@ async fn the_client_closing_aborts_the_running_call_and_the_gateway_exits_within
         "something still listens on {port}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_app_in_the_room_replaces_the_older_one() {
+    let (gateway, mut first) = joined().await;
+    let stale = gateway.call("slow", json!({})).await;
+    assert_eq!(first.started().await.1, "slow");
+    // A second app joins the same room (the page reloaded, or opened twice): it takes over.
+    let mut second = App::join(&gateway.url).await;
+    assert!(matches!(
+        second.next("the second app's session").await,
+        AppEvent::Joined
+    ));
+    // The older one is let go: its socket closes (its handler aborts with it), and its call ends as an error.
+    let ended = within(WAIT, "the older app's call", result_of(stale)).await;
+    assert_eq!(ended.is_error, Some(true), "{ended:?}");
+    assert!(
+        text_of(&ended).contains("DISCONNECTED"),
+        "{}",
+        text_of(&ended)
+    );
+    loop {
+        match first.next("the older app's socket closing").await {
+            AppEvent::Closed => break,
+            AppEvent::Aborted { .. } => {}
+            other => panic!("expected the older app to be let go, got {other:?}"),
+        }
+    }
+    // The host still has the tools, and its calls and cancels reach the newer app.
+    assert_eq!(gateway.tools().await.len(), TOOLS.len());
+    // (The gateway's side of the newer session opens a moment after the app's: until then a call is refused
+    // NOT_INITIALIZED, so ask until it runs.)
+    within(WAIT, "a call that reaches the newer app", async {
+        while gateway.call_tool("echo", json!({ "x": 1 })).await.is_error == Some(true) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let handle = gateway.call("slow", json!({})).await;
+    let call_id = loop {
+        // The echo above started there too.
+        match second.started().await {
+            (call_id, capability) if capability == "slow" => break call_id,
+            _ => {}
+        }
+    };
+    handle
+        .cancel(Some("stop".into()))
+        .await
+        .expect("the cancel goes out");
+    match second.next("the newer app's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted, ..
+        } => assert_eq!(aborted, call_id),
+        other => panic!("expected the abort in the newer app, got {other:?}"),
+    }
+    gateway.close().await;
+}
