@@ -94,7 +94,8 @@ export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
 export interface ClientOptions {
-    agent: AgentInfo;
+    /** Who is calling, as the app sees it (default `{ name: 'abp-wasm', version: <this package's> }`). */
+    agent?: AgentInfo;
     /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
     dialect?: Dialect;
     /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
@@ -428,7 +429,7 @@ export class AbpClient {
      * loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
      * TIMEOUT after `connectTimeout`, or the app's error code.
      */
-    static connect(transport: PostMessageTransport | WebSocketTransport, options: ClientOptions): Promise<AbpClient>;
+    static connect(transport: PostMessageTransport | WebSocketTransport, options?: ClientOptions | null): Promise<AbpClient>;
     describeCapability(name: string): CapabilityDescriptor | null;
     /**
      * The capabilities the app announced (kept current when it announces changes).
@@ -499,6 +500,24 @@ export class PostMessageTransport {
      * `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
      */
     static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
+}
+
+/**
+ * The page's own WebMCP tools (`document.modelContext`, native or the `@mcp-b/webmcp-polyfill`) as an app
+ * for `AbpClient`: `AbpClient.connect(WebMCPTransport.document())`.
+ */
+export class WebMCPTransport {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * A transport to the tools of this page's `document.modelContext` (those it registered and those exposed
+     * to it): `listCapabilities()` is `getTools()`, a call is `executeTool` with a signal that the caller's
+     * signal and timeout abort (CANCELLED and TIMEOUT as everywhere), an `isError` result is `{ success:
+     * false, error }`, and `toolchange` is `onCapabilitiesChanged`. Throws a TypeError on a page without
+     * `document.modelContext` and its `executeTool`.
+     */
+    static document(): PostMessageTransport;
 }
 
 /**

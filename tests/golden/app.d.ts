@@ -94,7 +94,8 @@ export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
 export interface ClientOptions {
-    agent: AgentInfo;
+    /** Who is calling, as the app sees it (default `{ name: 'abp-wasm', version: <this package's> }`). */
+    agent?: AgentInfo;
     /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
     dialect?: Dialect;
     /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
@@ -421,6 +422,15 @@ export class AbpApp {
      * its own, separate from postMessage sessions. Returns the object.
      */
     exposeGlobal(): AbpGlobal;
+    /**
+     * Offers every available capability as a WebMCP tool on `document.modelContext` (native, or the
+     * `@mcp-b/webmcp-polyfill`), for the browser's agents: name, description, inputSchema, `readOnlyHint`
+     * where the descriptor has one. The tools follow the registry (`register`, `unregister`, `update`) and go
+     * with `close()`. A tool call runs the handler with a `ctx.signal` that the caller's signal aborts; it
+     * answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message). Rejects with a
+     * TypeError on a page without `document.modelContext`.
+     */
+    exposeWebMCP(): Promise<void>;
     /**
      * Serves agents over `transport`. An app may listen on several transports; each is its own session.
      * `options.dialect`: `'abp'` (the default) or `'mcp'` (serve the registry as MCP tools).

@@ -4,7 +4,7 @@ import init, {
   AbpApp, AbpClient, PostMessageTransport, WebSocketTransport, type WebSocketOptions,
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
   type SupportInfo, type CapabilityDescriptor, type CapabilityChanges, type AbpManifest, type InitializeResult,
-  type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP, discover, type DiscoveryResult,
+  type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP, discover, type DiscoveryResult, WebMCPTransport,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -117,4 +117,12 @@ export async function mcp(iframe: HTMLIFrameElement): Promise<boolean> {
     { agent: { name: 'my-agent', version: '1.0.0' }, dialect: 'mcp' });
   const r: ABPResponse = await client.call('search', { q: 'abp' }, { timeout: 1000 });
   return r.success;
+}
+
+// WebMCP both ways, as the README shows it.
+export async function webmcp(app: AbpApp): Promise<string> {
+  await app.exposeWebMCP();
+  const abp: AbpClient = await AbpClient.connect(WebMCPTransport.document());
+  const r: ABPResponse = await abp.call('search', { q: 'abp' }, { timeout: 5000 });
+  return `${r.success} ${abp.listCapabilities().length}`;
 }
