@@ -12,7 +12,9 @@ const url = `http://127.0.0.1:${port}/www/`;
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    // The app offers its capability to the browser's own agents too (app.exposeWebMCP()).
+    '--enable-features=WebMCP'],
 });
 const fail = (msg) => { throw new Error(`demo-check: ${msg}`); };
 try {
@@ -51,6 +53,17 @@ try {
   console.log(`demo-check: agent says "${status}"; app says "${appState}"`);
   if (!status.includes('CANCELLED')) fail(`expected CANCELLED, got ${status}`);
   if (!appState.includes('user clicked stop')) fail(`the app did not see the reason: ${appState}`);
+
+  // The same capability, called by the browser's own WebMCP (document.modelContext) in the app's frame.
+  const frame = page.frame({ url: /app\.html/ });
+  await frame.waitForFunction(async () => (await document.modelContext.getTools()).some((t) => t.name === 'report.render'),
+    null, { timeout: 10000 });
+  const viaWebMCP = await frame.evaluate(async () => {
+    const tool = (await document.modelContext.getTools()).find((t) => t.name === 'report.render');
+    return JSON.parse(await document.modelContext.executeTool(tool, { pages: 2 }));
+  });
+  if (viaWebMCP.structuredContent?.pages !== 2) fail(`WebMCP executeTool: ${JSON.stringify(viaWebMCP)}`);
+  console.log(`demo-check: WebMCP executeTool(report.render) → ${viaWebMCP.content[0].text}`);
 
   await page.fill('#pages', '3');
   await page.click('#start');
