@@ -22,7 +22,9 @@ const server = await serve(0);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    // The role builds' WebMCP: the app's exposeWebMCP(), the agent's WebMCPTransport.
+    '--enable-features=WebMCP'],
 });
 try {
   // Which wasm each page fetched: the host page must load only the agent build, the iframe only the app build.
@@ -40,7 +42,23 @@ try {
   await page.goto(`http://127.0.0.1:${server.address().port}/${app}/dist/index.html`);
   await page.waitForFunction(() => window.result, null, { timeout: 15000 });
   const result = await page.evaluate(() => window.result);
-  const aborted = await page.frame({ url: /app\.html/ }).evaluate(() => window.abortedWith);
+  const appFrame = page.frame({ url: /app\.html/ });
+  const aborted = await appFrame.evaluate(() => window.abortedWith);
+  // The app build's exposeWebMCP(): Chromium's own executeTool calls `add` in the iframe.
+  await appFrame.evaluate(async () => {
+    for (let t0 = Date.now(); Date.now() - t0 < 10000; await new Promise((r) => setTimeout(r, 20))) {
+      if ((await document.modelContext.getTools()).some((t) => t.name === 'add')) return;
+    }
+    throw new Error('the tool add never appeared in document.modelContext.getTools()');
+  });
+  const viaWebMCP = await appFrame.evaluate(async () => {
+    const add = (await document.modelContext.getTools()).find((t) => t.name === 'add');
+    return JSON.parse(await document.modelContext.executeTool(add, { a: 1, b: 2 }));
+  });
+  console.log(`consumer: WebMCP: the agent build called a page tool (${result.webmcp}); executeTool called the app build's add (${viaWebMCP.content?.[0]?.text})`);
+  if (result.webmcp !== 42 || viaWebMCP.content?.[0]?.text !== '3') {
+    throw new Error(`consumer test failed (WebMCP in the role builds): ${JSON.stringify({ result, viaWebMCP })}`);
+  }
   console.log(`consumer: result ${JSON.stringify(result)}, app handler aborted with "${aborted}"`);
   if (result.sum !== 42 || result.cancelled !== true || result.code !== 'CANCELLED' || aborted !== 'stop' || errors.length
     || !/speaks ABP only; import 'abp-wasm' \(the full package\) for dialect 'mcp'/.test(result.roleError)

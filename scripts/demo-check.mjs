@@ -56,8 +56,12 @@ try {
 
   // The same capability, called by the browser's own WebMCP (document.modelContext) in the app's frame.
   const frame = page.frame({ url: /app\.html/ });
-  await frame.waitForFunction(async () => (await document.modelContext.getTools()).some((t) => t.name === 'report.render'),
-    null, { timeout: 10000 });
+  await frame.evaluate(async () => {
+    for (let t0 = Date.now(); Date.now() - t0 < 10000; await new Promise((r) => setTimeout(r, 20))) {
+      if ((await document.modelContext.getTools()).some((t) => t.name === 'report.render')) return;
+    }
+    throw new Error('the tool report.render never appeared in document.modelContext.getTools()');
+  });
   const viaWebMCP = await frame.evaluate(async () => {
     const tool = (await document.modelContext.getTools()).find((t) => t.name === 'report.render');
     return JSON.parse(await document.modelContext.executeTool(tool, { pages: 2 }));

@@ -1,5 +1,5 @@
 // The agent side, importing the agent role build (`abp-wasm/agent`: AbpClient and the transports, ABP only).
-import init, { AbpClient, PostMessageTransport } from 'abp-wasm/agent';
+import init, { AbpClient, PostMessageTransport, WebMCPTransport } from 'abp-wasm/agent';
 import { probeAgent } from './probe.js';
 
 await init();
@@ -28,5 +28,12 @@ try {
 }
 // Messages for the other role: left unread by this build, answered and counted as the full build does.
 const probe = await probeAgent(AbpClient, PostMessageTransport);
-window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError, channelError, probe };
+// The page's own WebMCP tools, through the agent build's WebMCPTransport (where the page has WebMCP).
+let webmcp = null;
+if (document.modelContext) {
+  await document.modelContext.registerTool({ name: 'host.double', description: 'Doubles n', execute: ({ n }) => ({ n: n * 2 }) });
+  const tools = await AbpClient.connect(WebMCPTransport.document());
+  webmcp = (await tools.call('host.double', { n: 21 })).data?.n;
+}
+window.result = { sum: done.data, cancelled: stopped.cancelled, code: stopped.error?.code, roleError, channelError, probe, webmcp };
 document.getElementById('out').textContent = JSON.stringify(window.result);

@@ -675,7 +675,8 @@ export function webmcpExpose(api) {
   const toolOf = (d) => {
     const tool = {
       name: d.name,
-      description: d.description ?? '',
+      // WebMCP refuses an empty description.
+      description: d.description || d.name,
       inputSchema: d.inputSchema ?? { type: 'object', properties: {} },
       execute: (input, client) => run(d.name, input, client),
     };

@@ -48,6 +48,7 @@ async function appToolsAreCalledByExecuteTool() {
   app.register('wm.fail', () => { throw { code: 'PERMISSION_DENIED', message: 'not here' }; }, { description: 'Refuses' });
   app.register('wm.read', () => ({ title: document.title }), { description: 'Reads', annotations: { readOnlyHint: true } });
   app.register('wm.hidden', () => ({}), { description: 'Hidden', available: false });
+  app.register('wm.bare', () => 'bare');
   app.register('wm.slow', (params, ctx) => new Promise((resolve, reject) => {
     seen.push({ started: params.tag });
     ctx.signal.addEventListener('abort', () => {
@@ -56,7 +57,8 @@ async function appToolsAreCalledByExecuteTool() {
     });
   }), { description: 'Runs until cancelled' });
   await app.exposeWebMCP();
-  eq(await names('wm.'), ['wm.echo', 'wm.fail', 'wm.read', 'wm.slow'], 'every available capability is a tool');
+  eq(await names('wm.'), ['wm.bare', 'wm.echo', 'wm.fail', 'wm.read', 'wm.slow'], 'every available capability is a tool');
+  eq((await toolNamed('wm.bare')).description, 'wm.bare', 'one without a description is described by its name (WebMCP refuses an empty one)');
   const echo = await toolNamed('wm.echo');
   eq([echo.description, echo.inputSchema?.properties?.text?.type], ['Echo', 'string'], 'with its description and inputSchema');
   eq((await toolNamed('wm.read')).annotations?.readOnlyHint, true, 'readOnlyHint where the descriptor says so');
