@@ -469,3 +469,118 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     server::remove_token_file(token_file.as_deref());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A gateway whose host declared `capabilities`, with an app's agent registered in its room (the commands
+    /// the gateway sends it arrive in the returned inbox).
+    fn gateway(capabilities: Value) -> (Gateway, crate::hub::Registration<Envelope>) {
+        let hub = Arc::new(Hub::default());
+        let agent = hub.attach_agent("");
+        let config = AppConfig {
+            policy: DialectKind::Mcp.policy(),
+            ..AppConfig::default()
+        };
+        let mut g = Gateway {
+            host: AppConn::new(config, "gw-"),
+            codec: Codec::new(DialectKind::Mcp, false),
+            registry: Registry::default(),
+            tools: Vec::new(),
+            joined: false,
+            hub,
+            room: String::new(),
+            info: json!({ "name": "abp-peer", "version": "0" }),
+            start: Instant::now(),
+            calls: HashMap::new(),
+            next_call: 0,
+            asks: HashMap::new(),
+            out: Vec::new(),
+        };
+        let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": capabilities,
+            "clientInfo": { "name": "host", "version": "1" } } });
+        g.on_host_line(&init.to_string());
+        g.perform();
+        g.on_app_event(Event::Connected {
+            session_id: "s".into(),
+            app: json!({}),
+            capabilities: json!([{ "name": "ask", "description": "Asks" }]),
+        });
+        let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": { "name": "ask", "arguments": {} } });
+        g.on_host_line(&call.to_string());
+        g.perform();
+        (g, agent)
+    }
+
+    fn next_command(agent: &mut crate::hub::Registration<Envelope>) -> Command {
+        agent
+            .inbox
+            .try_recv()
+            .expect("a command for the app")
+            .command
+    }
+
+    #[test]
+    fn an_elicitation_for_a_host_without_the_capability_is_not_supported() {
+        let (mut g, mut agent) = gateway(json!({}));
+        let Command::Call { call_id, .. } = next_command(&mut agent) else {
+            panic!("the tool call goes to the app")
+        };
+        g.on_app_event(Event::Elicitation {
+            id: "e1".into(),
+            call_id,
+            request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
+        });
+        g.perform();
+        match next_command(&mut agent) {
+            Command::Answer { id, answer } => {
+                assert_eq!(id, "e1");
+                assert_eq!(answer.unwrap()["error"]["code"], "NOT_SUPPORTED");
+            }
+            other => panic!("expected the answer, got {other:?}"),
+        }
+        assert!(
+            !g.out.iter().any(|l| l.contains("elicitation/create")),
+            "the host is not asked: {:?}",
+            g.out
+        );
+    }
+
+    #[test]
+    fn an_elicitation_for_a_host_with_it_is_asked_and_its_answer_goes_back() {
+        let (mut g, mut agent) = gateway(json!({ "elicitation": {} }));
+        let Command::Call { call_id, .. } = next_command(&mut agent) else {
+            panic!("the tool call goes to the app")
+        };
+        g.on_app_event(Event::Elicitation {
+            id: "e1".into(),
+            call_id,
+            request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
+        });
+        g.perform();
+        let asked: Value = g
+            .out
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|m| m["method"] == "elicitation/create")
+            .expect("elicitation/create to the host");
+        assert_eq!(asked["params"]["message"], "Sure?");
+        let answer =
+            json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "decline" } });
+        g.on_host_line(&answer.to_string());
+        g.perform();
+        match next_command(&mut agent) {
+            Command::Answer { id, answer } => {
+                assert_eq!(id, "e1");
+                assert_eq!(
+                    answer.unwrap(),
+                    json!({ "success": true, "data": { "confirmed": false } })
+                );
+            }
+            other => panic!("expected the answer, got {other:?}"),
+        }
+    }
+}
