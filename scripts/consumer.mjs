@@ -38,11 +38,22 @@ try {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  // Nothing the built site asks for may be missing (a classic <script src> Vite did not ship 404s).
+  const missing = [];
+  page.on('response', (r) => { if (r.status() >= 400) missing.push(`${r.status()} ${r.url()}`); });
+  page.on('requestfailed', (r) => missing.push(`failed ${r.url()}`));
   const hostWasm = wasmOf(page);
   await page.goto(`http://127.0.0.1:${server.address().port}/${app}/dist/index.html`);
   await page.waitForFunction(() => window.result, null, { timeout: 15000 });
   const result = await page.evaluate(() => window.result);
   const appFrame = page.frame({ url: /app\.html/ });
+  // abp-wasm/vite: the bootstrap ran before the app's module (window.abp existed at parse time), and a call
+  // made then waited for exposeGlobal() and was answered.
+  const early = await appFrame.evaluate(async () => ({ atParse: window.abpAtParse, call: await window.earlyCall }));
+  console.log(`consumer: abp-wasm/vite: window.abp at parse time: ${early.atParse}; a call made then: ${JSON.stringify(early.call?.data)}`);
+  if (early.atParse !== 'object' || early.call?.success !== true || early.call?.data !== 2) {
+    throw new Error(`consumer test failed (the bootstrap through abp-wasm/vite): ${JSON.stringify(early)}`);
+  }
   const aborted = await appFrame.evaluate(() => window.abortedWith);
   // The app build's exposeWebMCP(): Chromium's own executeTool calls `add` in the iframe.
   await appFrame.evaluate(async () => {
@@ -65,6 +76,7 @@ try {
     || !/options\.channel is the MCP-B envelope of the MCP dialect, and this build of abp-wasm speaks ABP only/.test(result.channelError)) {
     throw new Error(`consumer test failed: ${JSON.stringify({ result, aborted, errors })}`);
   }
+  if (missing.length) throw new Error(`consumer test failed: the built site asked for what is not there: ${missing.join('; ')}`);
   // The host imports 'abp-wasm/agent' and its iframe 'abp-wasm/app': two different wasm files, each smaller
   // than the full package's.
   const sizes = hostWasm.map((w) => w.bytes);

@@ -1,6 +1,6 @@
 // Adds what wasm-pack cannot generate to pkg/: the ABP bootstrap script, shipped as `abp-wasm/bootstrap.js`
-// (a classic script for the page's <head>) and as the string export `ABP_BOOTSTRAP` (to inline it in
-// server-rendered HTML). Run by scripts/build.sh after wasm-pack.
+// (a classic script for the page's <head>), as the string export `ABP_BOOTSTRAP` (to inline it in
+// server-rendered HTML) and inlined by the Vite plugin `abp-wasm/vite`. Run by scripts/build.sh after wasm-pack.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { minify } from './minify-js.mjs';
 
@@ -32,9 +32,46 @@ function addBootstrap(dir) {
 addBootstrap('pkg');
 addBootstrap('pkg/app');
 
+// `abp-wasm/vite`: a Vite plugin that inlines the bootstrap at the top of each page's <head> (Vite leaves a
+// classic <script src> alone and does not ship it, so the README's plain tag 404s in a built site).
+writeFileSync('pkg/vite.js', `// abp-wasm/vite: inlines the ABP bootstrap script at the top of <head>, in dev and in \`vite build\`.
+const ABP_BOOTSTRAP = ${JSON.stringify(source)};
+
+/** A Vite plugin. \`pages\`: the HTML files that get it (their names relative to the project root, e.g.
+ *  ['app.html']); default: every page. */
+export default function abpBootstrap(options = {}) {
+  const pages = options.pages;
+  if (pages !== undefined && !(Array.isArray(pages) && pages.every((p) => typeof p === 'string'))) {
+    throw new TypeError('abpBootstrap({ pages }): pages must be an array of HTML file names');
+  }
+  const wanted = (path) => pages === undefined || pages.some((p) => path.replace(/^\\//, '') === p.replace(/^\\.?\\//, ''));
+  return {
+    name: 'abp-wasm-bootstrap',
+    transformIndexHtml: {
+      order: 'pre',
+      handler(html, ctx) {
+        if (!wanted(ctx.path)) return html;
+        return { html, tags: [{ tag: 'script', children: ABP_BOOTSTRAP, injectTo: 'head-prepend' }] };
+      },
+    },
+  };
+}
+`);
+writeFileSync('pkg/vite.d.ts', `import type { Plugin } from 'vite';
+
+export interface AbpBootstrapOptions {
+  /** The HTML pages that get the bootstrap, relative to the project root (e.g. \`['app.html']\`); default: all. */
+  pages?: string[];
+}
+
+/** A Vite plugin that inlines the ABP bootstrap script at the top of each page's \`<head>\`, so \`window.abp\`
+ *  calls made before the app's module has loaded wait for \`exposeGlobal()\` (dev server and \`vite build\`). */
+export default function abpBootstrap(options?: AbpBootstrapOptions): Plugin;
+`);
+
 const manifest = 'pkg/package.json';
 const pkg = JSON.parse(readFileSync(manifest, 'utf8'));
-pkg.files = [...new Set([...(pkg.files ?? []), 'bootstrap.js', 'agent', 'app'])];
+pkg.files = [...new Set([...(pkg.files ?? []), 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app'])];
 // The role builds as subpath exports: a host page imports 'abp-wasm/agent', an iframe app 'abp-wasm/app'.
 const entry = (dir) => ({ types: `./${dir}abp_wasm.d.ts`, default: `./${dir}abp_wasm.js` });
 pkg.exports = {
@@ -42,6 +79,7 @@ pkg.exports = {
   './agent': entry('agent/'),
   './app': entry('app/'),
   './bootstrap.js': './bootstrap.js',
+  './vite': { types: './vite.d.ts', default: './vite.js' },
   './abp_wasm_bg.wasm': './abp_wasm_bg.wasm',
   './agent/abp_wasm_bg.wasm': './agent/abp_wasm_bg.wasm',
   './app/abp_wasm_bg.wasm': './app/abp_wasm_bg.wasm',
@@ -49,4 +87,4 @@ pkg.exports = {
 };
 pkg.sideEffects = ['./snippets/*', './agent/snippets/*', './app/snippets/*'];
 writeFileSync(manifest, JSON.stringify(pkg, null, 2) + '\n');
-console.log('finish-pkg: added bootstrap.js, ABP_BOOTSTRAP and the agent/app subpath exports to pkg/');
+console.log('finish-pkg: added bootstrap.js, ABP_BOOTSTRAP, the abp-wasm/vite plugin and the agent/app subpath exports to pkg/');
