@@ -31,7 +31,8 @@ export function serve(port = 8080, { cache = false } = {}) {
         // The demo's host page discovers the app (another origin) by fetching its page and manifest.
         headers['access-control-allow-origin'] = '*';
       }
-      if (path.startsWith('/bench/')) {
+      // (Not the load pages: a page of another origin is their iframe, which cross-origin isolation would block.)
+      if (path.startsWith('/bench/') && !path.startsWith('/bench/load/')) {
         // Cross-origin isolation gives the benchmark 5 µs timers instead of 100 µs.
         headers['cross-origin-opener-policy'] = 'same-origin';
         headers['cross-origin-embedder-policy'] = 'require-corp';
