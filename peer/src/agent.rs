@@ -297,7 +297,8 @@ fn local_response(error: AbpError<Value>, cancelled: bool, call_id: &str) -> Val
     r
 }
 
-fn unix_ms() -> f64 {
+/// Now, in milliseconds since the Unix epoch (the wire's `timestamp`).
+pub(crate) fn unix_ms() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as f64)
@@ -367,7 +368,8 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
     conn.close().await;
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
+/// Sleeps until `deadline`, or forever without one (a branch of a `select!` that is then never taken).
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,

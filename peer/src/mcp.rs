@@ -24,12 +24,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abp_wasm::core::app::ElicitEnd;
 use abp_wasm::core::codec::{encode_error, Hello};
 use abp_wasm::core::dialect::{Codec, DialectKind};
-use abp_wasm::core::{
-    AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Incoming, Outcome, Outgoing, Registry,
-};
+use abp_wasm::core::{AppConfig, AppConn, AppOutput, Incoming, Outcome, Outgoing, Registry};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -130,7 +127,7 @@ impl Gateway {
             info: &self.info,
             capabilities: Some(&list),
         };
-        if let Some((frame, _)) = self.codec.encode(message, &unix_ms, &hello) {
+        if let Some((frame, _)) = self.codec.encode(message, &crate::agent::unix_ms, &hello) {
             self.out.push(frame.to_string());
         }
     }
@@ -171,7 +168,7 @@ impl Gateway {
                     if let Some(asked) = self.asks.remove(&id) {
                         self.command(Command::Answer {
                             id: asked,
-                            answer: Some(answer_of(end)),
+                            answer: Some(end.into_response()),
                         });
                     }
                 }
@@ -337,37 +334,8 @@ fn no_app_text(room: &str) -> String {
     format!("No app is connected: open the web app so that it joins {path} on this gateway")
 }
 
-/// How an elicitation the host was asked ended, as the answer the app's `ctx.elicit` resolves to.
-fn answer_of(end: ElicitEnd<Value>) -> Value {
-    let error = match end {
-        ElicitEnd::Answer(answer) => return answer,
-        ElicitEnd::Ended => AbpError::<Value>::cancelled(Some("The call ended first")),
-        ElicitEnd::TimedOut => AbpError::new(ErrorCode::Timeout, "The elicitation timed out"),
-    };
-    let cancelled = error.code == ErrorCode::Cancelled;
-    let mut r = json!({ "success": false, "error": encode_error(error) });
-    if cancelled {
-        r["cancelled"] = Value::Bool(true);
-    }
-    r
-}
-
-fn unix_ms() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as f64)
-        .unwrap_or(0.0)
-}
-
 async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::io::Stdin>>) -> Option<String> {
     lines.next_line().await.ok().flatten()
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
 }
 
 async fn write_lines(stdout: &mut tokio::io::Stdout, lines: Vec<String>) -> bool {
@@ -438,7 +406,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
                 None => break,
             },
             Some(event) = registration.inbox.recv() => gateway.on_app_event(event),
-            () = sleep_until(due) => {
+            () = crate::agent::sleep_until(due) => {
                 let now = gateway.now();
                 gateway.host.handle_timeout(now);
             }

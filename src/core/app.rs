@@ -213,6 +213,24 @@ pub enum ElicitEnd<P> {
     TimedOut,
 }
 
+impl<P: Wire> ElicitEnd<P> {
+    /// What `ctx.elicit()` resolves to: the agent's answer, or a response that says why there is none
+    /// (`cancelled` when the call ended first, TIMEOUT when the elicitation's own timeout passed).
+    pub fn into_response(self) -> P {
+        let error = match self {
+            ElicitEnd::Answer(r) => return r,
+            ElicitEnd::Ended => AbpError::cancelled(Some("The call ended first")),
+            ElicitEnd::TimedOut => AbpError::new(ErrorCode::Timeout, "The elicitation timed out"),
+        };
+        let cancelled = error.code == ErrorCode::Cancelled;
+        P::object_of(&mut [
+            ("success", Some(P::boolean(false))),
+            ("cancelled", cancelled.then(|| P::boolean(true))),
+            ("error", Some(super::codec::encode_error(error))),
+        ])
+    }
+}
+
 /// What the agent enabled in `initialize.features` (absent fields count as enabled), and which elicitation
 /// methods it allows (`agentCapabilities.allowedRequests`; `None`: any).
 #[derive(Clone, Debug, PartialEq, Eq)]

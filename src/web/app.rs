@@ -18,7 +18,7 @@ use super::value::{
     abort_with, console_warn, ctx_hooks, dialect_option, id_prefix, js_string, opt_number,
     opt_string, run_handler, to_str, type_error, webmcp_expose, Deferred, HandlerCancel,
 };
-use crate::core::app::{outcome_of_return, outcome_of_throw, ElicitEnd};
+use crate::core::app::{outcome_of_return, outcome_of_throw};
 use crate::core::capability::{self, Changes};
 use crate::core::codec::{encode_error, Hello, Wire};
 use crate::core::dialect::{Codec, DialectKind};
@@ -178,6 +178,16 @@ fn keep_alive(shared: &Rc<AppShared>) {
     });
 }
 
+// wasm-bindgen cannot put type parameters on a method: this interface merges into the generated class and adds
+// the generic form of `register`, so `app.register<{ pages: number }>(name, (params, ctx) => …)` types the params.
+#[wasm_bindgen(typescript_custom_section)]
+const TS_APP: &'static str = r#"
+export interface AbpApp {
+  /** `P` is the params the handler expects (`inputSchema` checks them at run time, if given). */
+  register<P = unknown, R = unknown>(name: string, handler: CapabilityHandler<P, R>, descriptor?: CapabilityOptions | null): void;
+}
+"#;
+
 /// The app side: register capabilities, then `listen` on one or more transports.
 #[wasm_bindgen]
 pub struct AbpApp {
@@ -309,7 +319,7 @@ impl AbpApp {
     #[wasm_bindgen(unchecked_return_type = "AbpManifest")]
     pub fn manifest(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "ManifestExtra")] extra: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "ManifestExtra")] extra: Option<JsValue>,
     ) -> Result<JsValue, JsValue> {
         let registry = self.shared.registry.borrow();
         capability::manifest(
@@ -359,8 +369,9 @@ impl AbpApp {
     pub fn notify(
         &self,
         event: &str,
-        #[wasm_bindgen(unchecked_param_type = "unknown")] data: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "unknown")] data: Option<JsValue>,
     ) -> u32 {
+        let data = data.unwrap_or(JsValue::UNDEFINED);
         let conns: Vec<_> = self.shared.conns.borrow().clone();
         let mut told = 0;
         for c in conns {
@@ -499,23 +510,6 @@ impl AbpApp {
     }
 }
 
-/// What `ctx.elicit()` resolves to when there was no answer.
-fn unanswered_elicitation(end: ElicitEnd<JsValue>) -> JsValue {
-    let error = match end {
-        ElicitEnd::Answer(r) => return r,
-        ElicitEnd::Ended => AbpError::cancelled(Some("The call ended first")),
-        ElicitEnd::TimedOut => AbpError::new(ErrorCode::Timeout, "The elicitation timed out"),
-    };
-    let cancelled = error.code == ErrorCode::Cancelled;
-    let mut r = JsValue::object();
-    r.set("success", JsValue::FALSE);
-    if cancelled {
-        r.set("cancelled", JsValue::TRUE);
-    }
-    r.set("error", encode_error(error));
-    r
-}
-
 impl AppConnInner {
     /// A connection speaking ABP with `config` (`window.abp` is always ABP).
     pub(crate) fn with_config(shared: &Rc<AppShared>, config: AppConfig) -> Rc<AppConnInner> {
@@ -640,7 +634,7 @@ impl AppConnInner {
             AppOutput::ElicitDone { id, end } => {
                 let deferred = self.elicits.borrow_mut().remove(&id);
                 if let Some(deferred) = deferred {
-                    deferred.resolve(&unanswered_elicitation(end));
+                    deferred.resolve(&end.into_response());
                 }
             }
             AppOutput::SessionOpened { .. } => {}
