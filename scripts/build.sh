@@ -71,4 +71,6 @@ node scripts/check-link.mjs pkg pkg/agent pkg/app
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
 node_modules/.bin/tsc -p tests/types/tsconfig.json && echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"
+# So do the README's TypeScript examples, as written (its ```ts blocks; scripts/readme-ts.mjs).
+node scripts/readme-ts.mjs
 node scripts/sizes.mjs

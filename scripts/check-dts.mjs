@@ -1,6 +1,10 @@
 // Checks the generated typings of every build: the public part of pkg/abp_wasm.d.ts (and of the role builds
 // pkg/agent/, pkg/app/) must match its golden copy in tests/golden/ (so API changes are deliberate) and must
 // not say `any`. `node scripts/check-dts.mjs --update` accepts a change.
+// One part is left as wasm-bindgen generates it and is exempt from the `any` check (README.md says so):
+// `InitOutput`, what `init()` and `initSync()` return, which types the wasm's raw exports (closure shims and
+// class methods under shortened names, not API) and gives some of them `any`. The rest of the file after
+// `InitInput` (`init`, `initSync` and their input types) is not in the golden copy but is checked for `any`.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const builds = [
@@ -11,15 +15,16 @@ const builds = [
 let failed = false;
 for (const [file, golden] of builds) {
   const generated = readFileSync(file, 'utf8');
-  // The part after InitInput describes raw wasm exports (closure shims with hashed names): not public API.
+  // The golden copy ends before InitInput: what follows is wasm-bindgen's init code (see the top of this file).
   const cut = generated.indexOf('export type InitInput');
   const pub = (cut >= 0 ? generated.slice(0, cut) : generated).trimEnd() + '\n';
+  const init = (cut >= 0 ? generated.slice(cut) : '').replace(/^export interface InitOutput \{[\s\S]*?^\}$/m, '');
   if (process.argv.includes('--update')) {
     writeFileSync(golden, pub);
     console.log(`check-dts: wrote ${golden}`);
     continue;
   }
-  const anys = pub.split('\n').filter((l) => /\bany\b/.test(l.replace(/\/\/.*|\/\*.*?\*\/|^\s*\*.*/g, '')));
+  const anys = (pub + init).split('\n').filter((l) => /\bany\b/.test(l.replace(/\/\/.*|\/\*.*?\*\/|^\s*\*.*/g, '')));
   if (anys.length) {
     console.error(`check-dts: \`any\` on the public surface of ${file}:\n` + anys.join('\n'));
     failed = true;
@@ -36,4 +41,4 @@ for (const [file, golden] of builds) {
   }
 }
 if (failed) process.exit(1);
-console.log('check-dts: the public typings of all three builds match their golden copies, no `any`');
+console.log('check-dts: the public typings of all three builds match their golden copies, no `any` outside `InitOutput`');

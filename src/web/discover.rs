@@ -67,16 +67,28 @@ export interface DiscoverOptions {
   signal?: AbortSignal;
 }
 
-/** What `discover` resolves to. Nothing in it is trusted before `initialize` confirms it. */
-export interface DiscoveryResult {
-  supported: boolean;
-  /** The checked manifest (known fields only), when supported. */
-  manifest?: AbpManifest;
-  /** Where the manifest was found, once known (the link's href resolved against the page URL). */
+/** What `discover` resolves to. Nothing in it is trusted before `initialize` confirms it. Narrows on
+ * `supported`: `if (r.supported) r.manifest.app.name; else r.reason`. */
+export type DiscoveryResult = DiscoverySupported | DiscoveryUnsupported;
+
+export interface DiscoverySupported {
+  supported: true;
+  /** The checked manifest (known fields only). */
+  manifest: AbpManifest;
+  /** Where the manifest was found (the link's href resolved against the page URL). */
+  manifestUrl: string;
+  reason?: undefined;
+  /** Things that did not stop discovery: a newer major ABP version, optional fields left out. */
+  warnings?: string[];
+}
+
+export interface DiscoveryUnsupported {
+  supported: false;
+  manifest?: undefined;
+  /** Where the manifest was looked for, when the page named one. */
   manifestUrl?: string;
   /** Why the page is not supported. */
-  reason?: string;
-  /** Things that did not stop discovery: a newer major ABP version, optional fields left out. */
+  reason: string;
   warnings?: string[];
 }
 "#;

@@ -28,14 +28,39 @@ export interface ABPError {
   alternatives?: string[];
 }
 
-/** What every `call` resolves to. It never rejects for cancellation, timeouts or lost connections. */
-export interface ABPResponse<T = unknown> {
-  success: boolean;
-  data?: T;
-  error?: ABPError;
+/** What every `call` resolves to. It never rejects for cancellation, timeouts or lost connections. A union that
+ * narrows on `cancelled` and `success`: `if (r.cancelled) r.error.code; else if (r.success) r.data; else
+ * r.error.code`. `T` is what the caller expects in `data`; nothing checks it. */
+export type ABPResponse<T = unknown> = ABPSuccess<T> | ABPFailure | ABPCancelled;
+
+/** A call that succeeded: `data` is what the handler returned. */
+export interface ABPSuccess<T = unknown> {
+  success: true;
+  data: T;
+  error?: undefined;
+  cancelled?: false;
+  /** How long the call took, in ms (the app's handler time, or the client's when it settled the call itself). */
   metadata?: { duration: number };
-  /** True when the call was cancelled (by your signal, a timeout, or `cancel`). */
-  cancelled?: boolean;
+  callId?: string;
+}
+
+/** A call that failed: `error.code` says why (the handler's own error, UNKNOWN_CAPABILITY, DISCONNECTED, …). */
+export interface ABPFailure {
+  success: false;
+  error: ABPError;
+  data?: undefined;
+  cancelled?: false;
+  metadata?: { duration: number };
+  callId?: string;
+}
+
+/** A call that was cancelled (by your signal, a timeout, or `cancel`): `error.code` is CANCELLED or TIMEOUT. */
+export interface ABPCancelled {
+  success: false;
+  cancelled: true;
+  error: ABPError;
+  data?: undefined;
+  metadata?: { duration: number };
   callId?: string;
 }
 
@@ -293,15 +318,26 @@ export interface AbpManifest {
 }
 
 /** What `window.abp.initialize` resolves to: the session, or `{ error }` (NOT_SUPPORTED for another major
- * protocol version). */
-export interface InitializeResult {
-  sessionId?: string;
-  protocolVersion?: string;
-  app?: AppInfo;
-  capabilities?: CapabilityDescriptor[];
+ * protocol version). Narrows on `error`: `if (r.error) …; else r.sessionId`. */
+export type InitializeResult = InitializeSession | InitializeRefused;
+
+export interface InitializeSession {
+  sessionId: string;
+  protocolVersion: string;
+  app: AppInfo;
+  capabilities: CapabilityDescriptor[];
   /** What was agreed: the features the agent enabled, plus `dynamicCapabilities`. */
-  features?: { notifications: boolean; progress: boolean; elicitation: boolean; dynamicCapabilities?: boolean };
-  error?: ABPError;
+  features: { notifications: boolean; progress: boolean; elicitation: boolean; dynamicCapabilities?: boolean };
+  error?: undefined;
+}
+
+export interface InitializeRefused {
+  error: ABPError;
+  sessionId?: undefined;
+  protocolVersion?: undefined;
+  app?: undefined;
+  capabilities?: undefined;
+  features?: undefined;
 }
 
 export interface InitializeParams {
@@ -328,7 +364,7 @@ export interface AbpGlobal {
   initialize(params?: InitializeParams): Promise<InitializeResult>;
   shutdown(params?: { reason?: string } | string): Promise<void>;
   /** `timeout` (ms) is enforced by the page: the call is cancelled and resolves TIMEOUT (retryable). */
-  call(capability: string, params?: unknown, options?: { callId?: string; timeout?: number; progressToken?: string }): Promise<ABPResponse>;
+  call<T = unknown>(capability: string, params?: unknown, options?: { callId?: string; timeout?: number; progressToken?: string }): Promise<ABPResponse<T>>;
   cancel(callId: string, reason?: string): Promise<CancelResponse>;
   cancel(request: { callId: string; reason?: string }): Promise<CancelResponse>;
   listCapabilities(): Promise<CapabilityDescriptor[]>;
@@ -348,8 +384,10 @@ export interface AbpGlobal {
 
 declare global {
   interface Window {
-    /** Installed by `app.exposeGlobal()` (or the placeholder of the ABP bootstrap script until then). */
-    abp?: AbpGlobal;
+    /** Installed by the ABP bootstrap script (a placeholder whose calls wait) and `app.exposeGlobal()`. Typed
+     * as present, as a page script that includes the bootstrap sees it; on a page with neither it is
+     * `undefined` (test `'abp' in window` where that can happen). */
+    abp: AbpGlobal;
   }
 }
 

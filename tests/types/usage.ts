@@ -23,6 +23,14 @@ export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement)
   abp.onProgress = null;
   abp.onCapabilitiesChanged = (changes: CapabilityChanges) => { bar.title = changes.added.join(', '); };
   await abp.shutdown();
+  // ABPResponse narrows: `error` is there when cancelled or failed, `data` when it succeeded.
+  if (result.cancelled) { const c: string = result.error.code; void c; }
+  else if (result.success) { const d: unknown = result.data; void d; }
+  else { const retry: boolean = result.error.retryable; void retry; }
+  // @ts-expect-error: `error` may be undefined until the response is narrowed
+  void result.error.code;
+  const typed = await abp.call<{ url: string }>('export.pdf');
+  if (typed.success) { const url: string = typed.data.url; void url; }
   const code: string | undefined = result.error?.code;
   return `${result.cancelled} ${code} ${cancelled.cancelled} ${support.available} ${caps.length} ${abp.pendingCalls + 0}`;
 }
@@ -38,6 +46,9 @@ export function app(): void {
     return { ok: answer.success };
   }, { description: 'Render HTML to PDF', inputSchema: { type: 'object', required: ['pages'] } });
   app.register('untyped', (params, ctx) => ({ params, id: ctx.callId }));
+  app.register<{ pages: number }>('typed', (params, ctx) => params.pages + ctx.callId.length);
+  // @ts-expect-error: params are `unknown` unless the handler or `register<P>` types them
+  app.register('unknown', (params) => params.pages);
   app.listen(PostMessageTransport.toParent({ allowedOrigins: ['https://host.example'] }));
   const g = app.exposeGlobal();
   void g.call('export.pdf', { pages: 1 }).then((r: ABPResponse) => r.success);
@@ -48,6 +59,9 @@ export function app(): void {
   app.update('camera.snap', { available: false });
   const manifest: AbpManifest = app.manifest({ homepage: 'https://pdf.example', icon: 'https://pdf.example/icon.png' });
   void manifest.capabilities[0].name;
+  const bare: AbpManifest = app.manifest();
+  void bare;
+  app.notify('ready');
   void app.register('confirming', async (_params, ctx) => {
     const r = await ctx.elicit({ method: 'elicitation/confirm', params: { message: 'Delete?', destructive: true }, timeout: 5000 });
     return r.success && r.data?.confirmed === true;
@@ -66,6 +80,9 @@ export async function automationAgent(): Promise<boolean> {
   const caps: CapabilityDescriptor[] = await abp.listCapabilities();
   const support: SupportInfo = await abp.supports('camera.snap');
   const r: ABPResponse = await abp.call('echo', undefined, { timeout: 1000 });
+  if (!init.error) { const id: string = init.sessionId; void id; }
+  const typed = await abp.call<number>('count');
+  if (typed.cancelled) { const c: string = typed.error.code; void c; } else if (typed.success) { const n: number = typed.data; void n; }
   abp.notifyProgress({ operationId: 'op-1', progress: 1, total: 2 });
   await abp.shutdown({ reason: 'done' });
   off();
@@ -78,7 +95,7 @@ export async function overWebSocket(): Promise<boolean> {
   app.listen(await WebSocketTransport.connect('ws://127.0.0.1:8787/agent', options));
   const transport: WebSocketTransport = await WebSocketTransport.connect('wss://relay.example/relay/room/agent', { reconnect: true });
   const abp = await AbpClient.connect(transport, { agent: { name: 'my-agent', version: '1.0.0' } });
-  const r: ABPResponse<ArrayBuffer> = await abp.call('bytes', { data: new Uint8Array([1, 2]) }) as ABPResponse<ArrayBuffer>;
+  const r: ABPResponse<ArrayBuffer> = await abp.call<ArrayBuffer>('bytes', { data: new Uint8Array([1, 2]) });
   const channel: 'channel' | 'window' | 'socket' | 'closed' = abp.channel;
   return r.success && channel === 'socket' && transport.url.length > 0;
 }
@@ -87,7 +104,7 @@ export async function binary(abp: AbpClient, png: Uint8Array): Promise<number> {
   // A BinaryData keeps its mimeType and filename over WebSocket; its content arrives as an ArrayBuffer.
   const file: BinaryData = { content: png, mimeType: 'image/png', filename: 'a.png' };
   const text: BinaryData = { content: 'aGVsbG8=', encoding: 'base64', mimeType: 'text/plain', size: 5 };
-  const r = await abp.call('thumbnail', { file, text }) as ABPResponse<BinaryData | BinaryDataReference>;
+  const r = await abp.call<BinaryData | BinaryDataReference>('thumbnail', { file, text });
   const out = r.data;
   if (out === undefined) return 0;
   if ('downloadUrl' in out) {
@@ -103,10 +120,10 @@ export async function binary(abp: AbpClient, png: Uint8Array): Promise<number> {
 
 export async function discovery(signal: AbortSignal): Promise<string[]> {
   const r: DiscoveryResult = await discover('https://app.example/', { timeout: 5000, signal });
-  if (!r.supported) return [r.reason ?? ''];
-  const manifest: AbpManifest | undefined = r.manifest;
-  const deprecated: boolean = manifest?.capabilities.some((c) => c.deprecated === true) ?? false;
-  return [manifest?.app.name ?? '', String(deprecated), ...(r.warnings ?? [])];
+  if (!r.supported) return [r.reason];
+  const manifest: AbpManifest = r.manifest;
+  const deprecated: boolean = manifest.capabilities.some((c) => c.deprecated === true);
+  return [manifest.app.name, r.manifestUrl, String(deprecated), ...(r.warnings ?? [])];
 }
 
 export async function mcp(iframe: HTMLIFrameElement): Promise<boolean> {
