@@ -296,9 +296,16 @@ impl<P: Wire> AgentCore<P> {
         self.calls.contains_key(call_id)
     }
 
+    /// Why a call or cancel cannot be sent now. A client closed by `shutdown()` stays closed, so that answer
+    /// is PRECONDITION_FAILED and not retryable (NOT_INITIALIZED and DISCONNECTED are, and would invite a
+    /// retry on the same client).
     fn not_ready_error(&self) -> AbpError<P> {
         match self.state {
             State::Closed { by_user: false } => AbpError::disconnected(),
+            State::Closed { by_user: true } => AbpError::new(
+                ErrorCode::PreconditionFailed,
+                "This client was shut down: connect a new one",
+            ),
             _ => AbpError::not_initialized(),
         }
     }

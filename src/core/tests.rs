@@ -862,6 +862,20 @@ fn after_a_lost_transport_reconnect_opens_a_new_session_but_not_after_shutdown()
     p.agent.shutdown(None);
     p.drain();
     assert!(!p.agent.reconnect(p.now), "shutdown() is final");
+    // A closed client says so, and not as something worth retrying on it.
+    let err = p
+        .agent
+        .start_call(request("c3", "echo"), p.now)
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.retryable),
+        (ErrorCode::PreconditionFailed, false)
+    );
+    let err = p.agent.cancel("c3", None, p.now).unwrap_err();
+    assert_eq!(
+        (err.code, err.retryable),
+        (ErrorCode::PreconditionFailed, false)
+    );
 }
 
 fn with_heartbeat(ms: f64) -> Pair {

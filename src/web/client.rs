@@ -16,8 +16,8 @@ use super::transport::{take_target, Link, Received, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
-    keep_id, local_response, new_call_id, opt_function, opt_number, opt_string, read_call_options,
-    to_str, try_call, type_error, watch_abort, Deferred,
+    keep_id, local_call_response, new_call_id, opt_function, opt_number, opt_string,
+    read_call_options, to_str, try_call, type_error, watch_abort, Deferred,
 };
 use crate::core::codec::{Hello, Wire};
 use crate::core::dialect::Codec;
@@ -34,6 +34,8 @@ struct CallJs {
     on_progress: Option<Function>,
     /// Stops watching the call's signal (from `watchAbort`); called when the call goes.
     unwatch: Option<Function>,
+    /// When the call was sent (`now()`), for the `metadata.duration` of a response settled here.
+    started: f64,
 }
 
 impl CallJs {
@@ -369,7 +371,8 @@ impl AbpClient {
         if has(OPT_ABORTED) {
             // Nothing is sent for a call whose signal has already aborted.
             let reason = signal.as_ref().map(abort_reason);
-            let r = local_response(AbpError::cancelled(reason.as_deref()), true, Some(&call_id));
+            let r =
+                local_call_response(AbpError::cancelled(reason.as_deref()), true, &call_id, 0.0);
             return Promise::resolve(&r);
         }
         self.inner.warn_once(&capability);
@@ -398,7 +401,7 @@ impl AbpClient {
             let error = err
                 .err()
                 .unwrap_or_else(|| AbpError::new(ErrorCode::InvalidParams, "refused"));
-            deferred.resolve(&local_response(error, false, Some(&call_id)));
+            deferred.resolve(&local_call_response(error, false, &call_id, 0.0));
             return promise;
         }
         let unwatch = signal.and_then(|signal| {
@@ -407,18 +410,20 @@ impl AbpClient {
                 .as_ref()
                 .map(|f| watch_abort(&signal, f.as_ref(), &js_string(&call_id)))
         });
+        let started = now();
         self.inner.js.borrow_mut().calls.insert(
             call_id.clone(),
             CallJs {
                 deferred,
                 on_progress,
                 unwatch,
+                started,
             },
         );
-        if let Err(error) = self.inner.core.borrow_mut().start_call(req, now()) {
+        if let Err(error) = self.inner.core.borrow_mut().start_call(req, started) {
             if let Some(call) = self.inner.js.borrow_mut().calls.remove(&call_id) {
                 call.deferred
-                    .resolve(&local_response(error, false, Some(&call_id)));
+                    .resolve(&local_call_response(error, false, &call_id, 0.0));
             }
         }
         self.inner.drive();
@@ -647,7 +652,7 @@ impl ClientInner {
                     let response = match settlement {
                         Settlement::Remote(p) => p,
                         Settlement::Local { error, cancelled } => {
-                            local_response(error, cancelled, Some(&call_id))
+                            local_call_response(error, cancelled, &call_id, now() - call.started)
                         }
                     };
                     let mut call = call;

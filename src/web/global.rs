@@ -14,8 +14,8 @@ use wasm_bindgen::prelude::*;
 use super::app::{AppConnInner, Outlet};
 use super::dom::{global, later, now, when_settled, Timer};
 use super::value::{
-    ask_global, emit_global, js_string, local_response, make_global, new_call_id, opt_string,
-    type_error, Deferred,
+    ask_global, emit_global, js_string, local_call_response, local_response, make_global,
+    new_call_id, opt_string, type_error, Deferred,
 };
 use crate::core::capability::{apply_changes, support_info};
 use crate::core::codec::Wire;
@@ -29,7 +29,12 @@ type GlobalDispatch = Closure<dyn Fn(String, JsValue, JsValue, JsValue) -> JsVal
 /// What a page's Promise waits for, by the id of the message fed to the core.
 enum Waiting {
     Initialize(Deferred),
-    Call { call_id: String, resolve: Deferred },
+    /// `started`: when the call was made (`now()`), for the `metadata.duration` of a response settled here.
+    Call {
+        call_id: String,
+        resolve: Deferred,
+        started: f64,
+    },
     Cancel(Deferred),
 }
 
@@ -233,7 +238,7 @@ impl GlobalSession {
                 ErrorCode::InvalidParams,
                 text(&["callId '", &call_id, "' is already in flight"]),
             );
-            return resolved(&local_response(error, false, Some(&call_id)));
+            return resolved(&local_call_response(error, false, &call_id, 0.0));
         }
         // `params = {}` as the reference declares it.
         let params = if params.is_undefined() {
@@ -256,15 +261,17 @@ impl GlobalSession {
         p.set("capability", JsValue::from_str(&capability));
         p.set("params", params);
         p.set("options", opts);
+        let started = now();
         if let Some(t) = timeout {
             // Before feeding: a refused call is answered (and forgets its deadline) inside `request`.
             self.deadlines
                 .borrow_mut()
-                .insert(call_id.clone(), (String::new(), now() + t));
+                .insert(call_id.clone(), (String::new(), started + t));
         }
         let waiting = |resolve| Waiting::Call {
             call_id: call_id.clone(),
             resolve,
+            started,
         };
         let (id, promise) = self.request(conn, types::CALL, p, waiting);
         if let Some(d) = self.deadlines.borrow_mut().get_mut(&call_id) {
@@ -316,8 +323,11 @@ impl GlobalSession {
         let conn = self.conn.upgrade();
         for (call_id, (msg_id, _)) in due {
             let waiting = self.waiting.borrow_mut().remove(&msg_id);
-            if let Some(Waiting::Call { resolve, .. }) = waiting {
-                let r = local_response(AbpError::timeout(), true, Some(&call_id));
+            if let Some(Waiting::Call {
+                resolve, started, ..
+            }) = waiting
+            {
+                let r = local_call_response(AbpError::timeout(), true, &call_id, at - started);
                 resolve.resolve(&r);
             }
             if let Some(conn) = &conn {
@@ -336,7 +346,9 @@ impl GlobalSession {
         };
         let resolve = match w {
             Waiting::Initialize(f) | Waiting::Cancel(f) => f,
-            Waiting::Call { call_id, resolve } => {
+            Waiting::Call {
+                call_id, resolve, ..
+            } => {
                 self.deadlines.borrow_mut().remove(&call_id);
                 resolve
             }
@@ -419,14 +431,21 @@ impl Outlet for GlobalSession {
             .borrow_mut()
             .take_where(|w| matches!(w, Waiting::Call { .. }));
         self.deadlines.borrow_mut().clear();
+        let at = now();
         for (_, w) in calls {
-            let Waiting::Call { call_id, resolve } = w else {
+            let Waiting::Call {
+                call_id,
+                resolve,
+                started,
+            } = w
+            else {
                 continue;
             };
-            let r = local_response(
+            let r = local_call_response(
                 AbpError::cancelled(Some("The session ended")),
                 true,
-                Some(&call_id),
+                &call_id,
+                at - started,
             );
             resolve.resolve(&r);
         }

@@ -469,6 +469,22 @@ pub(crate) fn local_response(
     r
 }
 
+/// A call's response settled on this side (cancelled, timed out, refused, disconnected), with
+/// `metadata: { duration }` (ms since the call started; 0 for one refused before it was sent) as every
+/// response from an app carries it, so a response has the same shape whichever side settled it.
+pub(crate) fn local_call_response(
+    error: AbpError<JsValue>,
+    cancelled: bool,
+    call_id: &str,
+    duration: f64,
+) -> JsValue {
+    let mut r = local_response(error, cancelled, Some(call_id));
+    let mut meta = JsValue::object();
+    meta.set("duration", JsValue::from_f64(duration));
+    r.set("metadata", meta);
+    r
+}
+
 /// A JS `Error` with `code`, for rejections (programmer errors and failed connects).
 pub(crate) fn js_error(error: &AbpError<JsValue>) -> JsValue {
     error_with_code(error.code.as_str(), &error.message)

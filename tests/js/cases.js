@@ -92,6 +92,7 @@ export async function alreadyAbortedSignalSendsNothing() {
   controller.abort('changed my mind');
   const r = await t.abp.call('slow', { ms: 100 }, { signal: controller.signal, callId: 'pre' });
   eq([r.success, r.cancelled, r.error.code], [false, true, 'CANCELLED'], 'cancelled at once');
+  eq(r.metadata, { duration: 0 }, 'metadata as on every response, nothing spent');
   await sleep(50);
   eq(sent('capabilities/call'), before, 'no capabilities/call was sent');
   assert(!t.started('pre'), 'handler never ran');
@@ -177,6 +178,7 @@ export async function abortInFlight() {
   const r = await p;
   const elapsed = performance.now() - t0;
   eq([r.success, r.cancelled, r.error.code, r.error.retryable], [false, true, 'CANCELLED', false], 'cancelled');
+  assert(typeof r.metadata.duration === 'number', 'metadata.duration, as through window.abp');
   assert(elapsed < 500, `settled in ${elapsed} ms`);
   const abort = t.log().find((e) => e.event === 'abort' && e.callId === 'c1');
   assert(abort, 'the handler signal aborted');
@@ -193,6 +195,7 @@ export async function timeoutCancelsAndSaysTimeout() {
   const r = await t.abp.call('slow', { ms: 5000 }, { timeout: 150, callId: 'tt' });
   const elapsed = performance.now() - t0;
   eq([r.success, r.cancelled, r.error.code, r.error.retryable], [false, true, 'TIMEOUT', true], 'timeout');
+  assert(r.metadata.duration >= 140 && r.metadata.duration < 1000, `metadata.duration ${r.metadata?.duration}, as through window.abp`);
   assert(elapsed >= 140 && elapsed < 1000, `timed out after ${elapsed} ms`);
   await until(() => t.log().some((e) => e.event === 'abort' && e.callId === 'tt'), 'the app handler to abort');
   eq(t.log().find((e) => e.event === 'abort').reason, 'timeout', 'reason timeout');
@@ -262,13 +265,14 @@ export async function notInitialized() {
   assert(!iframe.contentWindow.fixtureLog.some((e) => e.event === 'start'), 'no handler ran');
   iframe.remove();
 
-  // The client after shutdown.
+  // The client after shutdown is closed for good, and says so: not retryable.
   const t = await setup();
   await t.abp.shutdown();
   const r = await t.abp.call('echo', {});
-  eq([r.success, r.error.code], [false, 'NOT_INITIALIZED'], 'call after shutdown');
+  eq([r.success, r.error.code, r.error.retryable], [false, 'PRECONDITION_FAILED', false], 'call after shutdown');
+  eq(r.metadata, { duration: 0 }, 'refused before sending');
   const c = await t.abp.cancel('x');
-  eq([c.cancelled, c.error.code], [false, 'NOT_INITIALIZED'], 'cancel after shutdown');
+  eq([c.cancelled, c.error.code, c.error.retryable], [false, 'PRECONDITION_FAILED', false], 'cancel after shutdown');
   t.iframe.remove();
 }
 
@@ -947,6 +951,7 @@ export async function windowAbpFollowsTheApiReference() {
   const timed = await g.call('slow', { ms: 3000, steps: 30 }, { timeout: 100, callId: 'T1' });
   assert(performance.now() - t0 < 1000, 'the timeout settled the call');
   eq([timed.success, timed.cancelled, timed.error.code, timed.error.retryable], [false, true, 'TIMEOUT', true], 'TIMEOUT');
+  assert(timed.metadata.duration >= 90, `metadata.duration ${timed.metadata?.duration}, as through AbpClient`);
   const twice = [g.call('slow', { ms: 200, steps: 2 }, { callId: 'D1' }), g.call('echo', {}, { callId: 'D1' })];
   eq((await twice[1]).error.code, 'INVALID_PARAMS', 'a callId already in flight is refused, not left hanging');
   eq((await twice[0]).success, true, 'the first call goes on');
@@ -1065,6 +1070,7 @@ export async function mcpDialectBetweenOurOwnSides() {
   eq(sent('response:W1'), 0, 'no response is sent for a cancelled MCP request');
   const timed = await abp.call('wait', {}, { timeout: 50 });
   eq([timed.cancelled, timed.error.code, timed.error.retryable], [true, 'TIMEOUT', true], 'timeout');
+  assert(timed.metadata.duration >= 40, 'a response the client settled has metadata.duration in MCP too');
   let changed = null;
   abp.onCapabilitiesChanged = (c) => { changed = c; };
   app.register('late', () => 1);
