@@ -46,10 +46,17 @@ pub(crate) struct Args {
 /// How long the host's going away waits for the app to confirm the cancels before the process exits.
 const GOODBYE_MS: u64 = 600;
 
+/// How long a call's result waits after its last progress notification. The official MCP SDK client handles a
+/// notification one microtask after it reads it, but a response at once (dropping that call's progress handler),
+/// so a progress notification that arrives in the same read as the result is lost; this keeps them apart.
+const RESULT_AFTER_PROGRESS: Duration = Duration::from_millis(20);
+
 /// The host's side of one tool call that went to the app.
 struct Running {
     /// The app core's call id (the MCP request's id).
     call_id: String,
+    /// When its last progress notification went to the host.
+    progressed: Option<Instant>,
 }
 
 struct Gateway {
@@ -71,6 +78,9 @@ struct Gateway {
     next_call: u64,
     /// Our `elicitation/create` to the host (the app core's id) → the agent's elicitation id.
     asks: HashMap<String, String>,
+    /// Results held back until [`RESULT_AFTER_PROGRESS`] after their call's last progress: (when, app core's call
+    /// id, outcome).
+    held: Vec<(Instant, String, Outcome<Value>)>,
     out: Vec<String>,
 }
 
@@ -145,7 +155,13 @@ impl Gateway {
                 } => {
                     self.next_call += 1;
                     let abp_id = format!("mcp-{}", self.next_call);
-                    self.calls.insert(abp_id.clone(), Running { call_id });
+                    self.calls.insert(
+                        abp_id.clone(),
+                        Running {
+                            call_id,
+                            progressed: None,
+                        },
+                    );
                     self.command(Command::Call {
                         capability: Some(capability),
                         params,
@@ -207,11 +223,17 @@ impl Gateway {
             } => {
                 if let Some(running) = self.calls.remove(&call_id) {
                     let outcome = outcome_of(&response);
-                    self.host.complete(&running.call_id, outcome, None, now);
+                    match running.progressed.map(|at| at + RESULT_AFTER_PROGRESS) {
+                        Some(due) if due > Instant::now() => {
+                            self.held.push((due, running.call_id, outcome))
+                        }
+                        _ => self.host.complete(&running.call_id, outcome, None, now),
+                    }
                 }
             }
             Event::Progress { call_id, payload } => {
-                if let Some(running) = self.calls.get(&call_id) {
+                if let Some(running) = self.calls.get_mut(&call_id) {
+                    running.progressed = Some(Instant::now());
                     let call_id = running.call_id.clone();
                     self.host.progress(&call_id, payload, now);
                 }
@@ -276,6 +298,24 @@ impl Gateway {
                 changed: new.iter().filter(|n| old.contains(n)).cloned().collect(),
             };
             self.host.capabilities_changed(&changes);
+        }
+    }
+
+    /// When the next held result is due.
+    fn next_held(&self) -> Option<Instant> {
+        self.held.iter().map(|(due, _, _)| *due).min()
+    }
+
+    /// Writes the held results that are due.
+    fn release_held(&mut self) {
+        let now_instant = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= now_instant);
+        self.held = later;
+        let now = self.now();
+        for (_, call_id, outcome) in due {
+            self.host.complete(&call_id, outcome, None, now);
         }
     }
 
@@ -385,6 +425,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         calls: HashMap::new(),
         next_call: 0,
         asks: HashMap::new(),
+        held: Vec::new(),
         out: Vec::new(),
     };
     let mut stdout = tokio::io::stdout();
@@ -398,7 +439,10 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         let due = gateway
             .host
             .poll_timeout()
-            .map(|t| gateway.start + Duration::from_secs_f64(t.max(0.0).ceil() / 1000.0));
+            .map(|t| gateway.start + Duration::from_secs_f64(t.max(0.0).ceil() / 1000.0))
+            .into_iter()
+            .chain(gateway.next_held())
+            .min();
         tokio::select! {
             line = next_line(&mut lines) => match line {
                 Some(line) if line.trim().is_empty() => {}
@@ -409,6 +453,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             () = crate::agent::sleep_until(due) => {
                 let now = gateway.now();
                 gateway.host.handle_timeout(now);
+                gateway.release_held();
             }
             () = &mut stop => break,
             finished = &mut serving => {
@@ -464,6 +509,7 @@ mod tests {
             calls: HashMap::new(),
             next_call: 0,
             asks: HashMap::new(),
+            held: Vec::new(),
             out: Vec::new(),
         };
         let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
