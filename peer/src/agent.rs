@@ -268,7 +268,7 @@ impl Agent {
             .reduce(f64::min)?;
         // Rounded up to a whole millisecond, so that when the timer fires `now` has reached it.
         let ms = Duration::try_from_secs_f64(at.max(0.0).ceil() / 1000.0).ok()?;
-        Some(self.start + ms)
+        self.start.checked_add(ms)
     }
 
     /// Whatever is due now.
@@ -363,6 +363,12 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
         agent.tick();
     }
     agent.core.transport_lost();
+    // Commands that arrived after the loop ended are answered too (a call now settles DISCONNECTED), so no
+    // controller waits on one that nobody reads.
+    registration.inbox.close();
+    while let Ok(envelope) = registration.inbox.try_recv() {
+        agent.run(envelope);
+    }
     agent.perform();
     drop(registration);
     conn.close().await;

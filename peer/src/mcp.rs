@@ -89,13 +89,13 @@ impl Gateway {
         self.start.elapsed().as_secs_f64() * 1000.0
     }
 
-    fn command(&self, command: Command) {
+    /// Sends `command` to the room's app; false when no app is there (its calls were settled when it left).
+    fn command(&self, command: Command) -> bool {
         let envelope = Envelope {
             reference: Value::Null,
             command,
         };
-        // No app: nothing to tell (its calls were settled when it left).
-        let _ = self.hub.command(&self.room, envelope);
+        self.hub.command(&self.room, envelope).is_ok()
     }
 
     /// One line from the host.
@@ -155,22 +155,29 @@ impl Gateway {
                 } => {
                     self.next_call += 1;
                     let abp_id = format!("mcp-{}", self.next_call);
-                    self.calls.insert(
-                        abp_id.clone(),
-                        Running {
-                            call_id,
-                            progressed: None,
-                        },
-                    );
-                    self.command(Command::Call {
+                    let sent = self.command(Command::Call {
                         capability: Some(capability),
                         params,
-                        call_id: Some(abp_id),
+                        call_id: Some(abp_id.clone()),
                         timeout: None,
                         progress: progress_token.is_some(),
                         abort_after: None,
                         reason: None,
                     });
+                    if sent {
+                        let progressed = None;
+                        self.calls.insert(
+                            abp_id,
+                            Running {
+                                call_id,
+                                progressed,
+                            },
+                        );
+                    } else {
+                        // The app left between the call and now: the host gets its answer at once.
+                        let now = self.now();
+                        self.host.complete(&call_id, disconnected(), None, now);
+                    }
                 }
                 AppOutput::Abort { call_id, reason } => {
                     if let Some(abp_id) = self.abp_id_of(&call_id) {
@@ -217,6 +224,12 @@ impl Gateway {
             Event::Disconnected => {
                 self.joined = false;
                 self.set_tools(&Value::Array(Vec::new()));
+                // The app settled what it had before it said so; what is left never reached it.
+                for (_, running) in std::mem::take(&mut self.calls) {
+                    self.host
+                        .complete(&running.call_id, disconnected(), None, now);
+                }
+                self.asks.clear();
             }
             Event::Settled {
                 call_id, response, ..
@@ -251,16 +264,17 @@ impl Gateway {
                     Ok(ask) => {
                         self.asks.insert(ask, id);
                     }
-                    Err(error) => self.command(Command::Answer {
-                        id,
-                        answer: Some(json!({ "success": false, "error": encode_error(error) })),
-                    }),
+                    Err(error) => {
+                        let answer = json!({ "success": false, "error": encode_error(error) });
+                        self.command(Command::Answer {
+                            id,
+                            answer: Some(answer),
+                        });
+                    }
                 }
             }
-            Event::ElicitationAborted { .. }
-            | Event::Notification { .. }
-            | Event::CancelResult { .. }
-            | Event::Status { .. } => {}
+            Event::ElicitationAborted { id } => self.asks.retain(|_, asked| *asked != id),
+            Event::Notification { .. } | Event::CancelResult { .. } | Event::Status { .. } => {}
             Event::Error { message, .. } => eprintln!("abp-peer mcp: {message}"),
         }
     }
@@ -355,6 +369,17 @@ fn outcome_of(response: &Value) -> Outcome<Value> {
     }
 }
 
+/// A call that could not reach the app, or lost it: an `isError` result naming DISCONNECTED.
+fn disconnected() -> Outcome<Value> {
+    Outcome::Success {
+        data: error_result(
+            "DISCONNECTED",
+            "The connection to the app was lost before it answered",
+            None,
+        ),
+    }
+}
+
 /// An MCP tool result that is an error: `CODE: message` for the model, the ABP error as structured content.
 fn error_result(code: &str, message: &str, error: Option<Value>) -> Value {
     let error = error.unwrap_or_else(|| json!({ "code": code, "message": message }));
@@ -374,8 +399,12 @@ fn no_app_text(room: &str) -> String {
     format!("No app is connected: open the web app so that it joins {path} on this gateway")
 }
 
-async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::io::Stdin>>) -> Option<String> {
-    lines.next_line().await.ok().flatten()
+/// The next line from the host; `None` at the end of stdin. A line that is not UTF-8 comes back empty (skipped).
+async fn next_line(lines: &mut tokio::io::Split<BufReader<tokio::io::Stdin>>) -> Option<String> {
+    match lines.next_segment().await {
+        Ok(Some(bytes)) => Some(String::from_utf8(bytes).unwrap_or_default()),
+        Ok(None) | Err(_) => None,
+    }
 }
 
 async fn write_lines(stdout: &mut tokio::io::Stdout, lines: Vec<String>) -> bool {
@@ -429,7 +458,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         out: Vec::new(),
     };
     let mut stdout = tokio::io::stdout();
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = BufReader::new(tokio::io::stdin()).split(b'\n');
     tokio::pin!(stop);
     loop {
         gateway.perform();
@@ -439,7 +468,9 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         let due = gateway
             .host
             .poll_timeout()
-            .map(|t| gateway.start + Duration::from_secs_f64(t.max(0.0).ceil() / 1000.0))
+            // A deadline too far to represent (an app's `timeout: 1e300`) is no deadline.
+            .and_then(|t| Duration::try_from_secs_f64(t.max(0.0).ceil() / 1000.0).ok())
+            .and_then(|d| gateway.start.checked_add(d))
             .into_iter()
             .chain(gateway.next_held())
             .min();
@@ -596,5 +627,43 @@ mod tests {
             }
             other => panic!("expected the answer, got {other:?}"),
         }
+    }
+
+    /// The host's answers so far, parsed.
+    fn answers(g: &Gateway) -> Vec<Value> {
+        g.out
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    #[test]
+    fn a_call_that_finds_the_app_gone_and_one_it_never_answered_are_errors_at_once() {
+        let (mut g, agent) = gateway(json!({}));
+        // The app's agent is gone before the gateway heard so: the next call cannot reach it.
+        drop(agent);
+        let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": { "name": "ask", "arguments": {} } });
+        g.on_host_line(&call.to_string());
+        g.perform();
+        let lost = answers(&g)
+            .into_iter()
+            .find(|m| m["id"] == 3)
+            .expect("an answer at once");
+        assert_eq!(lost["result"]["isError"], true);
+        assert!(lost["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("DISCONNECTED"));
+        // The call made before (id 2) was sent to the agent, which went without settling it: the app's
+        // `disconnected` settles it.
+        g.on_app_event(Event::Disconnected);
+        g.perform();
+        let left = answers(&g)
+            .into_iter()
+            .find(|m| m["id"] == 2)
+            .expect("an answer for the call left behind");
+        assert_eq!(left["result"]["isError"], true);
+        assert!(g.calls.is_empty());
     }
 }
