@@ -656,9 +656,10 @@ export function webmcpExpose(api) {
   let next = 0;
   const prefix = `webmcp-${Math.random().toString(36).slice(2, 10)}-`;
   const run = async (name, input, client) => {
+    if (closed) return toolResultOf({ success: false, error: { code: 'CAPABILITY_UNAVAILABLE', message: 'The app was closed', retryable: false } });
     const callId = prefix + ++next;
     const signal = client?.signal;
-    const stop = () => { api.cancel(callId, reasonText(signal)); };
+    const stop = () => { if (!closed) api.cancel(callId, reasonText(signal)); };
     let params = input;
     if (typeof input === 'string') {
       try { params = JSON.parse(input); } catch { return toolResultOf({ success: false, error: { code: 'INVALID_PARAMS', message: 'The tool input is not JSON', retryable: false } }); }
@@ -686,6 +687,7 @@ export function webmcpExpose(api) {
   };
   const keyOf = (t) => JSON.stringify([t.description, t.inputSchema, t.annotations ?? null]);
   let syncing = Promise.resolve();
+  // One failed step (a list that could not be read, a schema WebMCP refuses) must not stop the later ones.
   const sync = () => (syncing = syncing.then(async () => {
     if (closed) return;
     const wanted = new Map();
@@ -710,7 +712,7 @@ export function webmcpExpose(api) {
         console.warn(`abp-wasm: WebMCP refused the tool '${name}': ${e?.message ?? e}`);
       }
     }
-  }));
+  }).catch((e) => { console.warn(`abp-wasm: the WebMCP tools could not follow the app's capabilities: ${e?.message ?? e}`); }));
   const off = api.onCapabilitiesChanged(() => { sync(); });
   const features = { notifications: true, progress: false, elicitation: false };
   const ready = api.initialize({ protocolVersion: '0.1', agent: { name: 'webmcp', version: '1.0.0' }, features })
@@ -762,7 +764,8 @@ export function webmcpPort() {
   };
   const onToolChange = async () => {
     if (!open) return;
-    const c = await refresh();
+    let c;
+    try { c = await refresh(); } catch { return; }
     if (c.added.length || c.removed.length || c.changed.length) {
       send('notification', undefined, {
         event: 'notifications/capabilities/list_changed',
@@ -773,18 +776,21 @@ export function webmcpPort() {
   mc.addEventListener('toolchange', onToolChange);
   const call = async (id, p) => {
     const { callId, capability, params } = p ?? {};
-    if (!tools.has(capability)) await refresh();
-    const tool = tools.get(capability);
-    if (!tool) {
-      const error = { code: 'UNKNOWN_CAPABILITY', message: `No WebMCP tool is named '${capability}'`, retryable: false };
-      send('capabilities/call-result', id, { callId, success: false, error });
-      return;
-    }
+    // Registered before anything is awaited, so a cancel that comes meanwhile finds it.
     const controller = new AbortController();
     running.set(callId, controller);
     const t0 = performance.now();
     let answer;
     try {
+      if (!tools.has(capability)) await refresh();
+      const tool = tools.get(capability);
+      if (controller.signal.aborted) throw controller.signal.reason;
+      if (!tool) {
+        running.delete(callId);
+        const error = { code: 'UNKNOWN_CAPABILITY', message: `No WebMCP tool is named '${capability}'`, retryable: false };
+        send('capabilities/call-result', id, { callId, success: false, error });
+        return;
+      }
       const input = params === undefined ? {} : params;
       answer = responseOfTool(await mc.executeTool(tool, asText ? JSON.stringify(input) : input, { signal: controller.signal }));
     } catch (e) {
@@ -801,7 +807,13 @@ export function webmcpPort() {
     const p = m.payload;
     switch (m.type) {
       case 'initialize': {
-        await refresh();
+        try {
+          await refresh();
+        } catch (e) {
+          const error = { code: 'OPERATION_FAILED', message: `WebMCP's getTools() failed: ${e?.message ?? e}`, retryable: true };
+          send('initialize-result', m.id, { error });
+          break;
+        }
         open = true;
         const app = { id: location.origin, name: document.title || location.host || 'WebMCP', version: '0' };
         send('initialize-result', m.id, {

@@ -266,6 +266,9 @@ impl<P: Wire> TesseronCodec<P> {
                     self.resume = None;
                     error.code = ErrorCode::SessionExpired;
                     error.retryable = true;
+                } else if error.code == ErrorCode::SessionExpired {
+                    // Only a refused resume leads to a fresh hello; a hello refused with that code would loop.
+                    error.code = ErrorCode::OperationFailed;
                 }
                 Some(error)
             }

@@ -547,6 +547,18 @@ fn a_refused_hello_ends_the_connection_instead_of_saying_hello_again() {
     assert_eq!(p.app_sent.len(), 1, "no second hello");
     assert!(p.app.session_id().is_none());
 
+    // A hello refused with a code that reads as SESSION_EXPIRED is still the end (no hello loop).
+    let mut p = scripted();
+    let id = p.app_sent[0]["id"].clone();
+    let expired = json!({ "jsonrpc": "2.0", "id": id,
+        "error": { "code": -32000, "message": "no", "data": { "code": "SESSION_EXPIRED" } } });
+    gateway_says(&mut p, expired);
+    assert_eq!(p.app_sent.len(), 1, "no second hello");
+    assert!(p
+        .app_events
+        .iter()
+        .any(|e| matches!(e, AppOutput::HandshakeRefused { .. })));
+
     // A welcome in another major version is refused the same way.
     let mut p = scripted();
     let mut w = welcome(&p.app_sent[0]["id"].clone(), "rt");

@@ -184,7 +184,10 @@ class Board:
             self.asked.set()
             return json_response(connection, 200, body)
         if path.startswith("/result/"):
-            return json_response(connection, 200, await self.result(path[len("/result/"):]))
+            fid = path[len("/result/"):]
+            if fid not in {f["id"] for f in self.fixtures}:
+                return json_response(connection, 404, {"error": f"no fixture {fid} runs here"})
+            return json_response(connection, 200, await self.result(fid))
         if request.headers.get("Upgrade", "").lower() != "websocket":
             return json_response(connection, 404, {"error": f"no such path: {path}"})
         if path.strip("/") != self.current:
@@ -337,7 +340,7 @@ async def main() -> int:
 
         server = await serve(
             accept, "127.0.0.1", args.listen, select_subprotocol=select, process_request=board.answer,
-            open_timeout=60,
+            open_timeout=None,
         )
         port = next(iter(server.sockets)).getsockname()[1]
         print(f"LISTENING ws://127.0.0.1:{port}/", flush=True)
