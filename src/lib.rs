@@ -20,8 +20,8 @@ pub use web::WebMCPTransport;
 #[cfg(target_arch = "wasm32")]
 pub use web::{PostMessageTransport, WebSocketTransport};
 
-/// The wasm's allocator: talc instead of std's dlmalloc, for size (gzipped wasm: full −1,277 B, agent −1,357 B,
-/// app −1,232 B; BENCHMARKS.md, sixth session).
+/// The wasm's allocator: talc instead of std's dlmalloc, for size: it makes every build's gzipped wasm smaller
+/// (BENCHMARKS.md has the figures, in the entry of `27766a4`).
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
 // SAFETY: `new_global` needs single-threaded wasm that nothing else allocates in; this package's wasm is

@@ -17,22 +17,13 @@
 //! The manifest is parsed by the browser (`parseJson` in `src/web/discover.js`: a strict UTF-8 decode, then
 //! `JSON.parse`) and checked by the core through the `Payload` trait, and the result is built as a plain JS
 //! object through `Wire`, the way the rest of the package handles payloads: no serde, serde_json or
-//! serde-wasm-bindgen in the wasm. SPEC section 7 names serde for typed structures crossing to JS, and allows
-//! hand-written code where a measured figure says so. The figures, from `scripts/build.sh` (pinned nightly,
-//! build-std, wasm-opt -Oz; gzip -9; the JS is `abp_wasm.js` and the snippets) on 2026-11-23:
-//!
-//! | build | wasm gzipped | JS glue gzipped |
-//! |---|---|---|
-//! | without discovery (`--no-default-features`) | 83,667 B | 15,895 B |
-//! | discovery with serde_json (parser) and serde-wasm-bindgen (result) | 116,834 B (+33,167) | 17,624 B |
-//! | discovery over `Payload`/`Wire` and `JSON.parse` (this file) | 101,345 B (+17,678) | 18,118 B |
-//!
-//! So serde cost 15.5 KB of gzipped wasm here (it also brought `core::fmt`, which the rest of the package
-//! avoids), for 0.5 KB more JS. An earlier measurement (on the smaller package of the time) also tried
-//! `JSON.parse` followed by `serde_wasm_bindgen::from_value::<serde_json::Value>`: 6 KB more than serde_json's
-//! parser; reading the parsed value where it is, through `Payload`, is what makes `JSON.parse` pay off. The
-//! remaining 17.7 KB (URL and HTML scanning, the state machine, fetch and streams) still sits behind the cargo
-//! feature `discovery` (on by default): a role build that does not discover leaves it out.
+//! serde-wasm-bindgen in the wasm. Built with those instead, discovery made the gzipped wasm much larger (they
+//! also bring `core::fmt`, which the rest of the package avoids), and `JSON.parse` followed by
+//! `serde_wasm_bindgen::from_value` cost more than serde_json's parser; reading the parsed value where it is,
+//! through `Payload`, is what makes `JSON.parse` pay off. BENCHMARKS.md has the figures (the entries of
+//! `279859b` and `5d9960f`), and docs/DESIGN.md, "Why the browser build does not use serde-wasm-bindgen", the
+//! decision. What discovery still costs (URL and HTML scanning, the state machine, fetch and streams) sits
+//! behind the cargo feature `discovery` (on by default): a role build that does not discover leaves it out.
 //!
 //! Every reason is the same as natively except the detail of a JSON syntax error: after "the manifest is not
 //! valid JSON: " comes the browser's own message (serde_json's kind and position in `abp-peer`). Nesting is

@@ -377,8 +377,8 @@ type Deliver = dyn Fn(Received, Option<&MessageEvent>);
 /// The listener of a port that speaks ABP (the private channel offered with `initialize`, or a `fromPort`
 /// transport): calls and results are read in JS in one pass (`abpPortListener`) and arrive as
 /// [`Received::Read`], anything else as [`Received::Raw`] with its event.
-/// One instance for its three uses (`deliver` as a trait object): each copy of the three closures cost some
-/// 200 B of gzipped wasm.
+/// One instance for its three uses (`deliver` as a trait object): each copy of the three closures costs gzipped
+/// wasm (BENCHMARKS.md, the `fromPort` step in the entry of `56f4aab`).
 fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> Listener {
     type OnCall = dyn Fn(String, String, JsValue, JsValue, String, JsValue, f64, Option<String>);
     type OnResult = dyn Fn(Option<String>, Option<String>, JsValue, bool);
@@ -551,7 +551,7 @@ impl Link {
         let env = envelope.clone();
         if let (Target::Port(port), true) = (&target, abp) {
             // ABP over a port: calls and results are read in one pass, as on the private channel (the generic
-            // read below made a round trip over a MessageChannel 1.16× as long: `bench/ab.mjs --port`).
+            // read below made a round trip over a MessageChannel slower: `bench/ab.mjs --port`; BENCHMARKS.md).
             listeners.push(channel_listener(
                 port,
                 Rc::new(move |data, e: Option<&MessageEvent>| {
