@@ -6,7 +6,8 @@
 //   postMessage, and the time inside its port listener for the result.
 // Listeners and postMessage are wrapped with performance.now() (5 µs clock; means over 10,000 calls). This
 // sees what side-cost.mjs (the same work in a hot loop, without the channel) does not: in a real round trip
-// the browser's own work runs between two messages, and the SDK's work takes about three times as long.
+// the browser's own work runs between two messages, and the SDK's work takes several times as long
+// (BENCHMARKS.md has the figures).
 // Needs `npm run build` first. Usage: node bench/own-work.mjs [sessions=6] [dirs under bench/ab; default pkg/]
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';

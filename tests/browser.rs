@@ -1,13 +1,13 @@
 //! Browser tests: real iframes, real postMessage, real AbortSignals, in headless Chrome and Firefox.
 //!
 //! The cases are written in JavaScript against the public API (`tests/js/cases.js`), the way users call it;
-//! each `#[wasm_bindgen_test]` here runs one. Covers SPEC sections 2-4 for postMessage:
+//! each `#[wasm_bindgen_test]` here runs one. Covers docs/DESIGN.md sections 3-5 for postMessage:
 //! handshake before the iframe loads, already-aborted signals, abort in flight, timeouts, abort racing
 //! completion, the whole cancel table, NOT_INITIALIZED, progress routing/coalescing/reset, elicitation,
 //! handler errors, handlers that ignore their signal, iframe removed or reloaded, shutdown, wrong source and
 //! wrong origin, cross-origin frames (nothing posted to their first about:blank), garbage input, ArrayBuffers
-//! and transfer, capability changes, notifications, `window.abp`, MessagePorts, and option checking. SPEC
-//! section 6: handler results shaped as ABPResponses, availability and requirements, descriptor checks, the
+//! and transfer, capability changes, notifications, `window.abp`, MessagePorts, and option checking. The rest of
+//! ABP: handler results shaped as ABPResponses, availability and requirements, descriptor checks, the
 //! manifest, the deprecation warning, elicitation timeouts, the `window.abp` contract of the ABP API reference
 //! and its bootstrap placeholder.
 #![cfg(target_arch = "wasm32")]

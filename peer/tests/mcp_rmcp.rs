@@ -35,7 +35,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 
-/// How long any one thing may take before the test fails (the tighter bounds of SPEC 8 are checked apart).
+/// How long any one thing may take before the test fails (the gateway's tighter bounds are checked apart).
 const WAIT: Duration = Duration::from_secs(10);
 
 /// `fut`, or a failure naming `what` once `limit` has passed.

@@ -1,4 +1,4 @@
-// abp-reference: the window.abp contract (SPEC section 6) checked by a client written from the ABP API reference
+// abp-reference: the window.abp contract (docs/DESIGN.md, section 7) checked by a client written from the ABP API reference
 // alone, the way a Puppeteer/Playwright agent or the reference MCP bridge drives an ABP app page: Playwright
 // exposes __abp_progress, __abp_notification, __abp_elicitation and __abp_capabilities_changed before navigating
 // (or, for the bridge, installs window.abp.onNotification/onProgress/onElicitation/onCapabilitiesChanged), then
@@ -476,7 +476,7 @@ async function progressWithToken() {
   } finally { await h.close(); }
 }
 
-/** A call without a progressToken gets no progress messages (SPEC: progress only for calls that carry one). */
+/** A call without a progressToken gets no progress messages (progress is sent only for calls that carry one). */
 async function progressOnlyWithToken() {
   const h = await open();
   try {
