@@ -10,8 +10,11 @@ use super::app::Features;
 use super::codec::Wire;
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
-use super::message::{text, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND};
+use super::message::{
+    text, CancelVerdict, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND,
+};
 use super::schema::Kind;
+use super::timers::{TimerId, Timers};
 
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -171,19 +174,62 @@ struct Pending {
     /// Order of sending, for deterministic ordering of settlements.
     seq: u64,
     timeout: Option<f64>,
-    deadline: Option<f64>,
     hard_deadline: Option<f64>,
     reset_on_progress: bool,
     token: Option<String>,
     cancel_grace: f64,
-    cancelling: Option<(AbortKind, f64)>,
+    phase: Phase,
+}
+
+/// Where a pending call is.
+#[derive(Debug)]
+enum Phase {
+    /// Sent, waiting for its result; `timer` is its timeout, if it has one.
+    Running { timer: Option<TimerId> },
+    /// A cancel went out (for `kind`); past `timer`, the end of the grace period, it settles here.
+    Cancelling { kind: AbortKind, timer: TimerId },
+}
+
+impl Phase {
+    fn timer(&self) -> Option<TimerId> {
+        match self {
+            Phase::Running { timer } => *timer,
+            Phase::Cancelling { timer, .. } => Some(*timer),
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        matches!(self, Phase::Running { .. })
+    }
+}
+
+/// What a deadline in [`AgentCore`]'s timers is for.
+#[derive(Debug)]
+enum Due {
+    /// A call's timeout (by call id).
+    Call(String),
+    /// The end of a call's cancel grace period (by call id).
+    Grace(String),
+    /// The time to wait for a cancel's answer (by the cancel's handle).
+    Cancel(String),
+    /// An elicitation request's own timeout (by request id).
+    Elicit(String),
 }
 
 #[derive(Debug)]
 struct CancelReq {
     call_id: String,
     explicit: bool,
-    deadline: f64,
+    timer: TimerId,
+}
+
+/// An elicitation the app asked of this agent and that is not answered yet.
+#[derive(Debug)]
+struct Elicit {
+    /// The call that asked.
+    call_id: Option<String>,
+    /// Its own timeout, if it has one.
+    timer: Option<TimerId>,
 }
 
 pub struct AgentCore<P> {
@@ -195,8 +241,9 @@ pub struct AgentCore<P> {
     calls: StrMap<Pending>,
     by_token: StrMap<String>,
     cancels: StrMap<CancelReq>,
-    /// elicitation request id → the call that asked, and when the request times out
-    elicits: StrMap<(Option<String>, Option<f64>)>,
+    elicits: StrMap<Elicit>,
+    /// Every deadline above, in time order.
+    timers: Timers<Due>,
     out: VecDeque<AgentOutput<P>>,
     next_seq: u64,
     /// When the app was last heard from (any message).
@@ -216,6 +263,7 @@ impl<P: Wire> AgentCore<P> {
             by_token: StrMap::new(),
             cancels: StrMap::new(),
             elicits: StrMap::new(),
+            timers: Timers::new(),
             out: VecDeque::new(),
             next_seq: 0,
             last_heard: 0.0,
@@ -342,12 +390,12 @@ impl<P: Wire> AgentCore<P> {
             self.by_token.insert(token.clone(), req.call_id.clone());
         }
         self.next_seq += 1;
+        let timer = deadline.map(|d| self.timers.schedule(d, Due::Call(req.call_id.clone())));
         self.calls.insert(
             req.call_id.clone(),
             Pending {
                 seq: self.next_seq,
                 timeout,
-                deadline,
                 hard_deadline,
                 reset_on_progress: req.reset_timeout_on_progress,
                 token: req.progress_token.clone(),
@@ -355,7 +403,7 @@ impl<P: Wire> AgentCore<P> {
                     .cancel_grace
                     .filter(|g| g.is_finite() && *g >= 0.0)
                     .unwrap_or(self.config.cancel_grace),
-                cancelling: None,
+                phase: Phase::Running { timer },
             },
         );
         self.out.push_back(AgentOutput::Transmit(Outgoing::Call {
@@ -375,19 +423,13 @@ impl<P: Wire> AgentCore<P> {
     /// The caller's signal aborted (or the timer fired): send a cancel and wait, at most the grace period,
     /// for the app's answer. Does nothing for a call that is not pending or already being cancelled.
     pub fn abort_call(&mut self, call_id: &str, kind: AbortKind, now: f64) {
-        let Some(call) = self.calls.get_mut(call_id) else {
-            return;
-        };
-        if call.cancelling.is_some() {
-            return;
-        }
-        let grace = call.cancel_grace;
         let reason = match &kind {
             AbortKind::Signal(r) => r.clone(),
             AbortKind::Timeout => Some("timeout".to_owned()),
         };
-        call.cancelling = Some((kind, now + grace));
-        call.deadline = None;
+        let Some(grace) = self.begin_cancel(call_id, kind, now) else {
+            return;
+        };
         let id = self.ids.next_id();
         let policy = self.config.policy;
         if !policy.cancel_answered() {
@@ -403,20 +445,46 @@ impl<P: Wire> AgentCore<P> {
             // ACP: the call's own answer (-32800, or its result) settles it; the grace timer guards it.
             return self.abort_elicitations_of(call_id);
         }
-        self.cancels.insert(
-            id.clone(),
-            CancelReq {
-                call_id: call_id.to_owned(),
-                explicit: false,
-                deadline: now + grace,
-            },
-        );
+        self.await_cancel_answer(&id, call_id, false, now + grace);
         self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
             id,
             call_id: call_id.to_owned(),
             reason,
         }));
         self.abort_elicitations_of(call_id);
+    }
+
+    /// Moves a running call to cancelling: its timeout is off, its grace period on. Returns the grace, or
+    /// `None` if the call is not pending or already being cancelled.
+    fn begin_cancel(&mut self, call_id: &str, kind: AbortKind, now: f64) -> Option<f64> {
+        let call = self.calls.get_mut(call_id)?;
+        let Phase::Running { timer } = call.phase else {
+            return None;
+        };
+        if let Some(t) = timer {
+            self.timers.cancel(t);
+        }
+        let grace = call.cancel_grace;
+        let timer = self
+            .timers
+            .schedule(now + grace, Due::Grace(call_id.to_owned()));
+        call.phase = Phase::Cancelling { kind, timer };
+        Some(grace)
+    }
+
+    /// Remembers a cancel sent as `handle`, whose answer is awaited until `deadline`.
+    fn await_cancel_answer(&mut self, handle: &str, call_id: &str, explicit: bool, deadline: f64) {
+        let timer = self
+            .timers
+            .schedule(deadline, Due::Cancel(handle.to_owned()));
+        self.cancels.insert(
+            handle.to_owned(),
+            CancelReq {
+                call_id: call_id.to_owned(),
+                explicit,
+                timer,
+            },
+        );
     }
 
     /// The call could not be sent (the transport refused it): settle it with `error`, nothing more to send.
@@ -457,20 +525,9 @@ impl<P: Wire> AgentCore<P> {
             });
             return Ok(id);
         }
-        if let Some(call) = self.calls.get_mut(call_id) {
-            if call.cancelling.is_none() {
-                call.cancelling = Some((AbortKind::Signal(reason.clone()), now + grace));
-                call.deadline = None;
-            }
-        }
-        self.cancels.insert(
-            id.clone(),
-            CancelReq {
-                call_id: call_id.to_owned(),
-                explicit: true,
-                deadline: now + grace,
-            },
-        );
+        // A call already being cancelled keeps its first reason and grace period.
+        self.begin_cancel(call_id, AbortKind::Signal(reason.clone()), now);
+        self.await_cancel_answer(&id, call_id, true, now + grace);
         self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
             id: id.clone(),
             call_id: call_id.to_owned(),
@@ -482,7 +539,7 @@ impl<P: Wire> AgentCore<P> {
 
     /// The agent's answer to an elicitation request. Ignored if the request is no longer open.
     pub fn answer_elicitation(&mut self, id: &str, answer: ElicitAnswer<P>) {
-        if self.elicits.remove(id).is_some() {
+        if self.forget_elicitation(id) {
             self.out
                 .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
                     id: id.to_owned(),
@@ -558,16 +615,34 @@ impl<P: Wire> AgentCore<P> {
         self.calls = StrMap::new();
         self.cancels = StrMap::new();
         self.elicits = StrMap::new();
+        self.timers.clear();
         self.by_token = StrMap::new();
         self.refresh = None;
         self.out.push_back(AgentOutput::Disconnected);
     }
 
+    /// Forgets an open elicitation request and its timeout. False if it was not open.
+    fn forget_elicitation(&mut self, id: &str) -> bool {
+        let Some(e) = self.elicits.remove(id) else {
+            return false;
+        };
+        if let Some(t) = e.timer {
+            self.timers.cancel(t);
+        }
+        true
+    }
+
     fn abort_elicitations_of(&mut self, call_id: &str) {
-        for id in self
+        if self.elicits.is_empty() {
+            return;
+        }
+        for (id, e) in self
             .elicits
-            .remove_where(|(c, _)| c.as_deref() == Some(call_id))
+            .take_where(|e| e.call_id.as_deref() == Some(call_id))
         {
+            if let Some(t) = e.timer {
+                self.timers.cancel(t);
+            }
             self.out
                 .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
             self.out
@@ -582,6 +657,9 @@ impl<P: Wire> AgentCore<P> {
         let Some(call) = self.calls.remove(call_id) else {
             return;
         };
+        if let Some(t) = call.phase.timer() {
+            self.timers.cancel(t);
+        }
         if let Some(token) = &call.token {
             self.by_token.remove(token);
         }
@@ -594,9 +672,9 @@ impl<P: Wire> AgentCore<P> {
 
     /// Settles a call that is being cancelled, locally, with its cancel kind's error.
     fn settle_cancelled(&mut self, call_id: &str) {
-        let kind = match self.calls.get(call_id).and_then(|c| c.cancelling.as_ref()) {
-            Some((kind, _)) => kind.clone(),
-            None => AbortKind::Signal(None),
+        let kind = match self.calls.get(call_id).map(|c| &c.phase) {
+            Some(Phase::Cancelling { kind, .. }) => kind.clone(),
+            _ => AbortKind::Signal(None),
         };
         self.settle(
             call_id,
@@ -628,249 +706,60 @@ impl<P: Wire> AgentCore<P> {
                 session_id,
                 error,
                 payload,
-            } => {
-                let State::Connecting { init_id, .. } = &self.state else {
-                    return;
-                };
-                if *init_id != id {
-                    return;
-                }
-                match (error, session_id) {
-                    (None, Some(session_id)) => {
-                        self.out
-                            .push_back(AgentOutput::Transmit(Outgoing::Initialized));
-                        if self.config.policy.list_capabilities() {
-                            let State::Connecting { deadline, .. } = self.state else {
-                                return;
-                            };
-                            let list_id = self.ids.next_id();
-                            self.out
-                                .push_back(AgentOutput::Transmit(Outgoing::ListCapabilities {
-                                    id: list_id.clone(),
-                                }));
-                            self.state = State::Listing {
-                                session_id,
-                                payload,
-                                list_id,
-                                deadline,
-                            };
-                            return;
-                        }
-                        self.state = State::Ready {
-                            session_id: session_id.clone(),
-                        };
-                        self.out.push_back(AgentOutput::Connected {
-                            session_id,
-                            payload,
-                        });
-                    }
-                    (error, _) => {
-                        let error = error.unwrap_or_else(|| {
-                            AbpError::new(
-                                ErrorCode::OperationFailed,
-                                "initialize-result carried no sessionId",
-                            )
-                        });
-                        self.state = State::Closed { by_user: false };
-                        self.out.push_back(AgentOutput::ConnectFailed(error));
-                    }
-                }
-            }
+            } => self.initialize_result(id, session_id, error, payload),
             Incoming::Initialize { id, payload }
                 if self.config.policy.app_speaks_first()
                     && matches!(self.state, State::Connecting { .. }) =>
             {
-                // The app introduced itself (Tesseron's hello): welcome it, and the session is open.
-                let session_id = self.ids.next_id();
-                self.out
-                    .push_back(AgentOutput::Transmit(Outgoing::InitializeResult {
-                        id,
-                        session_id: session_id.clone(),
-                        features: Features::default(),
-                    }));
-                self.state = State::Ready {
-                    session_id: session_id.clone(),
-                };
-                self.out.push_back(AgentOutput::Connected {
-                    session_id,
-                    payload,
-                });
+                self.hello(id, payload)
             }
             Incoming::CapabilityList { id, capabilities } => self.capability_list(id, capabilities),
-            Incoming::Ping { id } => {
-                self.out
-                    .push_back(AgentOutput::Transmit(Outgoing::Pong { id }));
-            }
-            Incoming::Invalid { id, code, message } => {
-                self.out
-                    .push_back(AgentOutput::Transmit(Outgoing::RpcError {
-                        id,
-                        code,
-                        message: message.to_owned(),
-                    }));
-            }
+            Incoming::Ping { id } => self.transmit(Outgoing::Pong { id }),
+            Incoming::Invalid { id, code, message } => self.transmit(Outgoing::RpcError {
+                id,
+                code,
+                message: message.to_owned(),
+            }),
             _ if !self.is_ready() => {}
             Incoming::CallResult {
                 id,
                 call_id,
                 cancelled,
                 payload,
-            } => {
-                let call_id = match call_id {
-                    Some(c) if self.calls.contains_key(&c) => c,
-                    _ => match id.filter(|id| self.calls.contains_key(id)) {
-                        Some(c) => c,
-                        None => return, // a late or duplicated reply for a settled call
-                    },
-                };
-                let timed_out = matches!(
-                    self.calls.get(&call_id).and_then(|c| c.cancelling.as_ref()),
-                    Some((AbortKind::Timeout, _))
-                );
-                if cancelled && timed_out {
-                    self.settle(
-                        &call_id,
-                        Settlement::Local {
-                            error: AbpError::timeout(),
-                            cancelled: true,
-                        },
-                    );
-                } else {
-                    self.settle(&call_id, Settlement::Remote(payload));
-                }
-            }
+            } => self.call_result(id, call_id, cancelled, payload),
             Incoming::CancelResult {
                 id,
                 call_id,
-                cancelled,
-                reason,
-                failed,
+                verdict,
                 payload,
-            } => {
-                let req = match id
-                    .as_ref()
-                    .and_then(|id| self.cancels.remove(id).map(|r| (id.clone(), r)))
-                {
-                    Some(found) => Some(found),
-                    None => {
-                        // Older apps do not echo the id: match the oldest open cancel for that call.
-                        let handle = call_id.as_ref().and_then(|c| {
-                            self.cancels
-                                .iter()
-                                .find(|(_, r)| &r.call_id == c)
-                                .map(|(h, _)| h.clone())
-                        });
-                        handle.and_then(|h| self.cancels.remove(&h).map(|r| (h, r)))
-                    }
-                };
-                let Some((handle, req)) = req else { return };
-                if req.explicit {
-                    self.out.push_back(AgentOutput::CancelAnswered {
-                        handle,
-                        answer: CancelAnswer::Remote(payload),
-                    });
-                }
-                if !self.calls.contains_key(&req.call_id) {
-                    return;
-                }
-                let not_found =
-                    !cancelled && (failed || reason.as_deref() == Some(REASON_NOT_FOUND));
-                if cancelled || not_found {
-                    // Either the app stopped it, or it never saw it: the call-result (if any) adds nothing.
-                    self.settle_cancelled(&req.call_id);
-                }
-                // "already completed": the real result is on its way; the grace timer still guards it.
-            }
+            } => self.cancel_result(id, call_id, verdict, payload),
             Incoming::Progress {
                 call_id,
                 token,
                 payload,
-            } => {
-                let call_id = match call_id {
-                    Some(c) if self.calls.contains_key(&c) => c,
-                    _ => match token.as_ref().and_then(|t| self.by_token.get(t)) {
-                        Some(c) => c.clone(),
-                        None => return,
-                    },
-                };
-                let Some(call) = self.calls.get_mut(&call_id) else {
-                    return;
-                };
-                if call.cancelling.is_some() {
-                    return;
-                }
-                if call.reset_on_progress {
-                    if let Some(t) = call.timeout {
-                        let mut d = now + t;
-                        if let Some(h) = call.hard_deadline {
-                            d = d.min(h);
-                        }
-                        call.deadline = Some(d);
-                    }
-                }
-                self.out
-                    .push_back(AgentOutput::Progress { call_id, payload });
-            }
+            } => self.progress(call_id, token, payload, now),
             Incoming::Notification { event, payload } => {
                 self.out
                     .push_back(AgentOutput::Notification { event, payload });
             }
-            Incoming::CapabilitiesChanged { payload } => {
-                if self.config.policy.list_capabilities() {
-                    // The notice carries no list: ask for it.
-                    let id = self.ids.next_id();
-                    self.refresh = Some(id.clone());
-                    self.out
-                        .push_back(AgentOutput::Transmit(Outgoing::ListCapabilities { id }));
-                } else {
-                    self.out
-                        .push_back(AgentOutput::CapabilitiesChanged { payload });
-                }
-            }
+            Incoming::CapabilitiesChanged { payload } => self.capabilities_changed(payload),
             Incoming::ElicitationRequest {
                 id,
                 call_id,
                 payload,
-            } => {
-                if self.elicits.contains_key(&id) {
-                    return; // duplicated
-                }
-                if let Some(c) = &call_id {
-                    let live = self.calls.get(c).is_some_and(|p| p.cancelling.is_none());
-                    if !live {
-                        self.out
-                            .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
-                                id,
-                                answer: ElicitAnswer::Cancelled,
-                            }));
-                        return;
-                    }
-                }
-                // The request's own timeout: past it the app has stopped waiting, so the handler stops too.
-                let deadline = payload
-                    .get_f64("timeout")
-                    .filter(|t| t.is_finite() && *t >= 0.0)
-                    .map(|t| now + t);
-                self.elicits.insert(id.clone(), (call_id.clone(), deadline));
-                self.out.push_back(AgentOutput::Elicitation {
-                    id,
-                    call_id,
-                    payload,
-                });
-            }
+            } => self.elicitation_request(id, call_id, payload, now),
             Incoming::Shutdown { .. } => self.transport_lost(),
             // The app no longer wants an answer to a request it made (MCP's cascade).
-            Incoming::Cancel { call_id, .. } if self.elicits.remove(&call_id).is_some() => {
+            Incoming::Cancel { call_id, .. } if self.forget_elicitation(&call_id) => {
                 self.out.push_back(AgentOutput::ElicitationAborted {
                     id: call_id.clone(),
                 });
                 if self.config.policy.cancelled_call_answered() {
                     // ACP: a cancelled request is still answered (-32800), or its caller waits forever.
-                    self.out
-                        .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
-                            id: call_id,
-                            answer: ElicitAnswer::Cancelled,
-                        }));
+                    self.transmit(Outgoing::ElicitationResponse {
+                        id: call_id,
+                        answer: ElicitAnswer::Cancelled,
+                    });
                 }
             }
             Incoming::Initialize { .. }
@@ -882,6 +771,231 @@ impl<P: Wire> AgentCore<P> {
             | Incoming::Noted
             | Incoming::Malformed { .. } => {}
         }
+    }
+
+    fn transmit(&mut self, m: Outgoing<P>) {
+        self.out.push_back(AgentOutput::Transmit(m));
+    }
+
+    /// The answer to our `initialize`: the session opens (or, in dialects that list separately, the list is
+    /// asked for first), or the handshake fails with the app's error.
+    fn initialize_result(
+        &mut self,
+        id: String,
+        session_id: Option<String>,
+        error: Option<AbpError<P>>,
+        payload: P,
+    ) {
+        let State::Connecting {
+            init_id, deadline, ..
+        } = &self.state
+        else {
+            return;
+        };
+        if *init_id != id {
+            return;
+        }
+        let deadline = *deadline;
+        let session_id = match (error, session_id) {
+            (None, Some(session_id)) => session_id,
+            (error, _) => {
+                let error = error.unwrap_or_else(|| {
+                    AbpError::new(
+                        ErrorCode::OperationFailed,
+                        "initialize-result carried no sessionId",
+                    )
+                });
+                self.state = State::Closed { by_user: false };
+                self.out.push_back(AgentOutput::ConnectFailed(error));
+                return;
+            }
+        };
+        self.transmit(Outgoing::Initialized);
+        if self.config.policy.list_capabilities() {
+            let list_id = self.ids.next_id();
+            self.transmit(Outgoing::ListCapabilities {
+                id: list_id.clone(),
+            });
+            self.state = State::Listing {
+                session_id,
+                payload,
+                list_id,
+                deadline,
+            };
+            return;
+        }
+        self.open_session(session_id, payload);
+    }
+
+    /// The app introduced itself (Tesseron's hello): welcome it, and the session is open.
+    fn hello(&mut self, id: String, payload: P) {
+        let session_id = self.ids.next_id();
+        self.transmit(Outgoing::InitializeResult {
+            id,
+            session_id: session_id.clone(),
+            features: Features::default(),
+        });
+        self.open_session(session_id, payload);
+    }
+
+    fn open_session(&mut self, session_id: String, payload: P) {
+        self.state = State::Ready {
+            session_id: session_id.clone(),
+        };
+        self.out.push_back(AgentOutput::Connected {
+            session_id,
+            payload,
+        });
+    }
+
+    /// The call a reply is about: by its `callId`, else by its message id (the call id doubles as it).
+    fn pending_of(&self, call_id: Option<String>, id: Option<String>) -> Option<String> {
+        match call_id {
+            Some(c) if self.calls.contains_key(&c) => Some(c),
+            _ => id.filter(|id| self.calls.contains_key(id)),
+        }
+    }
+
+    fn call_result(
+        &mut self,
+        id: Option<String>,
+        call_id: Option<String>,
+        cancelled: bool,
+        payload: P,
+    ) {
+        // None: a late or duplicated reply for a settled call.
+        let Some(call_id) = self.pending_of(call_id, id) else {
+            return;
+        };
+        let timed_out = matches!(
+            self.calls.get(&call_id).map(|c| &c.phase),
+            Some(Phase::Cancelling {
+                kind: AbortKind::Timeout,
+                ..
+            })
+        );
+        let settlement = if cancelled && timed_out {
+            Settlement::Local {
+                error: AbpError::timeout(),
+                cancelled: true,
+            }
+        } else {
+            Settlement::Remote(payload)
+        };
+        self.settle(&call_id, settlement);
+    }
+
+    fn cancel_result(
+        &mut self,
+        id: Option<String>,
+        call_id: Option<String>,
+        verdict: CancelVerdict,
+        payload: P,
+    ) {
+        let handle = match id.filter(|id| self.cancels.contains_key(id)) {
+            Some(handle) => Some(handle),
+            // Older apps do not echo the id: match the oldest open cancel for that call.
+            None => call_id.as_ref().and_then(|c| {
+                self.cancels
+                    .iter()
+                    .find(|(_, r)| &r.call_id == c)
+                    .map(|(h, _)| h.clone())
+            }),
+        };
+        let Some((handle, req)) = handle.and_then(|h| self.cancels.remove(&h).map(|r| (h, r)))
+        else {
+            return;
+        };
+        self.timers.cancel(req.timer);
+        if req.explicit {
+            self.out.push_back(AgentOutput::CancelAnswered {
+                handle,
+                answer: CancelAnswer::Remote(payload),
+            });
+        }
+        if !self.calls.contains_key(&req.call_id) {
+            return;
+        }
+        match verdict {
+            // Either the app stopped it, or it never saw it: the call-result (if any) adds nothing.
+            CancelVerdict::Cancelled | CancelVerdict::NotFound | CancelVerdict::Refused(()) => {
+                self.settle_cancelled(&req.call_id)
+            }
+            // The real result is on its way; the grace timer still guards it.
+            CancelVerdict::AlreadyCompleted => {}
+        }
+    }
+
+    fn progress(&mut self, call_id: Option<String>, token: Option<String>, payload: P, now: f64) {
+        let call_id = match call_id {
+            Some(c) if self.calls.contains_key(&c) => c,
+            _ => match token.as_ref().and_then(|t| self.by_token.get(t)) {
+                Some(c) => c.clone(),
+                None => return,
+            },
+        };
+        let Some(call) = self.calls.get_mut(&call_id) else {
+            return;
+        };
+        let Phase::Running { timer } = &mut call.phase else {
+            return;
+        };
+        if let (true, Some(t)) = (call.reset_on_progress, call.timeout) {
+            let mut d = now + t;
+            if let Some(h) = call.hard_deadline {
+                d = d.min(h);
+            }
+            if let Some(old) = timer.take() {
+                self.timers.cancel(old);
+            }
+            *timer = Some(self.timers.schedule(d, Due::Call(call_id.clone())));
+        }
+        self.out
+            .push_back(AgentOutput::Progress { call_id, payload });
+    }
+
+    fn capabilities_changed(&mut self, payload: P) {
+        if self.config.policy.list_capabilities() {
+            // The notice carries no list: ask for it.
+            let id = self.ids.next_id();
+            self.refresh = Some(id.clone());
+            self.transmit(Outgoing::ListCapabilities { id });
+        } else {
+            self.out
+                .push_back(AgentOutput::CapabilitiesChanged { payload });
+        }
+    }
+
+    fn elicitation_request(&mut self, id: String, call_id: Option<String>, payload: P, now: f64) {
+        if self.elicits.contains_key(&id) {
+            return; // duplicated
+        }
+        if let Some(c) = &call_id {
+            if !self.calls.get(c).is_some_and(|p| p.phase.is_running()) {
+                self.transmit(Outgoing::ElicitationResponse {
+                    id,
+                    answer: ElicitAnswer::Cancelled,
+                });
+                return;
+            }
+        }
+        // The request's own timeout: past it the app has stopped waiting, so the handler stops too.
+        let timer = payload
+            .get_f64("timeout")
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .map(|t| self.timers.schedule(now + t, Due::Elicit(id.clone())));
+        self.elicits.insert(
+            id.clone(),
+            Elicit {
+                call_id: call_id.clone(),
+                timer,
+            },
+        );
+        self.out.push_back(AgentOutput::Elicitation {
+            id,
+            call_id,
+            payload,
+        });
     }
 
     /// The app's capability list (dialects that list separately): completes the handshake, or answers a
@@ -902,14 +1016,7 @@ impl<P: Wire> AgentCore<P> {
             if payload.kind() == Kind::Object {
                 payload.set("capabilities", list);
             }
-            self.state = State::Ready {
-                session_id: session_id.clone(),
-            };
-            self.out.push_back(AgentOutput::Connected {
-                session_id,
-                payload,
-            });
-            return;
+            return self.open_session(session_id, payload);
         }
         if self.is_ready() && self.refresh.as_deref() == Some(id.as_str()) {
             self.refresh = None;
@@ -922,39 +1029,19 @@ impl<P: Wire> AgentCore<P> {
 
     /// The earliest time at which [`AgentCore::handle_timeout`] has work to do.
     pub fn poll_timeout(&self) -> Option<f64> {
-        let mut next: Option<f64> = None;
-        let mut consider = |t: f64| next = Some(next.map_or(t, |n: f64| n.min(t)));
-        if let State::Connecting {
-            deadline,
-            next_resend,
-            ..
-        } = &self.state
-        {
-            consider(deadline.min(*next_resend));
-        }
-        if let State::Listing { deadline, .. } = &self.state {
-            consider(*deadline);
-        }
-        if let Some(at) = self.heartbeat_due() {
-            consider(at);
-        }
-        for call in self.calls.values() {
-            if let Some(d) = call.deadline {
-                consider(d);
-            }
-            if let Some((_, g)) = &call.cancelling {
-                consider(*g);
-            }
-        }
-        for req in self.cancels.values() {
-            consider(req.deadline);
-        }
-        for (_, deadline) in self.elicits.values() {
-            if let Some(d) = deadline {
-                consider(*d);
-            }
-        }
-        next
+        let handshake = match &self.state {
+            State::Connecting {
+                deadline,
+                next_resend,
+                ..
+            } => Some(deadline.min(*next_resend)),
+            State::Listing { deadline, .. } => Some(*deadline),
+            _ => None,
+        };
+        [handshake, self.heartbeat_due(), self.timers.next()]
+            .into_iter()
+            .flatten()
+            .min_by(f64::total_cmp)
     }
 
     /// When the heartbeat next needs attention: a probe's deadline, or when silence calls for one.
@@ -998,99 +1085,112 @@ impl<P: Wire> AgentCore<P> {
     }
 
     pub fn handle_timeout(&mut self, now: f64) {
-        if self.heartbeat(now) {
+        if self.heartbeat(now) || self.handshake_timeout(now) {
             return;
-        }
-        if let State::Connecting {
-            init_id,
-            deadline,
-            next_resend,
-            interval,
-        } = &mut self.state
-        {
-            if *deadline <= now {
-                self.state = State::Closed { by_user: false };
-                self.out.push_back(AgentOutput::ConnectFailed(AbpError::new(
-                    ErrorCode::Timeout,
-                    "The app did not answer initialize before connectTimeout",
-                )));
-                return;
-            }
-            if !self.config.policy.resend_initialize {
-                return;
-            }
-            if *next_resend <= now {
-                *interval = (*interval * 2.0).min(1000.0);
-                *next_resend = now + *interval;
-                let id = init_id.clone();
-                self.out
-                    .push_back(AgentOutput::Transmit(Outgoing::Initialize { id }));
-            }
-        }
-        if let State::Listing { deadline, .. } = &self.state {
-            if *deadline <= now {
-                self.state = State::Closed { by_user: false };
-                self.out.push_back(AgentOutput::ConnectFailed(AbpError::new(
-                    ErrorCode::Timeout,
-                    "The app did not list its capabilities before connectTimeout",
-                )));
-                return;
-            }
         }
         let mut timed_out = Vec::new();
         let mut graced = Vec::new();
-        for (id, call) in &self.calls {
-            if call.deadline.is_some_and(|d| d <= now) {
-                timed_out.push((call.seq, id.clone()));
-            }
-            if call.cancelling.as_ref().is_some_and(|(_, g)| *g <= now) {
-                graced.push((call.seq, id.clone()));
+        let mut unanswered = Vec::new();
+        while let Some(due) = self.timers.pop_due(now) {
+            match due {
+                Due::Call(id) => timed_out.push(id),
+                Due::Grace(id) => graced.push(id),
+                Due::Cancel(handle) => unanswered.push(handle),
+                Due::Elicit(id) => self.elicitation_timed_out(id),
             }
         }
-        timed_out.sort_unstable();
-        graced.sort_unstable();
-        for id in self
-            .elicits
-            .remove_where(|(_, d)| d.is_some_and(|d| d <= now))
-        {
-            self.out
-                .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
-            self.out
-                .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
-                    id,
-                    answer: ElicitAnswer::Failed(AbpError::new(
-                        ErrorCode::Timeout,
-                        "The elicitation timed out",
-                    )),
-                }));
-        }
-        for (_, id) in graced {
+        for id in self.in_sending_order(graced) {
             self.settle_cancelled(&id);
         }
-        for (_, id) in timed_out {
+        for id in self.in_sending_order(timed_out) {
+            if let Some(Phase::Running { timer }) = self.calls.get_mut(&id).map(|c| &mut c.phase) {
+                *timer = None; // it just fired
+            }
             self.abort_call(&id, AbortKind::Timeout, now);
         }
-        let expired: Vec<String> = self
-            .cancels
-            .iter()
-            .filter(|(_, r)| r.deadline <= now)
-            .map(|(h, _)| h.clone())
-            .collect();
-        for handle in expired {
-            if let Some(req) = self.cancels.remove(&handle) {
-                if req.explicit {
-                    self.out.push_back(AgentOutput::CancelAnswered {
-                        handle,
-                        answer: CancelAnswer::Local {
-                            call_id: req.call_id,
-                            error: AbpError::new(
-                                ErrorCode::Timeout,
-                                "The app did not answer the cancel in time",
-                            ),
-                        },
-                    });
+        for handle in unanswered {
+            self.cancel_unanswered(handle);
+        }
+    }
+
+    /// The handshake's deadline and `initialize` re-sends. True if the handshake failed.
+    fn handshake_timeout(&mut self, now: f64) -> bool {
+        match &mut self.state {
+            State::Connecting {
+                init_id,
+                deadline,
+                next_resend,
+                interval,
+            } => {
+                if *deadline <= now {
+                    return self
+                        .connect_failed("The app did not answer initialize before connectTimeout");
                 }
+                if self.config.policy.resend_initialize && *next_resend <= now {
+                    *interval = (*interval * 2.0).min(1000.0);
+                    *next_resend = now + *interval;
+                    let id = init_id.clone();
+                    self.transmit(Outgoing::Initialize { id });
+                }
+                false
             }
+            State::Listing { deadline, .. } if *deadline <= now => {
+                self.connect_failed("The app did not list its capabilities before connectTimeout")
+            }
+            _ => false,
+        }
+    }
+
+    fn connect_failed(&mut self, message: &'static str) -> bool {
+        self.state = State::Closed { by_user: false };
+        self.out.push_back(AgentOutput::ConnectFailed(AbpError::new(
+            ErrorCode::Timeout,
+            message,
+        )));
+        true
+    }
+
+    /// Calls that are still pending, oldest first (timers due together settle in a fixed order).
+    fn in_sending_order(&self, ids: Vec<String>) -> Vec<String> {
+        let mut calls: Vec<(u64, String)> = ids
+            .into_iter()
+            .filter_map(|id| self.calls.get(&id).map(|c| (c.seq, id)))
+            .collect();
+        calls.sort_unstable();
+        calls.into_iter().map(|(_, id)| id).collect()
+    }
+
+    fn elicitation_timed_out(&mut self, id: String) {
+        if self.elicits.remove(&id).is_none() {
+            return;
+        }
+        self.out
+            .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
+        self.transmit(Outgoing::ElicitationResponse {
+            id,
+            answer: ElicitAnswer::Failed(AbpError::new(
+                ErrorCode::Timeout,
+                "The elicitation timed out",
+            )),
+        });
+    }
+
+    /// No answer to a cancel in time: an explicit `cancel()` learns so; the call has its own grace timer.
+    fn cancel_unanswered(&mut self, handle: String) {
+        let Some(req) = self.cancels.remove(&handle) else {
+            return;
+        };
+        if req.explicit {
+            self.out.push_back(AgentOutput::CancelAnswered {
+                handle,
+                answer: CancelAnswer::Local {
+                    call_id: req.call_id,
+                    error: AbpError::new(
+                        ErrorCode::Timeout,
+                        "The app did not answer the cancel in time",
+                    ),
+                },
+            });
         }
     }
 

@@ -11,10 +11,10 @@ use super::codec::{decode_error, Wire};
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, IdGen, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION, REASON_COMPLETED,
-    REASON_NOT_FOUND,
+    text, CancelVerdict, IdGen, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION,
 };
 use super::schema::{validate, Kind, Payload};
+use super::timers::{TimerId, Timers};
 
 /// Registered capabilities: name → descriptor, with the reference's defaults filled in.
 pub struct Registry<P> {
@@ -305,10 +305,11 @@ struct Active<P> {
     token: Option<String>,
     /// Latest progress not yet sent.
     progress: Option<P>,
-    progress_due: Option<f64>,
+    /// When it goes out, if it waits.
+    progress_timer: Option<TimerId>,
     last_progress: f64,
     /// When the app gives up on it (dialects where the app owns the timeout).
-    deadline: Option<f64>,
+    deadline: Option<TimerId>,
     /// Its `timeoutMs`, for the message.
     timeout_ms: Option<f64>,
 }
@@ -334,7 +335,17 @@ struct Elicit {
     /// The call that asked.
     call_id: Option<String>,
     /// When it times out (its request's `timeout`).
-    deadline: Option<f64>,
+    timer: Option<TimerId>,
+}
+
+/// What a deadline in [`AppConn`]'s timers is for.
+enum Due {
+    /// A call's held-back progress is due (by call id).
+    Progress(String),
+    /// A call's own timeout (by call id).
+    Call(String),
+    /// An elicitation's own timeout (by request id).
+    Elicit(String),
 }
 
 /// Bounded memory of finished calls: the last `cap` ids, each kept once (an id in an arrival-order queue and
@@ -468,6 +479,8 @@ pub struct AppConn<P> {
     queued_ids: StrSet,
     finished: Recent,
     elicits: StrMap<Elicit>,
+    /// Every deadline above, in time order.
+    timers: Timers<Due>,
     out: VecDeque<AppOutput<P>>,
     next_seq: u64,
     /// The id of our own hello, while it waits for its answer (dialects where the app speaks first).
@@ -489,6 +502,7 @@ impl<P: Wire> AppConn<P> {
             queued_ids: StrSet::new(),
             finished: Recent::new(cap),
             elicits: StrMap::new(),
+            timers: Timers::new(),
             out: VecDeque::new(),
             next_seq: 0,
             hello: None,
@@ -688,7 +702,7 @@ impl<P: Wire> AppConn<P> {
                 call_id,
                 reason,
             } => self.cancel(id, call_id, reason, now),
-            Incoming::ElicitationResponse { id, payload } if self.elicits.remove(&id).is_some() => {
+            Incoming::ElicitationResponse { id, payload } if self.forget_elicitation(&id) => {
                 self.out.push_back(AppOutput::ElicitDone {
                     id,
                     end: ElicitEnd::Answer(payload),
@@ -724,9 +738,7 @@ impl<P: Wire> AppConn<P> {
                 self.transmit(Outgoing::CancelResult {
                     id,
                     call_id,
-                    cancelled: false,
-                    reason: None,
-                    error: Some(error),
+                    verdict: CancelVerdict::Refused(error),
                 });
             }
             _ => {}
@@ -753,9 +765,10 @@ impl<P: Wire> AppConn<P> {
                 seq: self.next_seq,
                 token: token.clone(),
                 progress: None,
-                progress_due: None,
+                progress_timer: None,
                 last_progress: f64::NEG_INFINITY,
-                deadline: timeout_ms.map(|t| now + t),
+                deadline: timeout_ms
+                    .map(|t| self.timers.schedule(now + t, Due::Call(call_id.clone()))),
                 timeout_ms,
             },
         );
@@ -799,28 +812,24 @@ impl<P: Wire> AppConn<P> {
             return self.transmit(Outgoing::CancelResult {
                 id,
                 call_id,
-                cancelled: false,
-                reason: None,
-                error: Some(error),
+                verdict: CancelVerdict::Refused(error),
             });
         }
-        let answer = |cancelled: bool, why: Option<&str>| {
+        let answer = |verdict: CancelVerdict<AbpError<P>>| {
             policy.cancel_answered().then(|| Outgoing::CancelResult {
                 id: id.clone(),
                 call_id: call_id.clone(),
-                cancelled,
-                reason: why.map(str::to_owned),
-                error: None,
+                verdict,
             })
         };
-        if let Some(active) = self.active.remove(&call_id) {
+        if let Some(active) = self.take_active(&call_id) {
             // The handler's signal first: stopping the work is what the agent is waiting for; the answers
             // follow in the same turn.
             self.out.push_back(AppOutput::Abort {
                 call_id: call_id.clone(),
                 reason: reason.clone(),
             });
-            if let Some(a) = answer(true, None) {
+            if let Some(a) = answer(CancelVerdict::Cancelled) {
                 self.transmit(a);
             }
             if policy.cancelled_call_answered() {
@@ -838,7 +847,7 @@ impl<P: Wire> AppConn<P> {
         } else if self.queued_ids.remove(&call_id) {
             let pos = self.queued.iter().position(|q| q.call_id == call_id);
             if let Some(q) = pos.and_then(|p| self.queued.remove(p)) {
-                if let Some(a) = answer(true, None) {
+                if let Some(a) = answer(CancelVerdict::Cancelled) {
                     self.transmit(a);
                 }
                 if policy.cancelled_call_answered() {
@@ -854,12 +863,12 @@ impl<P: Wire> AppConn<P> {
             }
         } else {
             let a = match self.finished.get(&call_id) {
-                Some(Finished::Cancelled) => answer(true, None),
-                Some(Finished::Completed) => answer(false, Some(REASON_COMPLETED)),
-                Some(Finished::Tombstone) => answer(false, Some(REASON_NOT_FOUND)),
+                Some(Finished::Cancelled) => answer(CancelVerdict::Cancelled),
+                Some(Finished::Completed) => answer(CancelVerdict::AlreadyCompleted),
+                Some(Finished::Tombstone) => answer(CancelVerdict::NotFound),
                 None => {
                     self.finished.insert(call_id.clone(), Finished::Tombstone);
-                    answer(false, Some(REASON_NOT_FOUND))
+                    answer(CancelVerdict::NotFound)
                 }
             };
             if let Some(a) = a {
@@ -868,11 +877,40 @@ impl<P: Wire> AppConn<P> {
         }
     }
 
-    fn end_elicitations_of(&mut self, call_id: &str) {
-        for id in self
-            .elicits
-            .remove_where(|e| e.call_id.as_deref() == Some(call_id))
+    /// Removes a running call and its deadlines.
+    fn take_active(&mut self, call_id: &str) -> Option<Active<P>> {
+        let active = self.active.remove(call_id)?;
+        for t in [active.progress_timer, active.deadline]
+            .into_iter()
+            .flatten()
         {
+            self.timers.cancel(t);
+        }
+        Some(active)
+    }
+
+    /// Forgets an elicitation and its deadline. False if it was not open.
+    fn forget_elicitation(&mut self, id: &str) -> bool {
+        let Some(e) = self.elicits.remove(id) else {
+            return false;
+        };
+        if let Some(t) = e.timer {
+            self.timers.cancel(t);
+        }
+        true
+    }
+
+    fn end_elicitations_of(&mut self, call_id: &str) {
+        if self.elicits.is_empty() {
+            return;
+        }
+        for (id, e) in self
+            .elicits
+            .take_where(|e| e.call_id.as_deref() == Some(call_id))
+        {
+            if let Some(t) = e.timer {
+                self.timers.cancel(t);
+            }
             if self.config.policy.cancel_nested() {
                 // Cascade: the agent's answer is no longer wanted.
                 let cancel_id = self.ids.next_id();
@@ -891,7 +929,7 @@ impl<P: Wire> AppConn<P> {
 
     /// The handler finished. Discarded if the call was cancelled meanwhile.
     pub fn complete(&mut self, call_id: &str, outcome: Outcome<P>, transfer: Option<P>, now: f64) {
-        let Some(mut active) = self.active.remove(call_id) else {
+        let Some(mut active) = self.take_active(call_id) else {
             return;
         };
         if let (Some(info), Some(token)) = (active.progress.take(), active.token.clone()) {
@@ -931,7 +969,7 @@ impl<P: Wire> AppConn<P> {
         let Some(token) = active.token.clone() else {
             return;
         };
-        if active.progress_due.is_none() && now - active.last_progress >= interval {
+        if active.progress_timer.is_none() && now - active.last_progress >= interval {
             active.last_progress = now;
             self.transmit(Outgoing::Progress {
                 call_id: Some(call_id.to_owned()),
@@ -940,8 +978,10 @@ impl<P: Wire> AppConn<P> {
             });
         } else {
             active.progress = Some(info);
-            if active.progress_due.is_none() {
-                active.progress_due = Some(active.last_progress + interval);
+            if active.progress_timer.is_none() {
+                let at = active.last_progress + interval;
+                active.progress_timer =
+                    Some(self.timers.schedule(at, Due::Progress(call_id.to_owned())));
             }
         }
     }
@@ -971,16 +1011,16 @@ impl<P: Wire> AppConn<P> {
                 return Err(AbpError::cancelled(Some("The call that asked has ended")));
             }
         }
-        let deadline = request
+        let id = self.ids.next_id();
+        let timer = request
             .get_f64("timeout")
             .filter(|t| t.is_finite() && *t >= 0.0)
-            .map(|t| now + t);
-        let id = self.ids.next_id();
+            .map(|t| self.timers.schedule(now + t, Due::Elicit(id.clone())));
         self.elicits.insert(
             id.clone(),
             Elicit {
                 call_id: call_id.map(str::to_owned),
-                deadline,
+                timer,
             },
         );
         self.transmit(Outgoing::ElicitationRequest {
@@ -1059,61 +1099,71 @@ impl<P: Wire> AppConn<P> {
                 end: ElicitEnd::Ended,
             });
         }
+        self.timers.clear();
         if self.session.take().is_some() {
             self.out.push_back(AppOutput::SessionClosed);
         }
     }
 
     pub fn poll_timeout(&self) -> Option<f64> {
-        self.active
-            .values()
-            .filter_map(|a| a.progress_due)
-            .chain(self.active.values().filter_map(|a| a.deadline))
-            .chain(self.elicits.values().filter_map(|e| e.deadline))
-            .min_by(|a, b| a.total_cmp(b))
+        self.timers.next()
     }
 
     pub fn handle_timeout(&mut self, now: f64) {
-        self.expire_calls(now);
-        for id in self
-            .elicits
-            .remove_where(|e| e.deadline.is_some_and(|d| d <= now))
-        {
-            self.out.push_back(AppOutput::ElicitDone {
-                id,
-                end: ElicitEnd::TimedOut,
-            });
-        }
-        let mut due = Vec::new();
-        for (call_id, a) in self.active.iter_mut() {
-            if a.progress_due.is_some_and(|d| d <= now) {
-                a.progress_due = None;
-                a.last_progress = now;
-                if let (Some(info), Some(token)) = (a.progress.take(), a.token.clone()) {
-                    due.push(Outgoing::Progress {
-                        call_id: Some(call_id.clone()),
-                        token,
-                        info,
-                    });
-                }
+        let mut expired = Vec::new();
+        let mut progress = Vec::new();
+        let mut elicits = Vec::new();
+        while let Some(due) = self.timers.pop_due(now) {
+            match due {
+                Due::Call(id) => expired.push(id),
+                Due::Progress(id) => progress.push(id),
+                Due::Elicit(id) => elicits.push(id),
             }
         }
-        for m in due {
-            self.transmit(m);
+        if !expired.is_empty() {
+            self.expire_calls(expired, now);
+        }
+        for id in elicits {
+            if self.elicits.remove(&id).is_some() {
+                self.out.push_back(AppOutput::ElicitDone {
+                    id,
+                    end: ElicitEnd::TimedOut,
+                });
+            }
+        }
+        for call_id in progress {
+            self.send_held_progress(call_id, now);
+        }
+    }
+
+    /// A call's held-back progress, now that its interval has passed.
+    fn send_held_progress(&mut self, call_id: String, now: f64) {
+        let Some(a) = self.active.get_mut(&call_id) else {
+            return;
+        };
+        a.progress_timer = None;
+        a.last_progress = now;
+        if let (Some(info), Some(token)) = (a.progress.take(), a.token.clone()) {
+            self.transmit(Outgoing::Progress {
+                call_id: Some(call_id),
+                token,
+                info,
+            });
         }
     }
 
     /// Calls past the app's own timeout: the handler's signal aborts ("timeout") and the agent gets TIMEOUT.
-    fn expire_calls(&mut self, now: f64) {
-        let mut due: Vec<(u64, String)> = self
-            .active
-            .iter()
-            .filter(|(_, a)| a.deadline.is_some_and(|d| d <= now))
-            .map(|(c, a)| (a.seq, c.clone()))
+    fn expire_calls(&mut self, ids: Vec<String>, now: f64) {
+        let mut due: Vec<(u64, String)> = ids
+            .into_iter()
+            .filter_map(|id| self.active.get(&id).map(|a| (a.seq, id)))
             .collect();
         due.sort_unstable();
         for (_, call_id) in due {
-            let Some(active) = self.active.remove(&call_id) else {
+            if let Some(a) = self.active.get_mut(&call_id) {
+                a.deadline = None; // it just fired
+            }
+            let Some(active) = self.take_active(&call_id) else {
                 continue;
             };
             self.out.push_back(AppOutput::Abort {

@@ -11,7 +11,9 @@ use super::error::{AbpError, ErrorCode};
 use super::message::ElicitAnswer;
 #[cfg(feature = "app")]
 use super::message::Outcome;
-use super::message::{types, Incoming, MalformedKind, Outgoing, PROTOCOL_VERSION};
+use super::message::{
+    types, CancelVerdict, Incoming, MalformedKind, Outgoing, PROTOCOL_VERSION, REASON_NOT_FOUND,
+};
 use super::schema::{Kind, Payload};
 
 /// A payload that can also be built: what a codec needs to write messages.
@@ -110,6 +112,20 @@ fn opt_string<P: Payload>(v: &P, key: &str) -> Option<String> {
 
 fn opt_id<P: Payload>(v: &P, key: &str) -> Option<String> {
     v.get_id(key)
+}
+
+/// A cancel-result's answer: `cancelled`, else an error, else its reason (anything but "not found" means the
+/// call got as far as the app, whose result then settles it).
+fn cancel_verdict<P: Payload>(p: &P) -> CancelVerdict {
+    if flag(p, "cancelled") {
+        CancelVerdict::Cancelled
+    } else if p.get("error").is_some() {
+        CancelVerdict::Refused(())
+    } else if opt_string(p, "reason").as_deref() == Some(REASON_NOT_FOUND) {
+        CancelVerdict::NotFound
+    } else {
+        CancelVerdict::AlreadyCompleted
+    }
 }
 
 fn flag<P: Payload>(v: &P, key: &str) -> bool {
@@ -239,9 +255,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         types::CANCEL_RESULT if AGENT => Incoming::CancelResult {
             id,
             call_id: opt_string(&p, "callId"),
-            cancelled: flag(&p, "cancelled"),
-            reason: opt_string(&p, "reason"),
-            failed: p.get("error").is_some(),
+            verdict: cancel_verdict(&p),
             payload: p,
         },
         types::PROGRESS if AGENT => Incoming::Progress {
@@ -464,14 +478,19 @@ pub fn encode<P: Wire>(
         Outgoing::CancelResult {
             id,
             call_id,
-            cancelled,
-            reason,
-            error,
+            verdict,
         } => {
+            let cancelled = matches!(verdict, CancelVerdict::Cancelled);
+            let (reason, error) = match verdict {
+                CancelVerdict::Cancelled => (None, None),
+                CancelVerdict::AlreadyCompleted => (Some(super::message::REASON_COMPLETED), None),
+                CancelVerdict::NotFound => (Some(REASON_NOT_FOUND), None),
+                CancelVerdict::Refused(e) => (None, Some(e)),
+            };
             let p = P::object_of(&mut [
                 ("callId", Some(P::string(&call_id))),
                 ("cancelled", Some(P::boolean(cancelled))),
-                ("reason", reason.as_deref().map(P::string)),
+                ("reason", reason.map(P::string)),
                 ("error", error.map(encode_error)),
             ]);
             envelope(types::CANCEL_RESULT, id.as_deref(), clock(), p)

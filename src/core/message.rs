@@ -66,9 +66,7 @@ pub enum Incoming<P> {
     CancelResult {
         id: Option<String>,
         call_id: Option<String>,
-        cancelled: bool,
-        reason: Option<String>,
-        failed: bool,
+        verdict: CancelVerdict,
         payload: P,
     },
     Progress {
@@ -131,6 +129,20 @@ pub enum Incoming<P> {
         call_id: Option<String>,
         reason: &'static str,
     },
+}
+
+/// What a cancel-result says about its call: `cancelled: true`, or why not (the cancel table's reasons, or an
+/// error instead of an answer). `E` is the error an app sends; as received, only that there was one matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelVerdict<E = ()> {
+    /// The app stopped the call, now or earlier.
+    Cancelled,
+    /// The call finished first; its result is, or was, on its way.
+    AlreadyCompleted,
+    /// The app never saw the call.
+    NotFound,
+    /// The app refused the cancel (not initialized, malformed).
+    Refused(E),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,9 +211,7 @@ pub enum Outgoing<P> {
     CancelResult {
         id: Option<String>,
         call_id: String,
-        cancelled: bool,
-        reason: Option<String>,
-        error: Option<AbpError<P>>,
+        verdict: CancelVerdict<AbpError<P>>,
     },
     /// `call_id`: `None` for progress of an operation that is not a call (`window.abp.notifyProgress`).
     Progress {

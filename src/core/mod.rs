@@ -12,6 +12,7 @@ pub mod error;
 pub mod map;
 pub mod message;
 pub mod schema;
+pub mod timers;
 
 #[cfg(any(test, feature = "json"))]
 pub mod json;
