@@ -314,6 +314,7 @@ struct Active<P> {
     timeout_ms: Option<f64>,
 }
 
+/// A call as it arrived: started at once, or waiting for a free slot under `max_concurrent`.
 struct Queued<P> {
     msg_id: String,
     call_id: String,
@@ -569,80 +570,14 @@ impl<P: Wire> AppConn<P> {
     /// Feeds one decoded message from the agent.
     pub fn handle(&mut self, msg: Incoming<P>, now: f64, registry: &Registry<P>) {
         match msg {
-            Incoming::Initialize { id, payload } => {
-                if let Some(s) = &self.session {
-                    if s.init_id == id {
-                        // A re-sent initialize (the agent could not know it was answered): same answer.
-                        let (session_id, features) = (s.id.clone(), s.features.clone());
-                        return self.transmit(Outgoing::InitializeResult {
-                            id,
-                            session_id,
-                            features,
-                        });
-                    }
-                    if !self.config.reinitialize {
-                        let error = AbpError::new(
-                            ErrorCode::AlreadyInitialized,
-                            "A session is already active",
-                        );
-                        return self.transmit(Outgoing::InitializeError { id, error });
-                    }
-                }
-                let version_error = self
-                    .config
-                    .policy
-                    .abp_version_check()
-                    .then(|| unsupported_version(&payload))
-                    .flatten();
-                if let Some(error) = version_error {
-                    return self.transmit(Outgoing::InitializeError { id, error });
-                }
-                self.end_session();
-                let session_id = self.ids.next_id();
-                let features = Features::from_initialize(&payload);
-                self.session = Some(Session {
-                    id: session_id.clone(),
-                    init_id: id.clone(),
-                    features: features.clone(),
-                });
-                self.finished.clear();
-                self.out.push_back(AppOutput::SessionOpened {
-                    session_id: session_id.clone(),
-                });
-                self.transmit(Outgoing::InitializeResult {
-                    id,
-                    session_id,
-                    features,
-                });
-            }
+            Incoming::Initialize { id, payload } => self.initialize(id, payload),
             Incoming::InitializeResult {
                 id,
                 session_id,
                 error,
                 ..
             } if self.hello.as_deref() == Some(id.as_str()) => {
-                self.hello = None;
-                match (error, session_id) {
-                    (None, Some(session_id)) => {
-                        self.session = Some(Session {
-                            id: session_id.clone(),
-                            init_id: id,
-                            features: Features::default(),
-                        });
-                        self.out.push_back(AppOutput::SessionOpened { session_id });
-                    }
-                    // The agent no longer knows the session we asked to resume: introduce the app afresh.
-                    (Some(e), _) if e.code == ErrorCode::SessionExpired => self.connect(),
-                    (error, _) => {
-                        let error = error.unwrap_or_else(|| {
-                            AbpError::new(
-                                ErrorCode::OperationFailed,
-                                "The answer opened no session",
-                            )
-                        });
-                        self.out.push_back(AppOutput::HandshakeRefused { error });
-                    }
-                }
+                self.hello_answered(id, session_id, error)
             }
             Incoming::Call {
                 id,
@@ -652,50 +587,16 @@ impl<P: Wire> AppConn<P> {
                 progress_token,
                 ..
             } => {
-                if self.session.is_none() {
-                    return self.refuse_call(id, call_id, AbpError::not_initialized());
-                }
-                if self.active.contains_key(&call_id)
-                    || self.queued_ids.contains(&call_id)
-                    || self.finished.contains(&call_id)
-                {
-                    return; // a duplicated delivery: never run a handler twice
-                }
-                if let Err(error) = registry.check_call(&capability, &params) {
-                    self.finished.insert(call_id.clone(), Finished::Completed);
-                    return self.refuse_call(id, call_id, error);
-                }
-                let timeout_ms = self.config.policy.app_timeouts().then(|| {
-                    registry
-                        .timeout_ms(&capability)
-                        .unwrap_or(DEFAULT_APP_TIMEOUT_MS)
-                });
-                let full = self
-                    .config
-                    .max_concurrent
-                    .is_some_and(|m| self.active.len() >= m);
-                if full {
-                    self.queued_ids.insert(call_id.clone());
-                    self.queued.push_back(Queued {
-                        msg_id: id,
-                        call_id,
-                        capability,
-                        params,
-                        token: progress_token,
-                        received: now,
-                        timeout_ms,
-                    });
-                } else {
-                    self.start(
-                        id,
-                        call_id,
-                        capability,
-                        params,
-                        progress_token,
-                        now,
-                        timeout_ms,
-                    );
-                }
+                let call = Queued {
+                    msg_id: id,
+                    call_id,
+                    capability,
+                    params,
+                    token: progress_token,
+                    received: now,
+                    timeout_ms: None,
+                };
+                self.call(call, registry)
             }
             Incoming::Cancel {
                 id,
@@ -745,17 +646,125 @@ impl<P: Wire> AppConn<P> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn start(
+    /// The agent's `initialize`: opens a session (ending any earlier one), or refuses it.
+    fn initialize(&mut self, id: String, payload: P) {
+        if let Some(s) = &self.session {
+            if s.init_id == id {
+                // A re-sent initialize (the agent could not know it was answered): same answer.
+                let (session_id, features) = (s.id.clone(), s.features.clone());
+                return self.transmit(Outgoing::InitializeResult {
+                    id,
+                    session_id,
+                    features,
+                });
+            }
+            if !self.config.reinitialize {
+                let error =
+                    AbpError::new(ErrorCode::AlreadyInitialized, "A session is already active");
+                return self.transmit(Outgoing::InitializeError { id, error });
+            }
+        }
+        let version_error = self
+            .config
+            .policy
+            .abp_version_check()
+            .then(|| unsupported_version(&payload))
+            .flatten();
+        if let Some(error) = version_error {
+            return self.transmit(Outgoing::InitializeError { id, error });
+        }
+        self.end_session();
+        let session_id = self.ids.next_id();
+        let features = Features::from_initialize(&payload);
+        self.session = Some(Session {
+            id: session_id.clone(),
+            init_id: id.clone(),
+            features: features.clone(),
+        });
+        self.finished.clear();
+        self.out.push_back(AppOutput::SessionOpened {
+            session_id: session_id.clone(),
+        });
+        self.transmit(Outgoing::InitializeResult {
+            id,
+            session_id,
+            features,
+        });
+    }
+
+    /// The agent's answer to our hello (dialects where the app speaks first).
+    fn hello_answered(
         &mut self,
-        msg_id: String,
-        call_id: String,
-        capability: String,
-        params: P,
-        token: Option<String>,
-        now: f64,
-        timeout_ms: Option<f64>,
+        id: String,
+        session_id: Option<String>,
+        error: Option<AbpError<P>>,
     ) {
+        self.hello = None;
+        match (error, session_id) {
+            (None, Some(session_id)) => {
+                self.session = Some(Session {
+                    id: session_id.clone(),
+                    init_id: id,
+                    features: Features::default(),
+                });
+                self.out.push_back(AppOutput::SessionOpened { session_id });
+            }
+            // The agent no longer knows the session we asked to resume: introduce the app afresh.
+            (Some(e), _) if e.code == ErrorCode::SessionExpired => self.connect(),
+            (error, _) => {
+                let error = error.unwrap_or_else(|| {
+                    AbpError::new(ErrorCode::OperationFailed, "The answer opened no session")
+                });
+                self.out.push_back(AppOutput::HandshakeRefused { error });
+            }
+        }
+    }
+
+    /// A call from the agent: started, queued behind `max_concurrent`, refused, or dropped as a duplicate.
+    fn call(&mut self, mut call: Queued<P>, registry: &Registry<P>) {
+        if self.session.is_none() {
+            return self.refuse_call(call.msg_id, call.call_id, AbpError::not_initialized());
+        }
+        let id = &call.call_id;
+        if self.active.contains_key(id)
+            || self.queued_ids.contains(id)
+            || self.finished.contains(id)
+        {
+            return; // a duplicated delivery: never run a handler twice
+        }
+        if let Err(error) = registry.check_call(&call.capability, &call.params) {
+            self.finished
+                .insert(call.call_id.clone(), Finished::Completed);
+            return self.refuse_call(call.msg_id, call.call_id, error);
+        }
+        call.timeout_ms = self.config.policy.app_timeouts().then(|| {
+            registry
+                .timeout_ms(&call.capability)
+                .unwrap_or(DEFAULT_APP_TIMEOUT_MS)
+        });
+        let full = self
+            .config
+            .max_concurrent
+            .is_some_and(|m| self.active.len() >= m);
+        if full {
+            self.queued_ids.insert(call.call_id.clone());
+            self.queued.push_back(call);
+        } else {
+            self.start(call);
+        }
+    }
+
+    /// Starts a call's handler; its clock starts when the call arrived, even if it waited in the queue.
+    fn start(&mut self, call: Queued<P>) {
+        let Queued {
+            msg_id,
+            call_id,
+            capability,
+            params,
+            token,
+            received: now,
+            timeout_ms,
+        } = call;
         self.next_seq += 1;
         self.active.insert(
             call_id.clone(),
@@ -790,15 +799,7 @@ impl<P: Wire> AppConn<P> {
                 break;
             };
             self.queued_ids.remove(&q.call_id);
-            self.start(
-                q.msg_id,
-                q.call_id,
-                q.capability,
-                q.params,
-                q.token,
-                q.received,
-                q.timeout_ms,
-            );
+            self.start(q);
         }
     }
 
