@@ -1,11 +1,11 @@
-// The JavaScript side of the boundary (SPEC section 4): small named functions that are simpler or cheaper in
-// JavaScript than through wasm-bindgen calls. They read, build and post values; every protocol decision and
-// all state stay in wasm.
+// The JavaScript side of the boundary between wasm and the page (docs/DESIGN.md): small named functions that
+// are simpler or cheaper in JavaScript than through wasm-bindgen calls. They read, build and post values; every
+// protocol decision and all state stay in wasm.
 
 /** The `ctx` a handler gets: `cancel`'s signal (made when first read), and functions that report to the app
  *  through `hooks` (`ctxHooks`). `signal` is an own enumerable accessor, as in an object literal, but defined
  *  with one shared getter and setter: a literal with `get`/`set` made two functions and took V8's slow path for
- *  every call (1.07 against 0.22 µs a ctx in a loop in Chromium, bench/scratch). */
+ *  every call, several times slower to make in Chromium. */
 function makeCtx(hooks, callId, progressToken, cancel) {
   const ctx = {
     callId,
@@ -37,8 +37,8 @@ export function ctxHooks(progress, elicit, notify, transfer, resolved, rejected)
   return { progress, elicit, notify, transfer, resolved, rejected };
 }
 
-// Call ids: UUID v4 from `crypto.getRandomValues`, fetched 4 KiB at a time. `crypto.randomUUID()` took
-// ~4 µs a call in Chromium here, and a UUID made in wasm had to be decoded from UTF-8.
+// Call ids: UUID v4 from `crypto.getRandomValues`, fetched a block at a time (`refill`). `crypto.randomUUID()`
+// cost more per call in Chromium, and a UUID made in wasm had to be decoded from UTF-8.
 const HEX = Array.from({ length: 256 }, (_, i) => (i + 0x100).toString(16).slice(1));
 let pool = new Uint8Array(0);
 let used = 0;
@@ -400,7 +400,8 @@ export function wsDecode(data, max) {
   }
 }
 
-// ---- The two messages of every call, read in one pass (SPEC section 4: fixed-shape readers) ----
+// ---- The two messages of every call, read in one pass (readers of one fixed shape: one step into wasm for a
+// whole message, not one per field) ----
 
 const stringOr = (v) => (typeof v === 'string' ? v : undefined);
 
