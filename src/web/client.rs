@@ -12,6 +12,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{later, now, timestamp, when_settled, Timer};
+use super::options::{call, connect, OptionSpec};
 use super::transport::{take_target, Link, Received, Sink, Target};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
@@ -167,20 +168,6 @@ pub struct AbpClient {
     inner: Rc<ClientInner>,
 }
 
-/// What `readCallOptions` (glue.js) found: the option is there with its type (a signal, a string callId, …).
-const OPT_SIGNAL: u32 = 1;
-/// The signal has already aborted.
-const OPT_ABORTED: u32 = 2;
-const OPT_CALL_ID: u32 = 4;
-const OPT_ON_PROGRESS: u32 = 8;
-const OPT_PROGRESS_TOKEN: u32 = 16;
-const OPT_TIMEOUT: u32 = 32;
-/// `resetTimeoutOnProgress: true`.
-const OPT_RESET_TIMEOUT: u32 = 64;
-const OPT_MAX_TOTAL: u32 = 128;
-const OPT_TRANSFER: u32 = 256;
-const OPT_CANCEL_GRACE: u32 = 512;
-
 fn report(what: &str, err: &JsValue) {
     console_error2(what, err);
 }
@@ -194,13 +181,15 @@ fn call_hook(f: &Function, arg: &JsValue) {
 
 /// `options.agent`, checked; without one the agent introduces itself as this package.
 fn agent_info(options: &JsValue) -> Result<JsValue, JsValue> {
-    if options.get("agent").is_none() {
+    if options.get(connect::AGENT.name).is_none() {
         let mut info = JsValue::object();
         info.set("name", JsValue::from_str("abp-wasm"));
         info.set("version", JsValue::from_str(env!("CARGO_PKG_VERSION")));
         return Ok(info);
     }
-    let agent = options.get("agent").filter(|a| a.kind() == Kind::Object);
+    let agent = options
+        .get(connect::AGENT.name)
+        .filter(|a| a.kind() == Kind::Object);
     let valid = agent
         .as_ref()
         .is_some_and(|a| opt_string(a, "name").is_some() && opt_string(a, "version").is_some());
@@ -245,27 +234,28 @@ impl AbpClient {
             // is enough (a JSON-RPC peer would take a re-sent one as a second request).
             config.policy.resend_initialize = false;
         }
-        if let Some(t) =
-            opt_number(&options, "connectTimeout").filter(|t| t.is_finite() && *t >= 0.0)
+        if let Some(t) = opt_number(&options, connect::CONNECT_TIMEOUT.name)
+            .filter(|t| t.is_finite() && *t >= 0.0)
         {
             config.connect_timeout = t;
         }
-        match opt_number(&options, "heartbeat") {
+        match opt_number(&options, connect::HEARTBEAT.name) {
             Some(h) if h.is_finite() && h > 0.0 => config.heartbeat = Some(h),
             Some(_) => return Err(type_error(
                 "AbpClient.connect: options.heartbeat must be a positive number of milliseconds",
             )),
             None => {}
         }
-        if let Some(g) = opt_number(&options, "cancelGrace").filter(|g| g.is_finite() && *g >= 0.0)
+        if let Some(g) =
+            opt_number(&options, connect::CANCEL_GRACE.name).filter(|g| g.is_finite() && *g >= 0.0)
         {
             config.cancel_grace = g;
         }
         let hooks = Hooks {
-            on_progress: opt_function(&options, "onProgress"),
-            on_notification: opt_function(&options, "onNotification"),
-            on_elicitation: opt_function(&options, "onElicitation"),
-            on_capabilities_changed: opt_function(&options, "onCapabilitiesChanged"),
+            on_progress: opt_function(&options, connect::ON_PROGRESS.name),
+            on_notification: opt_function(&options, connect::ON_NOTIFICATION.name),
+            on_elicitation: opt_function(&options, connect::ON_ELICITATION.name),
+            on_capabilities_changed: opt_function(&options, connect::ON_CAPABILITIES_CHANGED.name),
         };
         let inner = Rc::new(ClientInner {
             core: RefCell::new(AgentCore::new(config, id_prefix())),
@@ -348,27 +338,28 @@ impl AbpClient {
         // The name goes back out in the message: reuse this JS string rather than decode a new one.
         keep_id(&name, &capability);
         let capability = name;
-        // The options in one pass (readCallOptions); the rarer ones are read again only when they are there.
+        // The options in one pass (readCallOptions, written from src/web/options.rs): the signal, the numbers,
+        // and a bit for each option given; the rarer ones are read again only when they are there.
         let options: Option<JsValue> = options.map(Into::into);
-        let mut numbers = [0.0; 4];
+        let mut numbers = [0.0; call::VIEW_LEN];
         let signal = options
             .as_ref()
             .map(|o| read_call_options(o, &mut numbers))
             .unwrap_or(JsValue::UNDEFINED);
-        let bits = numbers[3] as u32;
-        let has = |bit: u32| bits & bit != 0;
-        let get = |bit: u32, key: &str| {
+        let bits = numbers[call::BITS] as u32;
+        let has = |o: &OptionSpec| bits & o.bit != 0;
+        let get = |o: &OptionSpec| {
             options
                 .as_ref()
-                .filter(|_| has(bit))
-                .and_then(|o| o.get(key))
+                .filter(|_| has(o))
+                .and_then(|v| v.get(o.name))
         };
-        let number = |bit: u32, i: usize| has(bit).then_some(numbers[i]);
-        let signal: Option<AbortSignal> = has(OPT_SIGNAL).then(|| signal.unchecked_into());
-        let call_id = get(OPT_CALL_ID, "callId")
+        let number = |o: &OptionSpec| o.slot.filter(|_| has(o)).map(|i| numbers[i]);
+        let signal: Option<AbortSignal> = has(&call::SIGNAL).then(|| signal.unchecked_into());
+        let call_id = get(&call::CALL_ID)
             .and_then(|v| v.as_string())
             .unwrap_or_else(new_call_id);
-        if has(OPT_ABORTED) {
+        if bits & call::ABORTED != 0 {
             // Nothing is sent for a call whose signal has already aborted.
             let reason = signal.as_ref().map(abort_reason);
             let r =
@@ -376,22 +367,22 @@ impl AbpClient {
             return Promise::resolve(&r);
         }
         self.inner.warn_once(&capability);
-        let on_progress = get(OPT_ON_PROGRESS, "onProgress").and_then(|f| f.dyn_into().ok());
+        let on_progress = get(&call::ON_PROGRESS).and_then(|f| f.dyn_into().ok());
         let wants_progress =
             on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
-        let progress_token = get(OPT_PROGRESS_TOKEN, "progressToken")
+        let progress_token = get(&call::PROGRESS_TOKEN)
             .and_then(|v| v.as_string())
             .or_else(|| wants_progress.then(|| call_id.clone()));
         let req = CallRequest {
             call_id: call_id.clone(),
             capability,
             params,
-            timeout: number(OPT_TIMEOUT, 0),
+            timeout: number(&call::TIMEOUT),
             progress_token,
-            reset_timeout_on_progress: has(OPT_RESET_TIMEOUT),
-            max_total_timeout: number(OPT_MAX_TOTAL, 1),
-            transfer: get(OPT_TRANSFER, "transfer").filter(Array::is_array),
-            cancel_grace: number(OPT_CANCEL_GRACE, 2),
+            reset_timeout_on_progress: has(&call::RESET_TIMEOUT_ON_PROGRESS),
+            max_total_timeout: number(&call::MAX_TOTAL_TIMEOUT),
+            transfer: get(&call::TRANSFER).filter(Array::is_array),
+            cancel_grace: number(&call::CANCEL_GRACE),
         };
         let deferred = Deferred::new();
         let promise = deferred.promise();

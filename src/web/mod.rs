@@ -16,6 +16,7 @@ mod discover;
 mod dom;
 #[cfg(feature = "app")]
 mod global;
+mod options;
 mod socket;
 mod transport;
 mod types;

@@ -102,8 +102,8 @@ extern "C" {
     /// Aborts `cancel` with an `AbortError` carrying `message` (the handler's signal fires if it was read).
     #[wasm_bindgen(js_name = abortWith)]
     pub(crate) fn abort_with(cancel: &HandlerCancel, message: &JsValue);
-    /// `abp.call`'s options in one pass: the signal, and into `numbers` the timeout, maxTotalTimeout,
-    /// cancelGrace and a bit per option present (client.rs `OPT_*`).
+    /// `client.call`'s options in one pass: the signal, and into `numbers` (`call::VIEW_LEN` of them) the
+    /// number options and a bit per option given, at the places src/web/options.rs declares (`call`).
     #[wasm_bindgen(js_name = readCallOptions)]
     pub(crate) fn read_call_options(options: &JsValue, numbers: &mut [f64]) -> JsValue;
     /// The call message, built in one step (see `Wire::call_message`).
@@ -520,7 +520,7 @@ pub(crate) fn dialect_option(
     what: &str,
 ) -> Result<crate::core::dialect::DialectKind, JsValue> {
     use crate::core::dialect::DialectKind;
-    let Some(d) = options.get("dialect") else {
+    let Some(d) = options.get(super::options::connect::DIALECT.name) else {
         return Ok(DialectKind::Abp);
     };
     let name = d.as_string().unwrap_or_default();
