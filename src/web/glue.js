@@ -459,10 +459,16 @@ export function successMessage(id, callId, data, duration) {
     payload: { success: true, data, metadata: { duration }, callId } };
 }
 
-/** `abp.call`'s options, read in one pass (the common `{ signal, timeout }` cost some twenty steps into JS read
- *  field by field). Returns the signal if it is an AbortSignal. Into `out` (a view of wasm memory): the numbers
- *  `timeout`, `maxTotalTimeout` and `cancelGrace`, then a bit for each option that is there with its type
- *  (`OPT_*` in src/web/client.rs). A throwing getter reads as absent. */
+// <generated:call-options> written by tests/options_drift from src/web/options.rs;
+// edit the options there, then: ABP_REGENERATE=1 cargo test --test options_drift
+/** `client.call`'s options (`CallOptions`), read in one pass: one step into JS for the whole object, where
+ *  reading it field by field took a step per field and per type test. Returns the signal if it is an
+ *  AbortSignal. A throwing getter reads as absent. Into `out`, a view of wasm memory (`call` in
+ *  src/web/options.rs):
+ *    out[0]: `timeout`
+ *    out[1]: `maxTotalTimeout`
+ *    out[2]: `cancelGrace`
+ *    out[3]: a bit for each option that is there with its type */
 export function readCallOptions(o, out) {
   let bits = 0;
   let signal;
@@ -478,15 +484,16 @@ export function readCallOptions(o, out) {
     const timeout = field(o, 'timeout');
     if (typeof timeout === 'number') { out[0] = timeout; bits |= 32; }
     if (field(o, 'resetTimeoutOnProgress') === true) bits |= 64;
-    const total = field(o, 'maxTotalTimeout');
-    if (typeof total === 'number') { out[1] = total; bits |= 128; }
+    const maxTotalTimeout = field(o, 'maxTotalTimeout');
+    if (typeof maxTotalTimeout === 'number') { out[1] = maxTotalTimeout; bits |= 128; }
     if (Array.isArray(field(o, 'transfer'))) bits |= 256;
-    const grace = field(o, 'cancelGrace');
-    if (typeof grace === 'number') { out[2] = grace; bits |= 512; }
+    const cancelGrace = field(o, 'cancelGrace');
+    if (typeof cancelGrace === 'number') { out[2] = cancelGrace; bits |= 512; }
   }
   out[3] = bits;
   return signal;
 }
+// </generated:call-options>
 
 // ---- Reading values in one call each (every crossing between wasm and JS costs) ----
 

@@ -3,6 +3,9 @@
 
 use wasm_bindgen::prelude::*;
 
+// Goes into the `.d.ts` as it is. The `CallOptions` and `ClientOptions` interfaces in it are written from
+// src/web/options.rs, and checked against it, by tests/options_drift: edit the options there, then run
+// `ABP_REGENERATE=1 cargo test --test options_drift`.
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
 /** The error codes of the ABP error table. */
