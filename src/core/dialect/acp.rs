@@ -12,10 +12,11 @@
 //! - An ABP error of an app of this SDK travels as the JSON-RPC error's `data`, so another ABP-aware side gets
 //!   its code back.
 
-use super::super::codec::{encode_error, Hello, Ignored, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
+use super::{DialectCodec, Policy};
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
@@ -31,6 +32,37 @@ pub struct AcpCodec<P> {
     peer: Peer<P>,
     /// This side is the agent (the caller): requests that arrive are the app's questions (elicitations).
     agent: bool,
+}
+
+/// ACP answers a cancelled request itself (-32800, or its result if it had finished), but not the cancel.
+pub const POLICY: Policy = Policy {
+    cancel_answered: false,
+    cancelled_call_answered: true,
+    resend_initialize: true,
+    list_capabilities: false,
+    abp_version_check: false,
+    cancel_nested: true,
+    app_speaks_first: false,
+    app_timeouts: false,
+};
+
+impl<P: Wire> DialectCodec<P> for AcpCodec<P> {
+    fn new(agent: bool) -> Self {
+        AcpCodec::new(agent)
+    }
+
+    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+        AcpCodec::decode(self, msg)
+    }
+
+    fn encode(
+        &mut self,
+        msg: Outgoing<P>,
+        _clock: Timestamp<'_>,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)> {
+        AcpCodec::encode(self, msg, hello).map(|m| (m, None))
+    }
 }
 
 impl<P: Wire> AcpCodec<P> {

@@ -10,11 +10,12 @@
 //! kept for the reply, so a peer that uses numbers gets numbers back. The codec remembers which of its own
 //! requests each response answers, and drops responses it did not ask for (late replies after a cancel).
 
-use super::super::codec::{encode_error, Hello, Ignored, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::{Kind, Payload};
+use super::{DialectCodec, Policy};
 use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
 
 pub use super::jsonrpc::abp_error_of;
@@ -131,6 +132,39 @@ pub struct McpCodec<P> {
 impl<P: Wire> Default for McpCodec<P> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// MCP: a cancel is a notification nobody answers, and a cancelled request gets no response; the agent
+/// lists the tools itself.
+pub const POLICY: Policy = Policy {
+    cancel_answered: false,
+    cancelled_call_answered: false,
+    resend_initialize: true,
+    list_capabilities: true,
+    abp_version_check: false,
+    cancel_nested: true,
+    app_speaks_first: false,
+    app_timeouts: false,
+};
+
+impl<P: Wire> DialectCodec<P> for McpCodec<P> {
+    fn new(agent: bool) -> Self {
+        let _ = agent;
+        McpCodec::new()
+    }
+
+    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+        McpCodec::decode(self, msg)
+    }
+
+    fn encode(
+        &mut self,
+        msg: Outgoing<P>,
+        _clock: Timestamp<'_>,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)> {
+        McpCodec::encode(self, msg, hello).map(|m| (m, None))
     }
 }
 

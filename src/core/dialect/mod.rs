@@ -15,57 +15,150 @@
 //!
 //! ACP (a request per capability, `$/cancel_request`, the cancelled request answered -32800, cascading to
 //! the requests its handler made) is in `acp.rs`.
+//!
+//! Adding a dialect: a module with its `POLICY` and a codec implementing [`DialectCodec`], one entry in
+//! `dialects!` below, its cargo feature in Cargo.toml, and its name in the TypeScript `Dialect` union of
+//! `src/web/types.rs` (a test fails until the union matches the list). Nothing else names the dialects.
 
-#[cfg(feature = "acp")]
-pub mod acp;
-#[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
-pub mod jsonrpc;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-#[cfg(feature = "tesseron")]
-pub mod tesseron;
-
-use super::codec::{self, Hello, Ignored, Wire};
+use super::codec::{Hello, Ignored, Timestamp, Wire};
 use super::message::{Incoming, Outgoing};
 
-/// Which protocol a connection speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DialectKind {
-    Abp,
-    Mcp,
-    Acp,
-    Tesseron,
+/// One dialect's wire codec: wire message ⇄ [`Incoming`]/[`Outgoing`]. Each dialect module implements it
+/// once, next to its `POLICY`, and is listed once in [`dialects!`] below; that list makes everything else
+/// (the names the API takes, which builds have it, the connection's codec, the policy fold of ABP-only builds).
+pub trait DialectCodec<P: Wire> {
+    /// `agent`: this side calls (a dialect whose requests differ by direction reads the ones that arrive).
+    fn new(agent: bool) -> Self;
+    /// Reads one received value. Never fails on bad input: what is not a message comes back as
+    /// `Err(Ignored)`, and what the dialect answers with an error as [`Incoming::Invalid`].
+    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored>;
+    /// Builds the wire message, with its transfer list; `None` when this dialect has no such message.
+    fn encode(
+        &mut self,
+        msg: Outgoing<P>,
+        clock: Timestamp<'_>,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)>;
+}
+
+/// The list of dialects. Each entry: the variant, the name the JS API and the peer take, the module (with its
+/// `POLICY` and its codec type), and the cargo feature that builds it (ABP has none: every build speaks it).
+macro_rules! dialects {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident = $name:literal, mod $module:ident, $codec:ty $(, feature = $feature:literal)?;
+    )*) => {
+        $( $(#[cfg(feature = $feature)])? pub mod $module; )*
+        /// The JSON-RPC framing the dialects besides ABP share.
+        #[cfg(any($($(feature = $feature,)?)*))]
+        pub mod jsonrpc;
+
+        /// Which protocol a connection speaks.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum DialectKind {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl DialectKind {
+            /// Every dialect, built or not, in the order of the list.
+            pub const ALL: &'static [DialectKind] = &[$(DialectKind::$variant),*];
+
+            /// The name the JS API takes (`dialect: 'mcp'`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( DialectKind::$variant => $name, )*
+                }
+            }
+
+            /// Whether this build speaks the dialect.
+            pub fn built(self) -> bool {
+                match self {
+                    $( DialectKind::$variant => true $(&& cfg!(feature = $feature))?, )*
+                }
+            }
+
+            /// The dialect's rules; ABP's for a dialect this build lacks.
+            #[allow(unreachable_patterns)]
+            pub fn policy(self) -> Policy {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? DialectKind::$variant => $module::POLICY, )*
+                    _ => abp::POLICY,
+                }
+            }
+        }
+
+        /// This build speaks ABP only (the role builds): then every connection has ABP's policy.
+        const ABP_ONLY: bool = true $($(&& !cfg!(feature = $feature))?)*;
+
+        /// One connection's codec.
+        pub enum Codec<P> {
+            $( $(#[cfg(feature = $feature)])? $variant($codec), )*
+            /// Keeps `P` used when no dialect but ABP is built.
+            #[doc(hidden)]
+            _Never(std::convert::Infallible, std::marker::PhantomData<P>),
+        }
+
+        impl<P: Wire> Codec<P> {
+            /// `agent`: this side calls. A dialect this build lacks ([`DialectKind::built`], checked where
+            /// the option is read) falls back to ABP.
+            #[allow(unreachable_patterns)]
+            pub fn new(kind: DialectKind, agent: bool) -> Codec<P> {
+                match kind {
+                    $( $(#[cfg(feature = $feature)])?
+                    DialectKind::$variant => Codec::$variant(<$codec as DialectCodec<P>>::new(agent)), )*
+                    _ => Codec::Abp(<abp::AbpCodec as DialectCodec<P>>::new(agent)),
+                }
+            }
+
+            pub fn kind(&self) -> DialectKind {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(_) => DialectKind::$variant, )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// Reads one received value. Never fails on bad input: what is not a message comes back as
+            /// `Err(Ignored)`, and what the dialect answers with an error as [`Incoming::Invalid`].
+            pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::decode(c, msg), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// Builds the wire message, with its transfer list; `None` when this dialect has no such message.
+            pub fn encode(
+                &mut self,
+                msg: Outgoing<P>,
+                clock: Timestamp<'_>,
+                hello: &Hello<'_, P>,
+            ) -> Option<(P, Option<P>)> {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => {
+                        <$codec as DialectCodec<P>>::encode(c, msg, clock, hello)
+                    } )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+        }
+    };
+}
+
+dialects! {
+    /// The Agentic Browser Protocol.
+    Abp = "abp", mod abp, abp::AbpCodec;
+    /// The Model Context Protocol: capabilities as tools.
+    Mcp = "mcp", mod mcp, mcp::McpCodec<P>, feature = "mcp";
+    /// The Agent Client Protocol: a request per capability.
+    Acp = "acp", mod acp, acp::AcpCodec<P>, feature = "acp";
+    /// Tesseron: the app says hello first, capabilities as actions.
+    Tesseron = "tesseron", mod tesseron, tesseron::TesseronCodec<P>, feature = "tesseron";
 }
 
 impl DialectKind {
-    /// The names the JS API takes (`dialect: 'abp' | 'mcp'`).
+    /// The dialect a name (`dialect: 'mcp'`) stands for, built or not.
     pub fn parse(name: &str) -> Option<DialectKind> {
-        match name {
-            "abp" => Some(DialectKind::Abp),
-            "mcp" => Some(DialectKind::Mcp),
-            "acp" => Some(DialectKind::Acp),
-            "tesseron" => Some(DialectKind::Tesseron),
-            _ => None,
-        }
-    }
-
-    /// Whether this build speaks the dialect (each but ABP is a cargo feature; the role builds have ABP only).
-    pub fn built(self) -> bool {
-        match self {
-            DialectKind::Abp => true,
-            DialectKind::Mcp => cfg!(feature = "mcp"),
-            DialectKind::Acp => cfg!(feature = "acp"),
-            DialectKind::Tesseron => cfg!(feature = "tesseron"),
-        }
-    }
-
-    pub fn policy(self) -> Policy {
-        match self {
-            DialectKind::Abp => Policy::ABP,
-            DialectKind::Mcp => Policy::MCP,
-            DialectKind::Acp => Policy::ACP,
-            DialectKind::Tesseron => Policy::TESSERON,
-        }
+        DialectKind::ALL.iter().copied().find(|d| d.name() == name)
     }
 }
 
@@ -98,59 +191,8 @@ pub struct Policy {
 }
 
 impl Policy {
-    pub const ABP: Policy = Policy {
-        cancel_answered: true,
-        cancelled_call_answered: true,
-        resend_initialize: true,
-        list_capabilities: false,
-        abp_version_check: true,
-        cancel_nested: false,
-        app_speaks_first: false,
-        app_timeouts: false,
-    };
-    pub const MCP: Policy = Policy {
-        cancel_answered: false,
-        cancelled_call_answered: false,
-        resend_initialize: true,
-        list_capabilities: true,
-        abp_version_check: false,
-        cancel_nested: true,
-        app_speaks_first: false,
-        app_timeouts: false,
-    };
+    pub const ABP: Policy = abp::POLICY;
 }
-
-impl Policy {
-    /// ACP answers a cancelled request itself (-32800, or its result if it had finished), but not the cancel.
-    pub const ACP: Policy = Policy {
-        cancel_answered: false,
-        cancelled_call_answered: true,
-        resend_initialize: true,
-        list_capabilities: false,
-        abp_version_check: false,
-        cancel_nested: true,
-        app_speaks_first: false,
-        app_timeouts: false,
-    };
-}
-
-impl Policy {
-    /// Tesseron: the app says hello first; a cancelled invocation is answered -32001; the app owns the action
-    /// timeout (-32002).
-    pub const TESSERON: Policy = Policy {
-        cancel_answered: false,
-        cancelled_call_answered: true,
-        resend_initialize: false,
-        list_capabilities: false,
-        abp_version_check: false,
-        cancel_nested: false,
-        app_speaks_first: true,
-        app_timeouts: true,
-    };
-}
-
-/// This build speaks ABP only (the role builds): then every connection has ABP's policy.
-const ABP_ONLY: bool = !cfg!(any(feature = "mcp", feature = "acp", feature = "tesseron"));
 
 /// What the cores read: the field, or ABP's value in a build that speaks ABP only. There it is a constant, so
 /// the paths only other dialects take compile away. (`resend_initialize` is read as a field: a transport
@@ -185,85 +227,9 @@ impl Default for Policy {
     }
 }
 
-/// One connection's codec.
-pub enum Codec<P> {
-    Abp,
-    #[cfg(feature = "mcp")]
-    Mcp(mcp::McpCodec<P>),
-    #[cfg(feature = "acp")]
-    Acp(acp::AcpCodec<P>),
-    #[cfg(feature = "tesseron")]
-    Tesseron(tesseron::TesseronCodec<P>),
-    /// Keeps `P` used when no JSON-RPC dialect is built.
-    #[doc(hidden)]
-    _Never(std::convert::Infallible, std::marker::PhantomData<P>),
-}
-
 impl<P: Wire> Codec<P> {
-    /// `agent`: this side calls (ACP reads the requests that arrive by it). A dialect this build lacks
-    /// ([`DialectKind::built`], checked where the option is read) falls back to ABP.
-    #[allow(unused_variables)]
-    pub fn new(kind: DialectKind, agent: bool) -> Codec<P> {
-        match kind {
-            #[cfg(feature = "mcp")]
-            DialectKind::Mcp => Codec::Mcp(mcp::McpCodec::new()),
-            #[cfg(feature = "acp")]
-            DialectKind::Acp => Codec::Acp(acp::AcpCodec::new(agent)),
-            #[cfg(feature = "tesseron")]
-            DialectKind::Tesseron => Codec::Tesseron(tesseron::TesseronCodec::new(agent)),
-            _ => Codec::Abp,
-        }
-    }
-
-    pub fn kind(&self) -> DialectKind {
-        match self {
-            Codec::Abp => DialectKind::Abp,
-            #[cfg(feature = "mcp")]
-            Codec::Mcp(_) => DialectKind::Mcp,
-            #[cfg(feature = "acp")]
-            Codec::Acp(_) => DialectKind::Acp,
-            #[cfg(feature = "tesseron")]
-            Codec::Tesseron(_) => DialectKind::Tesseron,
-            Codec::_Never(never, _) => match *never {},
-        }
-    }
-
     pub fn policy(&self) -> Policy {
         self.kind().policy()
-    }
-
-    /// Reads one received value. Never fails on bad input: what is not a message comes back as
-    /// `Err(Ignored)`, and what the dialect answers with an error as [`Incoming::Invalid`].
-    pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
-        match self {
-            Codec::Abp => codec::decode(msg),
-            #[cfg(feature = "mcp")]
-            Codec::Mcp(c) => c.decode(msg),
-            #[cfg(feature = "acp")]
-            Codec::Acp(c) => c.decode(msg),
-            #[cfg(feature = "tesseron")]
-            Codec::Tesseron(c) => c.decode(msg),
-            Codec::_Never(never, _) => match *never {},
-        }
-    }
-
-    /// Builds the wire message, with its transfer list; `None` when this dialect has no such message.
-    pub fn encode(
-        &mut self,
-        msg: Outgoing<P>,
-        clock: codec::Timestamp<'_>,
-        hello: &Hello<'_, P>,
-    ) -> Option<(P, Option<P>)> {
-        match self {
-            Codec::Abp => codec::encode(msg, clock, hello),
-            #[cfg(feature = "mcp")]
-            Codec::Mcp(c) => c.encode(msg, hello).map(|m| (m, None)),
-            #[cfg(feature = "acp")]
-            Codec::Acp(c) => c.encode(msg, hello).map(|m| (m, None)),
-            #[cfg(feature = "tesseron")]
-            Codec::Tesseron(c) => c.encode(msg, hello).map(|m| (m, None)),
-            Codec::_Never(never, _) => match *never {},
-        }
     }
 }
 
@@ -275,3 +241,6 @@ mod acp_tests;
 
 #[cfg(test)]
 mod tesseron_tests;
+
+#[cfg(test)]
+mod registry_tests;

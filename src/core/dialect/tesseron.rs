@@ -16,11 +16,12 @@
 //! action, -32004 for bad input, -32005 for a handler's error, -32603 for anything else; progress is
 //! `actions/progress` with `percent` monotonic (and at most about two a second: the app's progress interval).
 
-use super::super::codec::{encode_error, Hello, Ignored, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{text, ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
+use super::{DialectCodec, Policy};
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
@@ -88,6 +89,38 @@ fn error_of<P: Wire>(e: &P) -> AbpError<P> {
         error.code = c;
     }
     error
+}
+
+/// Tesseron: the app says hello first; a cancelled invocation is answered -32001; the app owns the action
+/// timeout (-32002).
+pub const POLICY: Policy = Policy {
+    cancel_answered: false,
+    cancelled_call_answered: true,
+    resend_initialize: false,
+    list_capabilities: false,
+    abp_version_check: false,
+    cancel_nested: false,
+    app_speaks_first: true,
+    app_timeouts: true,
+};
+
+impl<P: Wire> DialectCodec<P> for TesseronCodec<P> {
+    fn new(agent: bool) -> Self {
+        TesseronCodec::new(agent)
+    }
+
+    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
+        TesseronCodec::decode(self, msg)
+    }
+
+    fn encode(
+        &mut self,
+        msg: Outgoing<P>,
+        _clock: Timestamp<'_>,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)> {
+        TesseronCodec::encode(self, msg, hello).map(|m| (m, None))
+    }
 }
 
 impl<P: Wire> TesseronCodec<P> {
