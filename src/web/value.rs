@@ -532,9 +532,14 @@ pub(crate) fn dialect_option(
             &name,
             "'",
         ]))),
-        None => Err(type_error(&crate::core::message::text(&[
-            what,
-            ": options.dialect must be 'abp', 'mcp', 'acp' or 'tesseron'",
-        ]))),
+        None => {
+            let mut message = crate::core::message::text(&[what, ": options.dialect must be one of"]);
+            for d in DialectKind::ALL {
+                message.push_str(if message.ends_with("of") { " '" } else { ", '" });
+                message.push_str(d.name());
+                message.push('\'');
+            }
+            Err(type_error(&message))
+        }
     }
 }
