@@ -611,7 +611,7 @@ impl<P: Wire> AgentCore<P> {
         // A closed connection keeps nothing: the maps' buffers go too, not just their entries (`drain` keeps the
         // capacity). A page may hold a closed client for a long time, and only the JS garbage collector frees it,
         // unaware of the wasm memory behind it. (Draining, then replacing, makes less code than taking the maps
-        // whole: 256 B of gzipped wasm in the full build.)
+        // whole.)
         self.calls = StrMap::new();
         self.cancels = StrMap::new();
         self.elicits = StrMap::new();

@@ -350,11 +350,12 @@ enum Due {
 }
 
 /// Bounded memory of finished calls: the last `cap` ids, each kept once (an id in an arrival-order queue and
-/// again as a map key cost twice the memory: about 60 KB more per session at 1,024 ids).
+/// again as a map key would cost twice the memory).
 ///
 /// Found through a hash table of ring positions (open addressing, linear probing). A binary search over the
-/// ids sorted, as before, compared some forty ids scattered through memory per call and moved 4 KB of
-/// positions twice once full: about 3 µs of the app's ~16 µs of wasm per round trip in a browser profile.
+/// ids sorted, as before, compared dozens of ids scattered through memory per call and moved the positions
+/// once full: a visible share of the app's wasm time per round trip in a browser profile (BENCHMARKS.md has
+/// the figures).
 /// The hash is not keyed, so ids chosen to collide can make a lookup walk the table: at most `2 * cap`
 /// comparisons, the same bound as scanning the ring.
 struct Recent {

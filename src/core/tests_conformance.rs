@@ -1,4 +1,4 @@
-//! The rules of SPEC section 6 that live in the core, driven through the real codec with simulated time:
+//! The rules of ABP beyond cancellation (docs/DESIGN.md, sections 2 and 7) that live in the core, driven through the real codec with simulated time:
 //! the error table and what a thrown error keeps, handler results shaped as ABPResponses, descriptor
 //! defaults and checks, availability and requirements gating calls, SupportInfo, capability changes (sent
 //! and applied in both shapes), negotiated features, the protocol version check, re-initialize, elicitation

@@ -1,4 +1,4 @@
-//! ABP discovery (SPEC section 6), sans-IO: given a page URL, find the page's
+//! ABP discovery (docs/DESIGN.md, section 7), sans-IO: given a page URL, find the page's
 //! `<link rel="abp-manifest" href="…">`, fetch and check the manifest, and answer a [`DiscoveryResult`].
 //!
 //! [`Discovery`] decides everything and does no I/O and keeps no clock: a shell (the browser's `fetch`, or
