@@ -41,7 +41,7 @@ export ABP_PEER_URL ABP_PEER_TOKEN ABP_DISCOVERY_URL TESSERON_APP_URL
 echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL; Tesseron app at $TESSERON_APP_URL"
 # The official MCP packages the interop cases talk to (tests/interop/package.json, pinned), bundled for the browser.
 node tests/interop/build.mjs
-# One test file and browser at a time. Now and then (2 of about 20 runs this session, always at "Loading
+# One test file and browser at a time. Now and then (seen in 2 of about 20 runs before 2f276b1, always at "Loading
 # scripts...", before any test had started) headless Chrome's renderer hangs while the runner's page loads, and
 # the runner gives up after WASM_BINDGEN_TEST_TIMEOUT. Only that case is run again, once; a failing test is
 # never retried.
