@@ -18,6 +18,8 @@ pub mod timers;
 pub mod json;
 
 #[cfg(test)]
+mod fastpath_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
 mod tests_conformance;
