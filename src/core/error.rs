@@ -158,3 +158,27 @@ impl<P> AbpError<P> {
         AbpError::new(ErrorCode::NotInitialized, "No active ABP session")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn the_typescript_error_code_union_lists_exactly_the_error_table() {
+        let types = include_str!("../web/types.rs");
+        let start = types
+            .find("export type ABPErrorCode =")
+            .expect("src/web/types.rs declares ABPErrorCode");
+        let union = &types[start..start + types[start..].find(';').unwrap_or(0)];
+        let in_ts: Vec<&str> = union.split('\'').skip(1).step_by(2).collect();
+        let in_table: Vec<&str> = ErrorCode::KNOWN.iter().map(|(_, name, _)| *name).collect();
+        assert_eq!(
+            in_ts, in_table,
+            "src/web/types.rs: ABPErrorCode must list the codes of ErrorCode::KNOWN, in order"
+        );
+        for (code, name, _) in ErrorCode::KNOWN {
+            assert_eq!(ErrorCode::parse(name), code);
+            assert_eq!(code.as_str(), name);
+        }
+    }
+}
