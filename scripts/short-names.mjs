@@ -10,7 +10,8 @@
 //   gets a short name (xa, xb, …) in the export section, in every `wasm.<name>` of the JS, and in the raw
 //   exports' typings (`InitOutput` in abp_wasm.d.ts, and abp_wasm_bg.wasm.d.ts). The memory and the externref
 //   table keep their names.
-// A build where a name is not found where it should be, or is still found afterwards, ships as generated.
+// Every rename is checked: a name not found where it should be, or still found afterwards, fails the build
+// (wasm-bindgen's generated code changed shape); nothing is shipped half-renamed or as generated.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 const uleb = (b, i) => { let r = 0, s = 0, x; do { x = b[i++]; r += (x & 0x7f) * 2 ** s; s += 7; } while (x & 0x80); return [r, i]; };
@@ -75,44 +76,68 @@ function renameWasm(w, file) {
  *  a reason not to. */
 function renameJs(js, imports, exports, modules) {
   const from = js.indexOf('const import0 = {'), to = js.indexOf(`"${BG}": import0`, from);
-  if (from < 0 || to < 0) return { why: 'no import object' };
+  if (from < 0 || to < 0) return { why: `no import object (\`const import0 = {\` … \`"${BG}": import0\`)` };
   let object = js.slice(from, to);
   for (const [name, renamed] of imports) {
-    const next = object.replace(new RegExp(`(\\n[ \\t]*)${escape(name)}: `), `$1${renamed}: `);
-    if (next === object) return { why: `import ${name} not found` };
+    const key = new RegExp(`(\\n[ \\t]*)${escape(name)}: `);
+    const next = object.replace(key, `$1${renamed}: `);
+    if (next === object) return { why: `the import ${name} is not a key of the import object` };
+    if (key.test(next)) return { why: `the import ${name} is a key of the import object twice` };
     object = next;
   }
   let out = js.slice(0, from) + object + js.slice(to);
   for (const [module, renamed] of modules) {
-    // Quoted still: minify-js merges the keys of one module written more than once.
+    // wasm-bindgen quotes these keys; minify-js drops the quotes.
     const next = out.replaceAll(`"${module}": import`, `"${renamed}": import`);
-    if (next === out) return { why: `module ${module} not found` };
+    if (next === out) return { why: `the module ${module} is not a key of the import object` };
     out = next;
   }
   for (const [name, renamed] of exports) {
     out = out.replace(new RegExp(`\\bwasm\\.${escape(name)}\\b`, 'g'), `wasm.${renamed}`);
-    if (new RegExp(`\\.${escape(name)}\\b`).test(out)) return { why: `export ${name} is still read` };
+    if (new RegExp(`\\.${escape(name)}\\b`).test(out)) return { why: `the export ${name} is still read other than as wasm.${name}` };
   }
   for (const module of modules.keys()) {
-    if (out.includes(`"${module}": import`)) return { why: `${module} is still named` };
+    if (out.includes(`"${module}": import`)) return { why: `the module ${module} is still a key of the import object` };
   }
   return { js: out };
 }
 
-/** Typings of the raw exports with the new names (lines `readonly <name>:` and `export const <name>:`). */
+/** Typings of the raw exports with the new names (lines `readonly <name>:` and `export const <name>:`); or a
+ *  reason not to: each function export must be named there once. */
 function renameTypes(text, exports) {
-  return text.replace(/^(\s*(?:readonly|export const) )([\w$]+)(:)/gm,
-    (line, head, name, colon) => (exports.has(name) ? head + exports.get(name) + colon : line));
+  const seen = new Map();
+  const out = text.replace(/^(\s*(?:readonly|export const) )([\w$]+)(:)/gm, (line, head, name, colon) => {
+    if (!exports.has(name)) return line;
+    seen.set(name, (seen.get(name) ?? 0) + 1);
+    return head + exports.get(name) + colon;
+  });
+  const wrong = [...exports.keys()].find((name) => seen.get(name) !== 1);
+  return wrong ? { why: `the export ${wrong} is typed ${seen.get(wrong) ?? 0} times, not once` } : { types: out };
 }
 
+/** Stops the build: the generated code is not what this script rewrites. */
+function fail(dir, why) {
+  console.error(`short-names: ${dir}: ${why}.
+  wasm-bindgen's generated code no longer has the shape scripts/short-names.mjs rewrites (a wasm-bindgen update?).
+  Update scripts/short-names.mjs to the new output; the build does not ship wasm-bindgen's long names instead,
+  since that package would be larger than the one measured.`);
+  process.exit(1);
+}
+
+// Every build is renamed in memory and checked first; the files are written only if all of them pass.
+const writes = [];
 for (const dir of process.argv.slice(2)) {
   const wasmFile = `${dir}/abp_wasm_bg.wasm`, jsFile = `${dir}/abp_wasm.js`;
   const { wasm, imports, exports, modules } = renameWasm(readFileSync(wasmFile), wasmFile);
   const { js, why } = renameJs(readFileSync(jsFile, 'utf8'), imports, exports, modules);
-  if (!js) { console.warn(`build: ${dir} keeps wasm-bindgen's import and export names (${why})`); continue; }
-  writeFileSync(jsFile, js);
-  writeFileSync(wasmFile, wasm);
-  for (const types of [`${dir}/abp_wasm.d.ts`, `${dir}/abp_wasm_bg.wasm.d.ts`]) {
-    if (existsSync(types)) writeFileSync(types, renameTypes(readFileSync(types, 'utf8'), exports));
+  if (!js) fail(dir, why);
+  writes.push([jsFile, js], [wasmFile, wasm]);
+  for (const file of [`${dir}/abp_wasm.d.ts`, `${dir}/abp_wasm_bg.wasm.d.ts`]) {
+    if (!existsSync(file)) fail(dir, `${file} is missing`);
+    const { types, why: typesWhy } = renameTypes(readFileSync(file, 'utf8'), exports);
+    if (!types) fail(file, typesWhy);
+    writes.push([file, types]);
   }
 }
+for (const [file, content] of writes) writeFileSync(file, content);
+console.log(`short-names: ${process.argv.length - 2} builds: imports, modules and function exports renamed in the wasm, JS and typings`);
