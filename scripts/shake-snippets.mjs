@@ -3,8 +3,9 @@
 // agent build does not ship the app's handler glue, nor the app build the client's. What a build reaches
 // starts from the names its wasm imports from the snippet and the names its generated JS imports from it, and
 // follows every identifier inside what is kept (a property name that happens to match keeps a function: the
-// shake only ever keeps too much). A file with imports of its own, or one that would no longer parse or export
-// every name its build uses, is left as it was. Usage: node scripts/shake-snippets.mjs DIR...
+// shake only ever keeps too much). A snippet the shake cannot handle (imports or re-exports of its own, no name
+// its build uses found, or a result that would no longer parse or export every name its build uses) fails the
+// build: nothing is shipped whole instead. Usage: node scripts/shake-snippets.mjs DIR...
 import ts from 'typescript';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -40,6 +41,15 @@ function snippetFiles(dir) {
   return out;
 }
 
+/** Stops the build: the snippet is not one the shake can handle. */
+function fail(file, why) {
+  console.error(`shake-snippets: ${file}: ${why}.
+  scripts/shake-snippets.mjs cannot shake this snippet (a change in src/web or in wasm-bindgen's output?). Update
+  the script, or the snippet; the build does not ship the whole snippet instead, since that package would be
+  larger than the one measured.`);
+  process.exit(1);
+}
+
 for (const dir of process.argv.slice(2)) {
   const imports = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(join(dir, 'abp_wasm_bg.wasm'))));
   const js = readFileSync(join(dir, 'abp_wasm.js'), 'utf8');
@@ -49,9 +59,13 @@ for (const dir of process.argv.slice(2)) {
     for (const m of js.matchAll(/import \{([^}]*)\} from ["']([^"']+)["']/g)) {
       if (m[2] === path) for (const name of m[1].split(',')) used.add(name.trim().split(/\s+as\s+/)[0]);
     }
+    if (!used.size) fail(file, `neither ${dir}/abp_wasm_bg.wasm nor ${dir}/abp_wasm.js imports a name from ${path}`);
     const text = readFileSync(file, 'utf8');
     const source = parse(file, text);
-    if (source.statements.some((s) => ts.isImportDeclaration(s) || ts.isExportDeclaration(s))) continue;
+    if (source.parseDiagnostics?.length) fail(file, 'it does not parse');
+    if (source.statements.some((s) => ts.isImportDeclaration(s) || ts.isExportDeclaration(s))) {
+      fail(file, 'it has import or export declarations of its own, which the shake does not follow');
+    }
     const byName = new Map();
     for (const stmt of source.statements) for (const name of declared(stmt)) byName.set(name, stmt);
     // Reachable: the used names, everything a statement that declares nothing refers to, and so on.
@@ -72,11 +86,9 @@ for (const dir of process.argv.slice(2)) {
       .filter((s) => s.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword))
       .flatMap(declared));
     const missing = [...used].filter((name) => !exported.has(name));
-    if (check.parseDiagnostics?.length || missing.length) {
-      console.warn(`build: ${file} is shipped whole (the shake lost ${missing.join(', ') || 'its syntax'})`);
-      continue;
-    }
+    if (check.parseDiagnostics?.length) fail(file, 'the shaken file does not parse');
+    if (missing.length) fail(file, `the shaken file no longer exports ${missing.join(', ')}`);
     writeFileSync(file, shaken);
-    console.log(`build: ${file}: ${source.statements.length - statements.length} unused top-level declarations dropped`);
+    console.log(`shake-snippets: ${file}: ${source.statements.length - statements.length} unused top-level declarations dropped`);
   }
 }
