@@ -4,11 +4,9 @@
 // typings keep every doc comment; the sources in src/web keep theirs.
 //
 // Safe by construction and checked: esbuild is given no output format, so it keeps the module as a module and
-// every exported class its own name (`AbpClient.name` stays "AbpClient"); a file is only replaced if the names
-// it exports are the same afterwards, else it ships as it was, with a warning. Before minifying, the generated
-// module's repeated `import * as importN from "<snippet>"` lines (wasm-bindgen writes one per extern block,
-// all of the same file) become one, and so do the duplicate keys of the import object, which all name it.
-// Usage: node scripts/minify-js.mjs FILE...
+// every exported class its own name (`AbpClient.name` stays "AbpClient"); and a file is only replaced if the
+// names it exports are the same afterwards. A file esbuild cannot minify, or whose exports would change, fails
+// the build (no file is shipped unminified instead). Usage: node scripts/minify-js.mjs FILE...
 import { transformSync } from 'esbuild';
 import ts from 'typescript';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -38,42 +36,31 @@ function exportsOf(file, text) {
   return names.sort().join(',');
 }
 
-/** One `import * as` per module and one import-object key per module (the generated module only). */
-function mergeNamespaceImports(text) {
-  const first = new Map(); // module specifier -> the first namespace name that imports it
-  const alias = new Map(); // a later namespace name -> the first
-  const kept = text.replace(/^import \* as (import\d+) from ("[^"\n]+");?\n/gm, (line, name, from) => {
-    if (!first.has(from)) { first.set(from, name); return line; }
-    alias.set(name, first.get(from));
-    return '';
-  });
-  if (!alias.size) return text;
-  const seen = new Set();
-  const merged = kept.replace(/^([ \t]*)("[^"\n]+"): (import\d+),\n/gm, (line, indent, key, name) => {
-    const target = alias.get(name) ?? name;
-    if (seen.has(key)) return '';
-    seen.add(key);
-    return `${indent}${key}: ${target},\n`;
-  });
-  // Every use of a dropped name was a key of the import object; if one is left, keep the file as it was.
-  return [...alias.keys()].some((name) => new RegExp(`\\b${name}\\b`).test(merged)) ? text : merged;
+/** Stops the build: `file` cannot be shipped minified. */
+function fail(file, why) {
+  console.error(`minify-js: ${file}: ${why}.
+  Find out why (an esbuild or wasm-bindgen update? a change in src/web?) and fix the source or
+  scripts/minify-js.mjs; the build does not ship the file unminified instead, since that package would be larger
+  than the one measured.`);
+  process.exit(1);
 }
 
 const files = import.meta.url === `file://${process.argv[1]}` ? process.argv.slice(2) : [];
+if (import.meta.url === `file://${process.argv[1]}` && !files.length) fail('(no files)', 'no file to minify was given');
+const outputs = [];
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
   // wasm-bindgen's first line points Deno and TypeScript at the typings: keep it.
   const directive = text.match(/^\/\* @ts-self-types="[^"]*" \*\/\n/)?.[0] ?? '';
   let out;
   try {
-    out = directive + minify(mergeNamespaceImports(text));
+    out = directive + minify(text);
   } catch (e) {
-    console.warn(`build: ${file} is shipped unminified (${e.message.split('\n')[0]})`);
-    continue;
+    fail(file, `esbuild cannot minify it (${e.message.split('\n')[0]})`);
   }
-  if (exportsOf(file, out) !== exportsOf(file, text)) {
-    console.warn(`build: ${file} is shipped unminified (its exports would change)`);
-    continue;
-  }
-  writeFileSync(file, out);
+  const before = exportsOf(file, text), after = exportsOf(file, out);
+  if (after !== before) fail(file, `its exports would change (from ${before} to ${after})`);
+  outputs.push([file, out]);
 }
+for (const [file, out] of outputs) writeFileSync(file, out);
+if (files.length) console.log(`minify-js: ${files.length} files minified, their exports unchanged`);
