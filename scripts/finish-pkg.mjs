@@ -1,8 +1,18 @@
 // Adds what wasm-pack cannot generate to pkg/: the ABP bootstrap script, shipped as `abp-wasm/bootstrap.js`
 // (a classic script for the page's <head>), as the string export `ABP_BOOTSTRAP` (to inline it in
-// server-rendered HTML) and inlined by the Vite plugin `abp-wasm/vite`. Run by scripts/build.sh after wasm-pack.
-import { readFileSync, writeFileSync } from 'node:fs';
+// server-rendered HTML) and inlined by the Vite plugin `abp-wasm/vite`; and the package's `exports` map. Run by
+// scripts/build.sh after wasm-pack, once per build of pkg/. Anything not where wasm-pack puts it fails the
+// build: none of these files is optional.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { minify } from './minify-js.mjs';
+
+/** Stops the build: pkg/ is not the output this script finishes. */
+function fail(why) {
+  console.error(`finish-pkg: ${why}.
+  scripts/finish-pkg.mjs expects pkg/ as wasm-pack has just written it (run \`bash scripts/build.sh\`, which
+  rebuilds it); if wasm-pack's or wasm-bindgen's output changed, update the script.`);
+  process.exit(1);
+}
 
 // Minified, like the rest of the package's JS (src/web/bootstrap.js keeps its comments).
 const source = minify(readFileSync('src/web/bootstrap.js', 'utf8'));
@@ -11,23 +21,20 @@ writeFileSync('pkg/bootstrap.js', source);
 /** Appends `ABP_BOOTSTRAP` to the build in `dir` (the full package and the app build serve window.abp). */
 function addBootstrap(dir) {
   const js = `${dir}/abp_wasm.js`;
-  let code = readFileSync(js, 'utf8');
-  if (!code.includes('export const ABP_BOOTSTRAP')) {
-    code += `\n/** The ABP bootstrap script (the text of bootstrap.js), to inline in the page's <head>. */\n`
-      + `export const ABP_BOOTSTRAP = ${JSON.stringify(source)};\n`;
-    writeFileSync(js, code);
-  }
-
+  const code = readFileSync(js, 'utf8');
+  if (code.includes('ABP_BOOTSTRAP')) fail(`${js} already has ABP_BOOTSTRAP (finished twice?)`);
   const dts = `${dir}/abp_wasm.d.ts`;
-  let types = readFileSync(dts, 'utf8');
-  if (!types.includes('ABP_BOOTSTRAP')) {
-    const decl = '/** The ABP bootstrap script (the text of `abp-wasm/bootstrap.js`): inline it as a classic `<script>` at the\n'
-      + ' * top of the page\'s `<head>`, so `window.abp` calls made before the wasm loads wait for `exposeGlobal()`. */\n'
-      + 'export const ABP_BOOTSTRAP: string;\n\n';
-    const at = types.indexOf('export type InitInput');
-    types = at >= 0 ? types.slice(0, at) + decl + types.slice(at) : types + '\n' + decl;
-    writeFileSync(dts, types);
-  }
+  const types = readFileSync(dts, 'utf8');
+  if (types.includes('ABP_BOOTSTRAP')) fail(`${dts} already has ABP_BOOTSTRAP (finished twice?)`);
+  // Before wasm-bindgen's init typings, so that it is part of the public typings (scripts/check-dts.mjs).
+  const at = types.indexOf('export type InitInput');
+  if (at < 0) fail(`${dts} has no \`export type InitInput\` to put ABP_BOOTSTRAP before`);
+  writeFileSync(js, code + `\n/** The ABP bootstrap script (the text of bootstrap.js), to inline in the page's <head>. */\n`
+    + `export const ABP_BOOTSTRAP = ${JSON.stringify(source)};\n`);
+  const decl = '/** The ABP bootstrap script (the text of `abp-wasm/bootstrap.js`): inline it as a classic `<script>` at the\n'
+    + ' * top of the page\'s `<head>`, so `window.abp` calls made before the wasm loads wait for `exposeGlobal()`. */\n'
+    + 'export const ABP_BOOTSTRAP: string;\n\n';
+  writeFileSync(dts, types.slice(0, at) + decl + types.slice(at));
 }
 addBootstrap('pkg');
 addBootstrap('pkg/app');
@@ -71,7 +78,12 @@ export default function abpBootstrap(options?: AbpBootstrapOptions): Plugin;
 
 const manifest = 'pkg/package.json';
 const pkg = JSON.parse(readFileSync(manifest, 'utf8'));
-pkg.files = [...new Set([...(pkg.files ?? []), 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app'])];
+// wasm-pack lists the full build's files; the role builds and the files written here are added.
+const generated = ['abp_wasm_bg.wasm', 'abp_wasm.js', 'abp_wasm.d.ts', 'snippets'];
+const unlisted = generated.filter((f) => !pkg.files?.includes(f));
+if (unlisted.length) fail(`${manifest} does not list ${unlisted.join(', ')} in \`files\``);
+if (pkg.exports) fail(`${manifest} already has \`exports\` (finished twice, or written by a newer wasm-pack)`);
+pkg.files = [...new Set([...pkg.files, 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app'])];
 // The role builds as subpath exports: a host page imports 'abp-wasm/agent', an iframe app 'abp-wasm/app'.
 const entry = (dir) => ({ types: `./${dir}abp_wasm.d.ts`, default: `./${dir}abp_wasm.js` });
 pkg.exports = {
@@ -86,5 +98,9 @@ pkg.exports = {
   './package.json': './package.json',
 };
 pkg.sideEffects = ['./snippets/*', './agent/snippets/*', './app/snippets/*'];
+// Every file the manifest names must be there.
+const named = [...pkg.files, ...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e)))];
+const absent = named.filter((f) => !existsSync(`pkg/${f}`));
+if (absent.length) fail(`${manifest} would name files that pkg/ does not have: ${absent.join(', ')}`);
 writeFileSync(manifest, JSON.stringify(pkg, null, 2) + '\n');
 console.log('finish-pkg: added bootstrap.js, ABP_BOOTSTRAP, the abp-wasm/vite plugin and the agent/app subpath exports to pkg/');
