@@ -1,5 +1,8 @@
 // Prints the gzipped size of every build in pkg/ (what a page downloads: the wasm, the generated JS and its
-// snippets), and with --json writes them to stdout as one object for bench/run.mjs.
+// snippets), then of the whole package as published (every file `npm pack` would put in it, each gzipped on its
+// own, summed); with --json writes the builds' sizes to stdout as one object for bench/run.mjs.
+// Usage: node scripts/sizes.mjs [--json] [PKG_DIR]   (default pkg)
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
@@ -25,7 +28,7 @@ export function sizes(pkg = 'pkg') {
   const builds = { full: pkg, agent: join(pkg, 'agent'), app: join(pkg, 'app') };
   const result = {};
   for (const [name, dir] of Object.entries(builds)) {
-    if (!existsSync(join(dir, 'abp_wasm_bg.wasm'))) continue;
+    if (!existsSync(join(dir, 'abp_wasm_bg.wasm'))) throw new Error(`sizes: ${dir} has no build (run scripts/build.sh)`);
     const wasm = gz(readFileSync(join(dir, 'abp_wasm_bg.wasm')));
     const js = gz(Buffer.concat([join(dir, 'abp_wasm.js'), ...snippetFiles(dir)].map((f) => readFileSync(f))));
     result[name] = { wasm, js, total: wasm + js };
@@ -33,10 +36,25 @@ export function sizes(pkg = 'pkg') {
   return result;
 }
 
+/** The package as published: the files `npm pack` would put in it, each gzipped on its own, and their sum. */
+export function published(pkg = 'pkg') {
+  const [{ files }] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--silent'], { cwd: pkg }));
+  const result = { files: files.length, total: 0 };
+  for (const { path } of files) result.total += gz(readFileSync(join(pkg, path)));
+  return result;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const s = sizes();
+  const pkg = process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 'pkg';
+  const s = sizes(pkg);
   if (process.argv.includes('--json')) console.log(JSON.stringify(s));
-  else for (const [name, { wasm, js, total }] of Object.entries(s)) {
-    console.log(`size: ${name.padEnd(5)} ${(total / 1000).toFixed(1)} KB gzipped (wasm ${wasm} B + JS ${js} B)`);
+  else {
+    for (const [name, { wasm, js, total }] of Object.entries(s)) {
+      console.log(`size: ${name.padEnd(5)} ${(total / 1000).toFixed(1)} KB gzipped (wasm ${wasm} B + JS ${js} B)`);
+    }
+    const all = Object.values(s).reduce((sum, { total }) => sum + total, 0);
+    const p = published(pkg);
+    console.log(`size: the three builds ${all} B gzipped; the published package ${p.total} B gzipped`
+      + ` (its ${p.files} files, each gzipped, summed: typings, bootstrap and Vite plugin included)`);
   }
 }
