@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
 # Installs what building, the demo and the tests need, skipping whatever is already there (a warm machine
 # takes seconds). `scripts/setup.sh browsers` also installs Chromium, Firefox and their WebDriver servers;
-# `scripts/setup.sh chromium` only Chromium.
+# `scripts/setup.sh chromium` only Chromium. `scripts/setup.sh stable` skips the pinned nightly, for the plain
+# stable build (`npm run build:stable`). Anything that cannot be installed fails the setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
+browsers=
+nightly=1
+for arg in "$@"; do
+  case "$arg" in
+    browsers|chromium) browsers=$arg ;;
+    stable) nightly= ;;
+    *) echo "usage: bash scripts/setup.sh [browsers|chromium] [stable]" >&2; exit 2 ;;
+  esac
+done
+
 WASM_PACK_VERSION=0.15.1
-# The release package is built with this nightly: it can rebuild std with panics as plain traps, which keeps
-# the panic-message machinery out of the wasm (about 8 KB gzipped). Without it the build falls back to stable.
+# The release package is built with this nightly (scripts/build.sh reads this line): it can rebuild std with
+# panics as plain traps, which keeps the panic-message machinery out of the wasm. scripts/build.sh fails
+# without it; the plain stable build is `npm run build:stable`.
 SIZE_TOOLCHAIN=nightly-2026-05-20
 GECKODRIVER_VERSION=0.37.1
 say() { echo "setup: $*"; }
@@ -22,11 +34,15 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
-if ! rustup run "$SIZE_TOOLCHAIN" rustc --version >/dev/null 2>&1 \
-   || ! rustup component list --installed --toolchain "$SIZE_TOOLCHAIN" 2>/dev/null | grep -q '^rust-src'; then
+components=$(rustup component list --installed --toolchain "$SIZE_TOOLCHAIN" 2>/dev/null) || components=
+if [ -n "$nightly" ] && ! grep -q '^rust-src' <<<"$components"; then
   say "installing $SIZE_TOOLCHAIN with rust-src (for the size-optimised release build)"
-  rustup toolchain install "$SIZE_TOOLCHAIN" --profile minimal --component rust-src --target wasm32-unknown-unknown \
-    || say "could not install $SIZE_TOOLCHAIN; release builds will use stable (a bigger package)"
+  if ! rustup toolchain install "$SIZE_TOOLCHAIN" --profile minimal --component rust-src --target wasm32-unknown-unknown; then
+    echo "setup: FAILED: could not install $SIZE_TOOLCHAIN with rust-src, which the release build (scripts/build.sh) needs." >&2
+    echo "  See rustup's error above and retry, or build the plain stable package by name:" >&2
+    echo "  \`npm run build:stable\` (larger, see README)." >&2
+    exit 1
+  fi
 fi
 
 # wasm-bindgen-cli must match the wasm-bindgen in Cargo.lock exactly (wasm-pack uses it; downloads fail here).
@@ -47,10 +63,10 @@ fi
 
 # `browsers`: what the browser tests need; `chromium`: only the headless Chromium that the demo check, the
 # benchmarks and the consumer test drive with playwright-core.
-if [ "${1:-}" = browsers ] || [ "${1:-}" = chromium ]; then
+if [ -n "$browsers" ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
-  if [ "$1" = browsers ]; then
+  if [ "$browsers" = browsers ]; then
     [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
     command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)
   fi
@@ -59,7 +75,7 @@ if [ "${1:-}" = browsers ] || [ "${1:-}" = chromium ]; then
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}"
   fi
-  if [ "$1" = browsers ] && [ "$(geckodriver --version 2>/dev/null | awk 'NR==1 {print $2}')" != "$GECKODRIVER_VERSION" ]; then
+  if [ "$browsers" = browsers ] && [ "$(geckodriver --version 2>/dev/null | awk 'NR==1 {print $2}')" != "$GECKODRIVER_VERSION" ]; then
     say "installing geckodriver $GECKODRIVER_VERSION (a few minutes)"
     cargo install geckodriver --version "$GECKODRIVER_VERSION" --force
   fi
