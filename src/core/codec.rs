@@ -39,9 +39,9 @@ pub trait Wire: Payload {
     /// `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params, options? } }`,
     /// `options` (`{ timeout?, progressToken? }`) only when there is something in it: every property costs in
     /// the structured clone. The two messages of every call are built in one step each where the payload type
-    /// can (the browser's does it in JS, SPEC section 4); the defaults are the generic build. `timestamp` is
-    /// the envelope's clock, read only by a build that needs it (the browser's builders read `Date.now()`
-    /// where they build, one step into JS fewer per message).
+    /// can (the browser's does it in JS: docs/DESIGN.md, section 8, the JS/wasm boundary); the defaults are the
+    /// generic build. `timestamp` is the envelope's clock, read only by a build that needs it (the browser's
+    /// builders read `Date.now()` where they build, one step into JS fewer per message).
     fn call_message(call: &CallFields<'_>, timestamp: Timestamp<'_>, params: Self) -> Self {
         let options = (call.timeout.is_some() || call.progress_token.is_some()).then(|| {
             Self::object_of(&mut [
@@ -182,76 +182,22 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     };
     let id = opt_id(msg, "id");
     let payload = msg.get_object("payload");
-    let malformed = |kind, call_id: Option<String>, reason| Incoming::Malformed {
-        kind,
-        id: id.clone(),
-        call_id,
-        reason,
-    };
-    let p = payload.clone().unwrap_or_else(P::object);
+    let has_payload = payload.is_some();
+    let p = payload.unwrap_or_else(P::object);
     Ok(match ty.as_str() {
-        types::INITIALIZE if APP || HELLO => match id.clone() {
+        types::INITIALIZE if APP || HELLO => match id {
             Some(id) => Incoming::Initialize { id, payload: p },
-            None => malformed(MalformedKind::Other, None, "initialize needs an id"),
+            None => malformed(MalformedKind::Other, None, None, "initialize needs an id"),
         },
-        types::INITIALIZE_RESULT if AGENT || HELLO => {
-            let Some(id) = id.clone() else {
-                return Ok(malformed(MalformedKind::Other, None, "no id"));
-            };
-            let error = p.get_object("error").map(|e| decode_error(&e));
-            Incoming::InitializeResult {
-                id,
-                session_id: opt_string(&p, "sessionId"),
-                error,
-                payload: p,
-            }
-        }
-        types::CALL if APP => {
-            // callId is in the payload; older senders put it in options.
-            let options = p.get_object("options");
-            let call_id =
-                opt_id(&p, "callId").or_else(|| options.as_ref().and_then(|o| opt_id(o, "callId")));
-            let (Some(mid), Some(call_id), Some(capability)) =
-                (id.clone(), call_id.clone(), opt_string(&p, "capability"))
-            else {
-                let reason = if payload.is_none() {
-                    "capabilities/call needs a payload object"
-                } else if call_id.is_none() {
-                    "capabilities/call needs a string callId"
-                } else {
-                    "capabilities/call needs an id and a string capability"
-                };
-                return Ok(malformed(MalformedKind::Call, call_id, reason));
-            };
-            Incoming::Call {
-                id: mid,
-                call_id,
-                capability,
-                params: p.get("params").unwrap_or_else(P::undefined),
-                timeout: options.as_ref().and_then(|o| opt_number(o, "timeout")),
-                progress_token: options
-                    .as_ref()
-                    .and_then(|o| opt_string(o, "progressToken")),
-            }
-        }
+        types::INITIALIZE_RESULT if AGENT || HELLO => read_initialize_result(id, p),
+        types::CALL if APP => read_call(id, p, has_payload),
         types::CALL_RESULT if AGENT => Incoming::CallResult {
             id,
             call_id: opt_string(&p, "callId"),
             cancelled: flag(&p, "cancelled"),
             payload: p,
         },
-        types::CANCEL => match opt_id(&p, "callId") {
-            Some(call_id) => Incoming::Cancel {
-                id,
-                call_id,
-                reason: opt_id(&p, "reason"),
-            },
-            None => malformed(
-                MalformedKind::Cancel,
-                None,
-                "capabilities/cancel needs a string callId",
-            ),
-        },
+        types::CANCEL => read_cancel(id, p),
         types::CANCEL_RESULT if AGENT => Incoming::CancelResult {
             id,
             call_id: opt_string(&p, "callId"),
@@ -263,33 +209,14 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             token: opt_string(&p, "operationId"),
             payload: p,
         },
-        types::NOTIFICATION if AGENT => match opt_string(&p, "event") {
-            Some(event) if event == types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged {
-                payload: p.get("data").unwrap_or_else(P::object),
-            },
-            Some(event) => Incoming::Notification { event, payload: p },
-            None => malformed(MalformedKind::Other, None, "notification needs an event"),
-        },
+        types::NOTIFICATION if AGENT => read_notification(id, p),
         types::CAPABILITIES_CHANGED if AGENT => Incoming::CapabilitiesChanged { payload: p },
-        types::ELICITATION_REQUEST if AGENT => match id.clone() {
-            Some(eid) => Incoming::ElicitationRequest {
-                id: eid,
-                call_id: opt_string(&p, "callId"),
-                payload: p,
-            },
+        types::ELICITATION_REQUEST if AGENT => read_elicitation_request(id, p),
+        types::ELICITATION_RESPONSE if APP => match id {
+            Some(id) => Incoming::ElicitationResponse { id, payload: p },
             None => malformed(
                 MalformedKind::Other,
                 None,
-                "elicitation/request needs an id",
-            ),
-        },
-        types::ELICITATION_RESPONSE if APP => match id.clone() {
-            Some(eid) => Incoming::ElicitationResponse {
-                id: eid,
-                payload: p,
-            },
-            None => malformed(
-                MalformedKind::Other,
                 None,
                 "elicitation/response needs an id",
             ),
@@ -313,6 +240,113 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         | types::ELICITATION_RESPONSE => Incoming::Noted,
         _ => return Err(Ignored::UnknownType),
     })
+}
+
+/// A known request that cannot be served as it is: `id` is the message's (`None` when it had none).
+fn malformed<P>(
+    kind: MalformedKind,
+    id: Option<String>,
+    call_id: Option<String>,
+    reason: &'static str,
+) -> Incoming<P> {
+    Incoming::Malformed {
+        kind,
+        id,
+        call_id,
+        reason,
+    }
+}
+
+/// `initialize-result`: the session, or the app's refusal in `error`.
+fn read_initialize_result<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
+    let Some(id) = id else {
+        return malformed(MalformedKind::Other, None, None, "no id");
+    };
+    let error = p.get_object("error").map(|e| decode_error(&e));
+    Incoming::InitializeResult {
+        id,
+        session_id: opt_string(&p, "sessionId"),
+        error,
+        payload: p,
+    }
+}
+
+/// `capabilities/call`; `has_payload`: the message had a payload object (`p` is an empty one otherwise).
+fn read_call<P: Wire>(id: Option<String>, p: P, has_payload: bool) -> Incoming<P> {
+    // callId is in the payload; older senders put it in options.
+    let options = p.get_object("options");
+    let call_id =
+        opt_id(&p, "callId").or_else(|| options.as_ref().and_then(|o| opt_id(o, "callId")));
+    match (id, call_id, opt_string(&p, "capability")) {
+        (Some(id), Some(call_id), Some(capability)) => Incoming::Call {
+            id,
+            call_id,
+            capability,
+            params: p.get("params").unwrap_or_else(P::undefined),
+            timeout: options.as_ref().and_then(|o| opt_number(o, "timeout")),
+            progress_token: options
+                .as_ref()
+                .and_then(|o| opt_string(o, "progressToken")),
+        },
+        (id, call_id, _) => {
+            let reason = if !has_payload {
+                "capabilities/call needs a payload object"
+            } else if call_id.is_none() {
+                "capabilities/call needs a string callId"
+            } else {
+                "capabilities/call needs an id and a string capability"
+            };
+            malformed(MalformedKind::Call, id, call_id, reason)
+        }
+    }
+}
+
+fn read_cancel<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
+    match opt_id(&p, "callId") {
+        Some(call_id) => Incoming::Cancel {
+            id,
+            call_id,
+            reason: opt_id(&p, "reason"),
+        },
+        None => malformed(
+            MalformedKind::Cancel,
+            id,
+            None,
+            "capabilities/cancel needs a string callId",
+        ),
+    }
+}
+
+/// A `notification`; the event `notifications/capabilities/list_changed` is read as a capability change.
+fn read_notification<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
+    match opt_string(&p, "event") {
+        Some(event) if event == types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged {
+            payload: p.get("data").unwrap_or_else(P::object),
+        },
+        Some(event) => Incoming::Notification { event, payload: p },
+        None => malformed(
+            MalformedKind::Other,
+            id,
+            None,
+            "notification needs an event",
+        ),
+    }
+}
+
+fn read_elicitation_request<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
+    match id {
+        Some(id) => Incoming::ElicitationRequest {
+            id,
+            call_id: opt_string(&p, "callId"),
+            payload: p,
+        },
+        None => malformed(
+            MalformedKind::Other,
+            None,
+            None,
+            "elicitation/request needs an id",
+        ),
+    }
 }
 
 /// Which roles this build has, for [`decode`]: the full build (and native peers) both.
@@ -382,36 +416,8 @@ pub fn encode<P: Wire>(
     clock: Timestamp<'_>,
     hello: &Hello<'_, P>,
 ) -> Option<(P, Option<P>)> {
-    let mut transfer_list = None;
-    let m = match msg {
-        #[cfg(feature = "agent")]
-        Outgoing::Initialize { id } => {
-            let mut p = P::object();
-            p.set("agent", hello.info.clone());
-            p.set("protocolVersion", P::string(PROTOCOL_VERSION));
-            p.set("features", features(None));
-            envelope(types::INITIALIZE, Some(&id), clock(), p)
-        }
-        #[cfg(feature = "app")]
-        Outgoing::InitializeResult {
-            id,
-            session_id,
-            features: agreed,
-        } => {
-            let mut p = P::object();
-            p.set("sessionId", P::string(&session_id));
-            p.set("protocolVersion", P::string(PROTOCOL_VERSION));
-            p.set("app", hello.info.clone());
-            p.set("capabilities", capabilities(hello));
-            p.set("features", features(Some(&agreed)));
-            envelope(types::INITIALIZE_RESULT, Some(&id), clock(), p)
-        }
-        #[cfg(feature = "app")]
-        Outgoing::InitializeError { id, error } => {
-            let mut p = P::object();
-            p.set("error", encode_error(error));
-            envelope(types::INITIALIZE_RESULT, Some(&id), clock(), p)
-        }
+    match msg {
+        // The two messages of every call, the only ones with a transfer list.
         #[cfg(feature = "agent")]
         Outgoing::Call {
             id,
@@ -422,7 +428,6 @@ pub fn encode<P: Wire>(
             progress_token,
             transfer,
         } => {
-            transfer_list = transfer;
             let call = CallFields {
                 id: &id,
                 call_id: &call_id,
@@ -430,7 +435,7 @@ pub fn encode<P: Wire>(
                 timeout,
                 progress_token: progress_token.as_deref(),
             };
-            P::call_message(&call, clock, params)
+            Some((P::call_message(&call, clock, params), transfer))
         }
         #[cfg(feature = "app")]
         Outgoing::CallResult {
@@ -440,141 +445,275 @@ pub fn encode<P: Wire>(
             duration,
             transfer,
         } => {
-            transfer_list = transfer;
-            let meta = || P::object_of(&mut [("duration", Some(P::number(duration)))]);
-            let p = match outcome {
-                Outcome::Success { data } => {
-                    let m = P::success_message(&id, clock, &call_id, data, duration);
-                    return Some((m, transfer_list));
-                }
-                Outcome::Failure(e) => P::object_of(&mut [
-                    ("success", Some(P::boolean(false))),
-                    ("error", Some(encode_error(e))),
-                    ("metadata", Some(meta())),
-                    ("callId", Some(P::string(&call_id))),
-                ]),
-                Outcome::Cancelled { reason } => {
-                    let mut p: P = cancelled_response(reason.as_deref());
-                    p.set("metadata", meta());
-                    p.set("callId", P::string(&call_id));
-                    p
-                }
-            };
-            envelope(types::CALL_RESULT, Some(&id), clock(), p)
+            let m = call_result_message(&id, &call_id, outcome, duration, clock);
+            Some((m, transfer))
         }
+        msg => encode_without_transfer(msg, clock, hello).map(|m| (m, None)),
+    }
+}
+
+/// [`encode`] for every message but a call and its result.
+fn encode_without_transfer<P: Wire>(
+    msg: Outgoing<P>,
+    clock: Timestamp<'_>,
+    hello: &Hello<'_, P>,
+) -> Option<P> {
+    Some(match msg {
+        #[cfg(feature = "agent")]
+        Outgoing::Initialize { id } => initialize_message(&id, clock, hello),
+        #[cfg(feature = "app")]
+        Outgoing::InitializeResult {
+            id,
+            session_id,
+            features: agreed,
+        } => initialize_result_message(&id, &session_id, &agreed, clock, hello),
+        #[cfg(feature = "app")]
+        Outgoing::InitializeError { id, error } => initialize_error_message(&id, error, clock),
         #[cfg(feature = "agent")]
         Outgoing::Cancel {
             id,
             call_id,
             reason,
-        } => {
-            let p = P::object_of(&mut [
-                ("callId", Some(P::string(&call_id))),
-                ("reason", reason.as_deref().map(P::string)),
-            ]);
-            envelope(types::CANCEL, Some(&id), clock(), p)
-        }
+        } => cancel_message(&id, &call_id, reason.as_deref(), clock),
         #[cfg(feature = "app")]
         Outgoing::CancelResult {
             id,
             call_id,
             verdict,
-        } => {
-            let cancelled = matches!(verdict, CancelVerdict::Cancelled);
-            let (reason, error) = match verdict {
-                CancelVerdict::Cancelled => (None, None),
-                CancelVerdict::AlreadyCompleted => (Some(super::message::REASON_COMPLETED), None),
-                CancelVerdict::NotFound => (Some(REASON_NOT_FOUND), None),
-                CancelVerdict::Refused(e) => (None, Some(e)),
-            };
-            let p = P::object_of(&mut [
-                ("callId", Some(P::string(&call_id))),
-                ("cancelled", Some(P::boolean(cancelled))),
-                ("reason", reason.map(P::string)),
-                ("error", error.map(encode_error)),
-            ]);
-            envelope(types::CANCEL_RESULT, id.as_deref(), clock(), p)
-        }
+        } => cancel_result_message(id.as_deref(), &call_id, verdict, clock),
         #[cfg(feature = "app")]
         Outgoing::Progress {
             call_id,
             token,
             info,
-        } => {
-            let mut p = info.shallow_copy();
-            p.set("operationId", P::string(&token));
-            if let Some(call_id) = call_id {
-                p.set("callId", P::string(&call_id));
-            }
-            envelope(types::PROGRESS, None, clock(), p)
-        }
+        } => progress_message(call_id.as_deref(), &token, &info, clock),
         #[cfg(feature = "app")]
-        Outgoing::Notification { event, data } => {
-            let mut p = P::object();
-            p.set("event", P::string(&event));
-            if data.kind() != Kind::Undefined {
-                p.set("data", data);
-            }
-            envelope(types::NOTIFICATION, None, clock(), p)
-        }
+        Outgoing::Notification { event, data } => notification_message(&event, data, clock),
         #[cfg(feature = "app")]
-        Outgoing::CapabilitiesChanged { changes } => {
-            let d = capability::changes_data(&changes, capabilities(hello));
-            let mut p = P::object();
-            p.set("event", P::string(types::CAPABILITIES_CHANGED));
-            p.set("data", d);
-            envelope(types::NOTIFICATION, None, clock(), p)
-        }
+        Outgoing::CapabilitiesChanged { changes } => changes_message(&changes, clock, hello),
         #[cfg(feature = "app")]
         Outgoing::ElicitationRequest {
             id,
             call_id,
             request,
-        } => {
-            let mut p = request.shallow_copy();
-            if let Some(c) = call_id {
-                p.set("callId", P::string(&c));
-            }
-            envelope(types::ELICITATION_REQUEST, Some(&id), clock(), p)
-        }
+        } => elicitation_request_message(&id, call_id.as_deref(), &request, clock),
         #[cfg(feature = "agent")]
         Outgoing::ElicitationResponse { id, answer } => {
-            let p = match answer {
-                ElicitAnswer::Answer(p) => p,
-                ElicitAnswer::Cancelled => cancelled_response(None),
-                ElicitAnswer::Failed(e) => {
-                    let mut p = P::object();
-                    p.set("success", P::boolean(false));
-                    p.set("error", encode_error(e));
-                    p
-                }
-            };
-            envelope(types::ELICITATION_RESPONSE, Some(&id), clock(), p)
+            elicitation_response_message(&id, answer, clock)
         }
         Outgoing::Shutdown {
             id,
             reason,
             session_id,
-        } => {
-            let mut p = P::object();
-            if let Some(r) = reason {
-                p.set("reason", P::string(&r));
-            }
-            if let Some(s) = session_id {
-                p.set("sessionId", P::string(&s));
-            }
-            envelope(types::SHUTDOWN, Some(&id), clock(), p)
-        }
+        } => shutdown_message(&id, reason.as_deref(), session_id.as_deref(), clock),
         Outgoing::Initialized
         | Outgoing::Ping { .. }
         | Outgoing::Pong { .. }
         | Outgoing::ListCapabilities { .. }
         | Outgoing::CapabilityList { .. }
         | Outgoing::RpcError { .. } => return None,
-        // A build without one role never makes that role's messages (in ABP: the agent's initialize, calls,
-        // cancels and elicitation answers; the app's results, progress, notifications and elicitations).
+        // Calls and their results are built by `encode`. A build without one role never makes that role's
+        // messages (in ABP: the agent's initialize, calls, cancels and elicitation answers; the app's results,
+        // progress, notifications and elicitations).
         #[allow(unreachable_patterns)]
         _ => return None,
+    })
+}
+
+/// `initialize`: who the agent is, the protocol version, and every feature on.
+#[cfg(feature = "agent")]
+fn initialize_message<P: Wire>(id: &str, clock: Timestamp<'_>, hello: &Hello<'_, P>) -> P {
+    let mut p = P::object();
+    p.set("agent", hello.info.clone());
+    p.set("protocolVersion", P::string(PROTOCOL_VERSION));
+    p.set("features", features(None));
+    envelope(types::INITIALIZE, Some(id), clock(), p)
+}
+
+/// `initialize-result` accepting the agent: the session, who the app is, its capabilities and the features
+/// agreed.
+#[cfg(feature = "app")]
+fn initialize_result_message<P: Wire>(
+    id: &str,
+    session_id: &str,
+    agreed: &Features,
+    clock: Timestamp<'_>,
+    hello: &Hello<'_, P>,
+) -> P {
+    let mut p = P::object();
+    p.set("sessionId", P::string(session_id));
+    p.set("protocolVersion", P::string(PROTOCOL_VERSION));
+    p.set("app", hello.info.clone());
+    p.set("capabilities", capabilities(hello));
+    p.set("features", features(Some(agreed)));
+    envelope(types::INITIALIZE_RESULT, Some(id), clock(), p)
+}
+
+/// `initialize-result` refusing the agent: `{ error }`.
+#[cfg(feature = "app")]
+fn initialize_error_message<P: Wire>(id: &str, error: AbpError<P>, clock: Timestamp<'_>) -> P {
+    let mut p = P::object();
+    p.set("error", encode_error(error));
+    envelope(types::INITIALIZE_RESULT, Some(id), clock(), p)
+}
+
+/// `capabilities/call-result`: an `ABPResponse` with `metadata: { duration }` and `callId` (a success is built
+/// by [`Wire::success_message`]).
+#[cfg(feature = "app")]
+fn call_result_message<P: Wire>(
+    id: &str,
+    call_id: &str,
+    outcome: Outcome<P>,
+    duration: f64,
+    clock: Timestamp<'_>,
+) -> P {
+    let meta = || P::object_of(&mut [("duration", Some(P::number(duration)))]);
+    let p = match outcome {
+        Outcome::Success { data } => {
+            return P::success_message(id, clock, call_id, data, duration);
+        }
+        Outcome::Failure(e) => P::object_of(&mut [
+            ("success", Some(P::boolean(false))),
+            ("error", Some(encode_error(e))),
+            ("metadata", Some(meta())),
+            ("callId", Some(P::string(call_id))),
+        ]),
+        Outcome::Cancelled { reason } => {
+            let mut p: P = cancelled_response(reason.as_deref());
+            p.set("metadata", meta());
+            p.set("callId", P::string(call_id));
+            p
+        }
     };
-    Some((m, transfer_list))
+    envelope(types::CALL_RESULT, Some(id), clock(), p)
+}
+
+#[cfg(feature = "agent")]
+fn cancel_message<P: Wire>(
+    id: &str,
+    call_id: &str,
+    reason: Option<&str>,
+    clock: Timestamp<'_>,
+) -> P {
+    let p = P::object_of(&mut [
+        ("callId", Some(P::string(call_id))),
+        ("reason", reason.map(P::string)),
+    ]);
+    envelope(types::CANCEL, Some(id), clock(), p)
+}
+
+/// `capabilities/cancel-result`: `cancelled`, else the reason or the error.
+#[cfg(feature = "app")]
+fn cancel_result_message<P: Wire>(
+    id: Option<&str>,
+    call_id: &str,
+    verdict: CancelVerdict<AbpError<P>>,
+    clock: Timestamp<'_>,
+) -> P {
+    let cancelled = matches!(verdict, CancelVerdict::Cancelled);
+    let (reason, error) = match verdict {
+        CancelVerdict::Cancelled => (None, None),
+        CancelVerdict::AlreadyCompleted => (Some(super::message::REASON_COMPLETED), None),
+        CancelVerdict::NotFound => (Some(REASON_NOT_FOUND), None),
+        CancelVerdict::Refused(e) => (None, Some(e)),
+    };
+    let p = P::object_of(&mut [
+        ("callId", Some(P::string(call_id))),
+        ("cancelled", Some(P::boolean(cancelled))),
+        ("reason", reason.map(P::string)),
+        ("error", error.map(encode_error)),
+    ]);
+    envelope(types::CANCEL_RESULT, id, clock(), p)
+}
+
+/// `progress`: a copy of the handler's report with `operationId` (and `callId` for a call's progress).
+#[cfg(feature = "app")]
+fn progress_message<P: Wire>(
+    call_id: Option<&str>,
+    token: &str,
+    info: &P,
+    clock: Timestamp<'_>,
+) -> P {
+    let mut p = info.shallow_copy();
+    p.set("operationId", P::string(token));
+    if let Some(call_id) = call_id {
+        p.set("callId", P::string(call_id));
+    }
+    envelope(types::PROGRESS, None, clock(), p)
+}
+
+#[cfg(feature = "app")]
+fn notification_message<P: Wire>(event: &str, data: P, clock: Timestamp<'_>) -> P {
+    let mut p = P::object();
+    p.set("event", P::string(event));
+    if data.kind() != Kind::Undefined {
+        p.set("data", data);
+    }
+    envelope(types::NOTIFICATION, None, clock(), p)
+}
+
+/// The capability list changed: the `notification` `notifications/capabilities/list_changed` with the changes
+/// and the whole list.
+#[cfg(feature = "app")]
+fn changes_message<P: Wire>(
+    changes: &capability::Changes,
+    clock: Timestamp<'_>,
+    hello: &Hello<'_, P>,
+) -> P {
+    let d = capability::changes_data(changes, capabilities(hello));
+    let mut p = P::object();
+    p.set("event", P::string(types::CAPABILITIES_CHANGED));
+    p.set("data", d);
+    envelope(types::NOTIFICATION, None, clock(), p)
+}
+
+/// `elicitation/request`: a copy of the handler's request with `callId` when it is asked during a call.
+#[cfg(feature = "app")]
+fn elicitation_request_message<P: Wire>(
+    id: &str,
+    call_id: Option<&str>,
+    request: &P,
+    clock: Timestamp<'_>,
+) -> P {
+    let mut p = request.shallow_copy();
+    if let Some(c) = call_id {
+        p.set("callId", P::string(c));
+    }
+    envelope(types::ELICITATION_REQUEST, Some(id), clock(), p)
+}
+
+/// `elicitation/response`: the agent's answer as it is, or a cancelled or failed `ABPResponse`.
+#[cfg(feature = "agent")]
+fn elicitation_response_message<P: Wire>(
+    id: &str,
+    answer: ElicitAnswer<P>,
+    clock: Timestamp<'_>,
+) -> P {
+    let p = match answer {
+        ElicitAnswer::Answer(p) => p,
+        ElicitAnswer::Cancelled => cancelled_response(None),
+        ElicitAnswer::Failed(e) => {
+            let mut p = P::object();
+            p.set("success", P::boolean(false));
+            p.set("error", encode_error(e));
+            p
+        }
+    };
+    envelope(types::ELICITATION_RESPONSE, Some(id), clock(), p)
+}
+
+fn shutdown_message<P: Wire>(
+    id: &str,
+    reason: Option<&str>,
+    session_id: Option<&str>,
+    clock: Timestamp<'_>,
+) -> P {
+    let mut p = P::object();
+    if let Some(r) = reason {
+        p.set("reason", P::string(r));
+    }
+    if let Some(s) = session_id {
+        p.set("sessionId", P::string(s));
+    }
+    envelope(types::SHUTDOWN, Some(id), clock(), p)
 }
