@@ -397,12 +397,7 @@ impl<P: Wire> McpCodec<P> {
         Some(match msg {
             // The client role.
             Outgoing::Initialize { id } => {
-                let capabilities = P::object_of(&mut [("elicitation", Some(P::object()))]);
-                let params = P::object_of(&mut [
-                    ("protocolVersion", Some(P::constant(SUPPORTED_VERSIONS[0]))),
-                    ("capabilities", Some(capabilities)),
-                    ("clientInfo", Some(hello.info.clone())),
-                ]);
+                let params = initialize_params(hello);
                 self.peer
                     .request(&id, Sent::Initialize, "initialize", Some(params))
             }
@@ -417,34 +412,14 @@ impl<P: Wire> McpCodec<P> {
                 progress_token,
                 ..
             } => {
-                let meta = progress_token
-                    .map(|t| P::object_of(&mut [("progressToken", Some(P::string(&t)))]));
-                let arguments =
-                    (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then_some(params);
-                let p = P::object_of(&mut [
-                    ("name", Some(P::string(&capability))),
-                    ("arguments", arguments),
-                    ("_meta", meta),
-                ]);
+                let p = call_params(&capability, params, progress_token.as_deref());
                 self.peer.request(&id, Sent::Call, "tools/call", Some(p))
             }
             Outgoing::Cancel {
                 call_id, reason, ..
-            } => {
-                // Whatever answers the call later is dropped.
-                self.peer.forget(&call_id);
-                let p = P::object_of(&mut [
-                    ("requestId", Some(P::string(&call_id))),
-                    ("reason", reason.as_deref().map(P::string)),
-                ]);
-                notification("notifications/cancelled", Some(p))
-            }
+            } => self.cancel(&call_id, reason.as_deref()),
             Outgoing::ElicitationResponse { id, answer } => {
-                let result = match answer {
-                    ElicitAnswer::Answer(r) => elicitation_result_of(&r),
-                    ElicitAnswer::Cancelled => action::<P>("cancel", None),
-                    ElicitAnswer::Failed(_) => action::<P>("decline", None),
-                };
+                let result = elicitation_result(answer);
                 self.peer.response(&id, result)
             }
             Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "ping", None),
@@ -454,23 +429,7 @@ impl<P: Wire> McpCodec<P> {
             }
             // The server role.
             Outgoing::InitializeResult { id, .. } => {
-                let version = self
-                    .requested
-                    .as_deref()
-                    .and_then(|r| SUPPORTED_VERSIONS.iter().find(|v| **v == r))
-                    .copied()
-                    .unwrap_or(SUPPORTED_VERSIONS[0]);
-                let tools = P::object_of(&mut [("listChanged", Some(P::boolean(true)))]);
-                let capabilities = P::object_of(&mut [("tools", Some(tools))]);
-                let server = P::object_of(&mut [
-                    ("name", hello.info.get("name")),
-                    ("version", hello.info.get("version")),
-                ]);
-                let result = P::object_of(&mut [
-                    ("protocolVersion", Some(P::string(version))),
-                    ("capabilities", Some(capabilities)),
-                    ("serverInfo", Some(server)),
-                ]);
+                let result = initialize_result(self.requested.as_deref(), hello);
                 self.peer.response(&id, result)
             }
             Outgoing::InitializeError { id, error } => {
@@ -478,15 +437,7 @@ impl<P: Wire> McpCodec<P> {
                     .error(Some(&id), rpc::INVALID_REQUEST, &error.message, None)
             }
             Outgoing::CapabilityList { id } => {
-                let list = hello
-                    .capabilities
-                    .map(|f| f())
-                    .unwrap_or_else(|| P::array(Vec::new()));
-                let tools = (0..list.array_len().unwrap_or(0))
-                    .filter_map(|i| list.index(i))
-                    .map(|d| tool_of(&d))
-                    .collect();
-                let result = P::object_of(&mut [("tools", Some(P::array(tools)))]);
+                let result = tool_list(hello);
                 self.peer.response(&id, result)
             }
             Outgoing::CallResult {
@@ -494,58 +445,17 @@ impl<P: Wire> McpCodec<P> {
                 call_id,
                 outcome,
                 ..
-            } => {
-                self.tokens.remove(&call_id);
-                match outcome {
-                    Outcome::Success { data } => self.peer.response(&id, tool_result_of(data)),
-                    Outcome::Failure(e) => match e.code {
-                        // Protocol errors, as the MCP SDK answers them.
-                        ErrorCode::UnknownCapability | ErrorCode::InvalidParams => {
-                            self.peer
-                                .error(Some(&id), rpc::INVALID_PARAMS, &e.message, None)
-                        }
-                        ErrorCode::NotInitialized => {
-                            self.peer
-                                .error(Some(&id), rpc::INVALID_REQUEST, &e.message, None)
-                        }
-                        // Tool errors: the model should see them.
-                        _ => self.peer.response(&id, error_result(&e.message)),
-                    },
-                    // MCP: nothing is sent for a cancelled request.
-                    Outcome::Cancelled { .. } => return None,
-                }
-            }
+            } => return self.call_result(&id, &call_id, outcome),
             Outgoing::Progress {
                 call_id,
                 token,
                 info,
-            } => {
-                let original = call_id
-                    .as_deref()
-                    .and_then(|c| self.tokens.get(c).cloned())
-                    .unwrap_or_else(|| P::string(&token));
-                let message = info
-                    .get("message")
-                    .or_else(|| info.get("status"))
-                    .filter(|m| m.kind() == Kind::String);
-                let p = P::object_of(&mut [
-                    ("progressToken", Some(original)),
-                    ("progress", info.get("progress")),
-                    ("total", info.get("total")),
-                    ("message", message),
-                ]);
-                notification("notifications/progress", Some(p))
-            }
+            } => self.progress(call_id.as_deref(), &token, &info),
             Outgoing::CapabilitiesChanged { .. } => {
                 notification("notifications/tools/list_changed", None)
             }
             Outgoing::ElicitationRequest { id, request: r, .. } => {
-                if r.get_string("method").as_deref() == Some("elicitation/confirm") {
-                    self.confirms.insert(id.clone(), ());
-                }
-                let params = elicitation_params(&r);
-                self.peer
-                    .request(&id, Sent::Elicit, "elicitation/create", Some(params))
+                self.elicitation_request(&id, &r)
             }
             // MCP has no acknowledgement of a cancel, no generic notification, no shutdown message.
             Outgoing::CancelResult { .. }
@@ -553,10 +463,134 @@ impl<P: Wire> McpCodec<P> {
             | Outgoing::Shutdown { .. } => return None,
         })
     }
+
+    /// `notifications/cancelled`; whatever answers the call later is dropped.
+    fn cancel(&mut self, call_id: &str, reason: Option<&str>) -> P {
+        self.peer.forget(call_id);
+        let p = P::object_of(&mut [
+            ("requestId", Some(P::string(call_id))),
+            ("reason", reason.map(P::string)),
+        ]);
+        notification("notifications/cancelled", Some(p))
+    }
+
+    /// A call's outcome as the response to its `tools/call`: a `CallToolResult`, a tool error the model sees,
+    /// or a protocol error; `None` for a cancelled call (MCP sends nothing for a cancelled request).
+    fn call_result(&mut self, id: &str, call_id: &str, outcome: Outcome<P>) -> Option<P> {
+        self.tokens.remove(call_id);
+        Some(match outcome {
+            Outcome::Success { data } => self.peer.response(id, tool_result_of(data)),
+            Outcome::Failure(e) => match e.code {
+                // Protocol errors, as the MCP SDK answers them.
+                ErrorCode::UnknownCapability | ErrorCode::InvalidParams => {
+                    self.peer
+                        .error(Some(id), rpc::INVALID_PARAMS, &e.message, None)
+                }
+                ErrorCode::NotInitialized => {
+                    self.peer
+                        .error(Some(id), rpc::INVALID_REQUEST, &e.message, None)
+                }
+                // Tool errors: the model should see them.
+                _ => self.peer.response(id, error_result(&e.message)),
+            },
+            Outcome::Cancelled { .. } => return None,
+        })
+    }
+
+    /// `notifications/progress` with the progress token the call came with (a number stays a number).
+    fn progress(&self, call_id: Option<&str>, token: &str, info: &P) -> P {
+        let original = call_id
+            .and_then(|c| self.tokens.get(c).cloned())
+            .unwrap_or_else(|| P::string(token));
+        let message = info
+            .get("message")
+            .or_else(|| info.get("status"))
+            .filter(|m| m.kind() == Kind::String);
+        let p = P::object_of(&mut [
+            ("progressToken", Some(original)),
+            ("progress", info.get("progress")),
+            ("total", info.get("total")),
+            ("message", message),
+        ]);
+        notification("notifications/progress", Some(p))
+    }
+
+    /// `elicitation/create`, remembering an `elicitation/confirm` so its answer is read as `{ confirmed }`.
+    fn elicitation_request(&mut self, id: &str, r: &P) -> P {
+        if r.get_string("method").as_deref() == Some("elicitation/confirm") {
+            self.confirms.insert(id.to_owned(), ());
+        }
+        let params = elicitation_params(r);
+        self.peer
+            .request(id, Sent::Elicit, "elicitation/create", Some(params))
+    }
+}
+
+/// The client's `initialize` params: the newest protocol version, and elicitation offered.
+fn initialize_params<P: Wire>(hello: &Hello<'_, P>) -> P {
+    let capabilities = P::object_of(&mut [("elicitation", Some(P::object()))]);
+    P::object_of(&mut [
+        ("protocolVersion", Some(P::constant(SUPPORTED_VERSIONS[0]))),
+        ("capabilities", Some(capabilities)),
+        ("clientInfo", Some(hello.info.clone())),
+    ])
+}
+
+/// `tools/call` params: `arguments` left out when there are none, the progress token in `_meta`.
+fn call_params<P: Wire>(capability: &str, params: P, progress_token: Option<&str>) -> P {
+    let meta = progress_token.map(|t| P::object_of(&mut [("progressToken", Some(P::string(t)))]));
+    let arguments = (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then_some(params);
+    P::object_of(&mut [
+        ("name", Some(P::string(capability))),
+        ("arguments", arguments),
+        ("_meta", meta),
+    ])
+}
+
+/// The server's `initialize` result: the client's protocol version when this SDK speaks it (else the newest),
+/// tools that announce list changes, and who the app is.
+fn initialize_result<P: Wire>(requested: Option<&str>, hello: &Hello<'_, P>) -> P {
+    let version = requested
+        .and_then(|r| SUPPORTED_VERSIONS.iter().find(|v| **v == r))
+        .copied()
+        .unwrap_or(SUPPORTED_VERSIONS[0]);
+    let tools = P::object_of(&mut [("listChanged", Some(P::boolean(true)))]);
+    let capabilities = P::object_of(&mut [("tools", Some(tools))]);
+    let server = P::object_of(&mut [
+        ("name", hello.info.get("name")),
+        ("version", hello.info.get("version")),
+    ]);
+    P::object_of(&mut [
+        ("protocolVersion", Some(P::string(version))),
+        ("capabilities", Some(capabilities)),
+        ("serverInfo", Some(server)),
+    ])
+}
+
+/// The `tools/list` result: the app's capabilities as tools.
+fn tool_list<P: Wire>(hello: &Hello<'_, P>) -> P {
+    let list = hello
+        .capabilities
+        .map(|f| f())
+        .unwrap_or_else(|| P::array(Vec::new()));
+    let tools = (0..list.array_len().unwrap_or(0))
+        .filter_map(|i| list.index(i))
+        .map(|d| tool_of(&d))
+        .collect();
+    P::object_of(&mut [("tools", Some(P::array(tools)))])
 }
 
 fn action<P: Wire>(action: &'static str, content: Option<P>) -> P {
     P::object_of(&mut [("action", Some(P::constant(action))), ("content", content)])
+}
+
+/// The agent's answer to an elicitation as MCP's elicitation result (one it could not give is declined).
+fn elicitation_result<P: Wire>(answer: ElicitAnswer<P>) -> P {
+    match answer {
+        ElicitAnswer::Answer(r) => elicitation_result_of(&r),
+        ElicitAnswer::Cancelled => action::<P>("cancel", None),
+        ElicitAnswer::Failed(_) => action::<P>("decline", None),
+    }
 }
 
 /// An ABP `ElicitationResponse` as MCP's elicitation result: success → accept (with `data` as content),
