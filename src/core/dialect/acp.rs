@@ -217,21 +217,12 @@ impl<P: Wire> AcpCodec<P> {
     pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
             Outgoing::Initialize { id } => {
-                let params = P::object_of(&mut [
-                    ("protocolVersion", Some(P::number(PROTOCOL_VERSION))),
-                    ("clientCapabilities", Some(P::object())),
-                    ("clientInfo", Some(hello.info.clone())),
-                ]);
+                let params = initialize_params(hello);
                 self.peer
                     .request(&id, Sent::Initialize, "initialize", Some(params))
             }
             Outgoing::InitializeResult { id, .. } => {
-                let result = P::object_of(&mut [
-                    ("protocolVersion", Some(P::number(PROTOCOL_VERSION))),
-                    ("agentCapabilities", Some(P::object())),
-                    ("authMethods", Some(P::array(Vec::new()))),
-                    ("agentInfo", Some(hello.info.clone())),
-                ]);
+                let result = initialize_result(hello);
                 self.peer.response(&id, result)
             }
             Outgoing::InitializeError { id, error } => {
@@ -254,30 +245,7 @@ impl<P: Wire> AcpCodec<P> {
                 let p = P::object_of(&mut [("requestId", Some(P::string(&call_id)))]);
                 notification(CANCEL_REQUEST, Some(p))
             }
-            Outgoing::CallResult { id, outcome, .. } => match outcome {
-                Outcome::Success { data } => {
-                    let data = if matches!(data.kind(), Kind::Undefined) {
-                        P::null()
-                    } else {
-                        data
-                    };
-                    self.peer.response(&id, data)
-                }
-                Outcome::Cancelled { .. } => {
-                    self.peer
-                        .error(Some(&id), rpc::REQUEST_CANCELLED, "Request cancelled", None)
-                }
-                Outcome::Failure(e) => {
-                    let code = match e.code {
-                        ErrorCode::UnknownCapability => rpc::METHOD_NOT_FOUND,
-                        ErrorCode::InvalidParams => rpc::INVALID_PARAMS,
-                        _ => rpc::INTERNAL_ERROR,
-                    };
-                    let message = e.message.clone();
-                    self.peer
-                        .error(Some(&id), code, &message, Some(encode_error(e)))
-                }
-            },
+            Outgoing::CallResult { id, outcome, .. } => self.call_result(&id, outcome),
             Outgoing::ElicitationRequest { id, request: r, .. } => {
                 let method = r
                     .get_string("method")
@@ -285,40 +253,7 @@ impl<P: Wire> AcpCodec<P> {
                 let params = r.get("params");
                 self.peer.request(&id, Sent::Elicit, &method, params)
             }
-            Outgoing::ElicitationResponse { id, answer } => match answer {
-                ElicitAnswer::Answer(r)
-                    if r.get("success").and_then(|s| s.as_bool()) == Some(true) =>
-                {
-                    let data = r.get("data").unwrap_or_else(P::null);
-                    self.peer.response(&id, data)
-                }
-                ElicitAnswer::Answer(r) => {
-                    let error = r
-                        .get_object("error")
-                        .map(|e| super::super::codec::decode_error(&e))
-                        .unwrap_or_else(|| AbpError::new(ErrorCode::OperationFailed, "Declined"));
-                    let message = error.message.clone();
-                    self.peer.error(
-                        Some(&id),
-                        rpc::INTERNAL_ERROR,
-                        &message,
-                        Some(encode_error(error)),
-                    )
-                }
-                ElicitAnswer::Cancelled => {
-                    self.peer
-                        .error(Some(&id), rpc::REQUEST_CANCELLED, "Request cancelled", None)
-                }
-                ElicitAnswer::Failed(e) => {
-                    let message = e.message.clone();
-                    self.peer.error(
-                        Some(&id),
-                        rpc::METHOD_NOT_FOUND,
-                        &message,
-                        Some(encode_error(e)),
-                    )
-                }
-            },
+            Outgoing::ElicitationResponse { id, answer } => self.elicitation_response(&id, answer),
             Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
             Outgoing::Pong { id } => self.peer.response(&id, P::object()),
             Outgoing::RpcError { id, code, message } => {
@@ -338,4 +273,89 @@ impl<P: Wire> AcpCodec<P> {
             | Outgoing::Shutdown { .. } => return None,
         })
     }
+
+    /// The response to a call: its result (`null` for none), -32800 for a cancelled call, or an error whose
+    /// `data` is the ABP error.
+    fn call_result(&mut self, id: &str, outcome: Outcome<P>) -> P {
+        match outcome {
+            Outcome::Success { data } => {
+                let data = if matches!(data.kind(), Kind::Undefined) {
+                    P::null()
+                } else {
+                    data
+                };
+                self.peer.response(id, data)
+            }
+            Outcome::Cancelled { .. } => {
+                self.peer
+                    .error(Some(id), rpc::REQUEST_CANCELLED, "Request cancelled", None)
+            }
+            Outcome::Failure(e) => {
+                let code = match e.code {
+                    ErrorCode::UnknownCapability => rpc::METHOD_NOT_FOUND,
+                    ErrorCode::InvalidParams => rpc::INVALID_PARAMS,
+                    _ => rpc::INTERNAL_ERROR,
+                };
+                let message = e.message.clone();
+                self.peer
+                    .error(Some(id), code, &message, Some(encode_error(e)))
+            }
+        }
+    }
+
+    /// The agent's answer to the app's request: a successful answer's `data` as the result, else an error
+    /// (a refusal or failure carries the ABP error as `data`).
+    fn elicitation_response(&mut self, id: &str, answer: ElicitAnswer<P>) -> P {
+        match answer {
+            ElicitAnswer::Answer(r) if r.get("success").and_then(|s| s.as_bool()) == Some(true) => {
+                let data = r.get("data").unwrap_or_else(P::null);
+                self.peer.response(id, data)
+            }
+            ElicitAnswer::Answer(r) => {
+                let error = r
+                    .get_object("error")
+                    .map(|e| super::super::codec::decode_error(&e))
+                    .unwrap_or_else(|| AbpError::new(ErrorCode::OperationFailed, "Declined"));
+                let message = error.message.clone();
+                self.peer.error(
+                    Some(id),
+                    rpc::INTERNAL_ERROR,
+                    &message,
+                    Some(encode_error(error)),
+                )
+            }
+            ElicitAnswer::Cancelled => {
+                self.peer
+                    .error(Some(id), rpc::REQUEST_CANCELLED, "Request cancelled", None)
+            }
+            ElicitAnswer::Failed(e) => {
+                let message = e.message.clone();
+                self.peer.error(
+                    Some(id),
+                    rpc::METHOD_NOT_FOUND,
+                    &message,
+                    Some(encode_error(e)),
+                )
+            }
+        }
+    }
+}
+
+/// The agent's `initialize` params: ACP's protocol version and who the agent is.
+fn initialize_params<P: Wire>(hello: &Hello<'_, P>) -> P {
+    P::object_of(&mut [
+        ("protocolVersion", Some(P::number(PROTOCOL_VERSION))),
+        ("clientCapabilities", Some(P::object())),
+        ("clientInfo", Some(hello.info.clone())),
+    ])
+}
+
+/// The app's `initialize` result: ACP's protocol version, no authentication, and who the app is.
+fn initialize_result<P: Wire>(hello: &Hello<'_, P>) -> P {
+    P::object_of(&mut [
+        ("protocolVersion", Some(P::number(PROTOCOL_VERSION))),
+        ("agentCapabilities", Some(P::object())),
+        ("authMethods", Some(P::array(Vec::new()))),
+        ("agentInfo", Some(hello.info.clone())),
+    ])
 }
