@@ -366,113 +366,121 @@ impl<P: Wire> TesseronCodec<P> {
     /// App role: the hello, results, progress and questions.
     fn encode_app(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
-            Outgoing::Initialize { id } => {
-                let mut params = hello_params(hello);
-                // After a reconnect, the stored credentials: the gateway keeps the session (its claim included).
-                let method = match &self.resume {
-                    Some((session_id, token)) => {
-                        params.set("sessionId", P::string(session_id));
-                        params.set("resumeToken", P::string(token));
-                        "tesseron/resume"
-                    }
-                    None => "tesseron/hello",
-                };
-                self.resuming = self.resume.is_some();
-                self.peer
-                    .request(&id, Sent::Initialize, method, Some(params))
-            }
+            Outgoing::Initialize { id } => self.say_hello(&id, hello),
             Outgoing::CallResult {
                 id,
                 call_id,
                 outcome,
                 ..
-            } => {
-                self.percent.remove(&call_id);
-                match outcome {
-                    Outcome::Success { data } => {
-                        let result = P::object_of(&mut [
-                            ("invocationId", Some(P::string(&call_id))),
-                            ("output", Some(data)),
-                        ]);
-                        self.peer.response(&id, result)
-                    }
-                    Outcome::Cancelled { .. } => {
-                        let message = text(&["Invocation ", &call_id, " was cancelled"]);
-                        self.peer.error(Some(&id), code::CANCELLED, &message, None)
-                    }
-                    Outcome::Failure(e) => {
-                        let (code, message) = match e.code {
-                            ErrorCode::Timeout => (code::TIMEOUT, e.message.clone()),
-                            ErrorCode::UnknownCapability => {
-                                (code::ACTION_NOT_FOUND, e.message.clone())
-                            }
-                            ErrorCode::InvalidParams => {
-                                (code::INPUT_VALIDATION, "Invalid input".to_owned())
-                            }
-                            ErrorCode::InternalError => {
-                                (rpc::INTERNAL_ERROR, "Internal error".to_owned())
-                            }
-                            _ => (code::HANDLER_ERROR, e.message.clone()),
-                        };
-                        self.peer
-                            .error(Some(&id), code, &message, Some(encode_error(e)))
-                    }
-                }
-            }
-            Outgoing::Progress { call_id, info, .. } => {
-                let call_id = call_id?;
-                let total = info.get_f64("total").filter(|t| *t > 0.0);
-                let raw = info.get_f64("percentage").or_else(|| {
-                    match (info.get_f64("progress"), total) {
-                        (Some(p), Some(t)) => Some(p * 100.0 / t),
-                        (p, None) => p,
-                        _ => None,
-                    }
-                });
-                // Whole numbers in 0..=100, never going down.
-                let percent = raw.map(|p| {
-                    let p = p.clamp(0.0, 100.0).round();
-                    let best = self.percent.get(&call_id).copied().unwrap_or(0.0).max(p);
-                    self.percent.insert(call_id.clone(), best);
-                    best
-                });
-                let message = info
-                    .get("status")
-                    .or_else(|| info.get("message"))
-                    .filter(|m| m.kind() == Kind::String);
-                let p = P::object_of(&mut [
-                    ("invocationId", Some(P::string(&call_id))),
-                    ("percent", percent.map(P::number)),
-                    ("message", message),
-                    ("data", info.get("data")),
-                ]);
-                notification("actions/progress", Some(p))
-            }
+            } => self.call_result(&id, &call_id, outcome),
+            Outgoing::Progress { call_id, info, .. } => self.progress(&call_id?, &info),
             Outgoing::ElicitationRequest {
                 id,
                 call_id,
                 request: r,
-            } => {
-                let method = r
-                    .get_string("method")
-                    .unwrap_or_else(|| "elicitation/request".to_owned());
-                let params = r.get_object("params").unwrap_or_else(P::object);
-                match question_of(&method, &params, call_id.as_deref()) {
-                    Some((question, unwrap)) => {
-                        self.asked.insert(id.clone(), Asked { method, unwrap });
-                        self.peer
-                            .request(&id, Sent::Elicit, "elicitation/request", Some(question))
-                    }
-                    // Tesseron's own requests (`elicitation/request`, `sampling/request`) pass as they are.
-                    None => self.peer.request(&id, Sent::Elicit, &method, Some(params)),
-                }
-            }
+            } => self.elicitation_request(&id, call_id.as_deref(), &r),
             Outgoing::Pong { id } => self.peer.response(&id, P::object()),
             Outgoing::RpcError { id, code, message } => {
                 self.peer.error(id.as_deref(), code, &message, None)
             }
             _ => return None,
         })
+    }
+
+    /// App role: `tesseron/hello`, or after a reconnect `tesseron/resume` with the stored credentials (the
+    /// gateway keeps the session, its claim included).
+    fn say_hello(&mut self, id: &str, hello: &Hello<'_, P>) -> P {
+        let mut params = hello_params(hello);
+        let method = match &self.resume {
+            Some((session_id, token)) => {
+                params.set("sessionId", P::string(session_id));
+                params.set("resumeToken", P::string(token));
+                "tesseron/resume"
+            }
+            None => "tesseron/hello",
+        };
+        self.resuming = self.resume.is_some();
+        self.peer
+            .request(id, Sent::Initialize, method, Some(params))
+    }
+
+    /// App role: the response to `actions/invoke`: `{ invocationId, output }`, or the error with Tesseron's
+    /// code (the ABP error as `data`).
+    fn call_result(&mut self, id: &str, call_id: &str, outcome: Outcome<P>) -> P {
+        self.percent.remove(call_id);
+        match outcome {
+            Outcome::Success { data } => {
+                let result = P::object_of(&mut [
+                    ("invocationId", Some(P::string(call_id))),
+                    ("output", Some(data)),
+                ]);
+                self.peer.response(id, result)
+            }
+            Outcome::Cancelled { .. } => {
+                let message = text(&["Invocation ", call_id, " was cancelled"]);
+                self.peer.error(Some(id), code::CANCELLED, &message, None)
+            }
+            Outcome::Failure(e) => {
+                let (code, message) = match e.code {
+                    ErrorCode::Timeout => (code::TIMEOUT, e.message.clone()),
+                    ErrorCode::UnknownCapability => (code::ACTION_NOT_FOUND, e.message.clone()),
+                    ErrorCode::InvalidParams => {
+                        (code::INPUT_VALIDATION, "Invalid input".to_owned())
+                    }
+                    ErrorCode::InternalError => (rpc::INTERNAL_ERROR, "Internal error".to_owned()),
+                    _ => (code::HANDLER_ERROR, e.message.clone()),
+                };
+                self.peer
+                    .error(Some(id), code, &message, Some(encode_error(e)))
+            }
+        }
+    }
+
+    /// App role: `actions/progress` for a call, its `percent` a whole number in 0..=100 that never goes down.
+    fn progress(&mut self, call_id: &str, info: &P) -> P {
+        let total = info.get_f64("total").filter(|t| *t > 0.0);
+        let raw = info
+            .get_f64("percentage")
+            .or_else(|| match (info.get_f64("progress"), total) {
+                (Some(p), Some(t)) => Some(p * 100.0 / t),
+                (p, None) => p,
+                _ => None,
+            });
+        let percent = raw.map(|p| {
+            let p = p.clamp(0.0, 100.0).round();
+            let best = self.percent.get(call_id).copied().unwrap_or(0.0).max(p);
+            self.percent.insert(call_id.to_owned(), best);
+            best
+        });
+        let message = info
+            .get("status")
+            .or_else(|| info.get("message"))
+            .filter(|m| m.kind() == Kind::String);
+        let p = P::object_of(&mut [
+            ("invocationId", Some(P::string(call_id))),
+            ("percent", percent.map(P::number)),
+            ("message", message),
+            ("data", info.get("data")),
+        ]);
+        notification("actions/progress", Some(p))
+    }
+
+    /// App role: an ABP elicitation as Tesseron's `elicitation/request` (remembered, so the answer is read as
+    /// that method's), or a Tesseron request of the app's own as it is.
+    fn elicitation_request(&mut self, id: &str, call_id: Option<&str>, r: &P) -> P {
+        let method = r
+            .get_string("method")
+            .unwrap_or_else(|| "elicitation/request".to_owned());
+        let params = r.get_object("params").unwrap_or_else(P::object);
+        match question_of(&method, &params, call_id) {
+            Some((question, unwrap)) => {
+                self.asked.insert(id.to_owned(), Asked { method, unwrap });
+                self.peer
+                    .request(id, Sent::Elicit, "elicitation/request", Some(question))
+            }
+            // Tesseron's own requests (`elicitation/request`, `sampling/request`) pass as they are.
+            None => self.peer.request(id, Sent::Elicit, &method, Some(params)),
+        }
     }
 
     /// Builds the JSON-RPC message; `None` for what this role does not send.
@@ -482,22 +490,7 @@ impl<P: Wire> TesseronCodec<P> {
         }
         Some(match msg {
             Outgoing::InitializeResult { id, session_id, .. } => {
-                let capabilities = P::object_of(&mut [
-                    ("streaming", Some(P::boolean(true))),
-                    ("subscriptions", Some(P::boolean(false))),
-                    ("sampling", Some(P::boolean(false))),
-                    ("elicitation", Some(P::boolean(true))),
-                ]);
-                let agent = P::object_of(&mut [
-                    ("id", hello.info.get("name")),
-                    ("name", hello.info.get("name")),
-                ]);
-                let welcome = P::object_of(&mut [
-                    ("sessionId", Some(P::string(&session_id))),
-                    ("protocolVersion", Some(P::constant(PROTOCOL_VERSION))),
-                    ("capabilities", Some(capabilities)),
-                    ("agent", Some(agent)),
-                ]);
+                let welcome = welcome_result(&session_id, hello);
                 self.peer.response(&id, welcome)
             }
             Outgoing::Call {
@@ -548,6 +541,27 @@ impl<P: Wire> TesseronCodec<P> {
             _ => return None,
         })
     }
+}
+
+/// Gateway role: the welcome that answers the app's hello: the session, what this gateway supports, and who
+/// the agent is.
+fn welcome_result<P: Wire>(session_id: &str, hello: &Hello<'_, P>) -> P {
+    let capabilities = P::object_of(&mut [
+        ("streaming", Some(P::boolean(true))),
+        ("subscriptions", Some(P::boolean(false))),
+        ("sampling", Some(P::boolean(false))),
+        ("elicitation", Some(P::boolean(true))),
+    ]);
+    let agent = P::object_of(&mut [
+        ("id", hello.info.get("name")),
+        ("name", hello.info.get("name")),
+    ]);
+    P::object_of(&mut [
+        ("sessionId", Some(P::string(session_id))),
+        ("protocolVersion", Some(P::constant(PROTOCOL_VERSION))),
+        ("capabilities", Some(capabilities)),
+        ("agent", Some(agent)),
+    ])
 }
 
 /// App role: the manifest a `tesseron/hello` (and a `tesseron/resume`) publishes: the capabilities as actions
