@@ -1,6 +1,7 @@
 //! A small JSON Schema subset for capability `inputSchema`s: type, required, properties, enum, const,
-//! minimum/maximum, minLength/maxLength, pattern, format (date-time, email, uri, uuid), items. Works on any payload type through [`Payload`], so the
-//! browser validates `JsValue`s in place and tests validate `serde_json::Value`s.
+//! minimum/maximum, minLength/maxLength, pattern, format (date-time, email, uri, uuid), items. Works on any
+//! payload type through [`Payload`], so the browser validates `JsValue`s in place and tests validate
+//! `serde_json::Value`s.
 
 use super::message::{number, text};
 
@@ -28,8 +29,7 @@ pub trait Payload: Clone {
         self.get(key).and_then(|v| v.as_string())
     }
     /// `get_string(key)` for a short string the receiver is likely to send back (message and call ids, cancel
-    /// reasons): a payload type
-    /// whose strings are costly to make from Rust keeps the original for the reply.
+    /// reasons): a payload type whose strings are costly to make from Rust keeps the original for the reply.
     fn get_id(&self, key: &str) -> Option<String> {
         self.get_string(key)
     }
@@ -103,6 +103,8 @@ fn type_matches<P: Payload>(ty: &str, value: &P) -> bool {
     }
 }
 
+/// [`validate`] at one level: the keywords that apply to `value`'s kind, in a fixed order, the first failure
+/// reported; `properties` and `items` recurse with `path` extended.
 fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(text(&[path, ": nested deeper than 64 levels"]));
@@ -110,24 +112,49 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
     if schema.kind() != Kind::Object {
         return Ok(()); // `true`, `{}` or a schema we cannot read: accept
     }
-    if let Some(ty) = schema.get("type") {
-        let ok = match ty.kind() {
-            Kind::String => ty.as_string().is_some_and(|t| type_matches(&t, value)),
-            Kind::Array => (0..ty.array_len().unwrap_or(0))
-                .filter_map(|i| ty.index(i).and_then(|t| t.as_string()))
-                .any(|t| type_matches(&t, value)),
-            _ => true,
-        };
-        if !ok {
-            return Err(text(&[
-                path,
-                ": expected ",
-                &describe_type(&ty),
-                ", got ",
-                kind_name(value.kind()),
-            ]));
-        }
+    check_type(schema, value, path)?;
+    check_allowed_values(schema, value, path)?;
+    if value.kind() == Kind::Number {
+        check_number(schema, value, path)?;
     }
+    if let Some(len) = value.string_len() {
+        check_string(schema, value, len, path)?;
+    }
+    if value.kind() == Kind::Object {
+        check_object(schema, value, path, depth)?;
+    }
+    if value.kind() == Kind::Array {
+        check_items(schema, value, path, depth)?;
+    }
+    Ok(())
+}
+
+/// `type`: one name or an array of names.
+fn check_type<P: Payload>(schema: &P, value: &P, path: &str) -> Result<(), String> {
+    let Some(ty) = schema.get("type") else {
+        return Ok(());
+    };
+    let ok = match ty.kind() {
+        Kind::String => ty.as_string().is_some_and(|t| type_matches(&t, value)),
+        Kind::Array => (0..ty.array_len().unwrap_or(0))
+            .filter_map(|i| ty.index(i).and_then(|t| t.as_string()))
+            .any(|t| type_matches(&t, value)),
+        _ => true,
+    };
+    if !ok {
+        return Err(text(&[
+            path,
+            ": expected ",
+            &describe_type(&ty),
+            ", got ",
+            kind_name(value.kind()),
+        ]));
+    }
+    Ok(())
+}
+
+/// `enum` (primitives compared) and `const` (deep equality).
+fn check_allowed_values<P: Payload>(schema: &P, value: &P, path: &str) -> Result<(), String> {
     if let Some(options) = schema.get("enum") {
         let n = options.array_len().unwrap_or(0);
         if !(0..n)
@@ -142,81 +169,103 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
             return Err(text(&[path, ": not the required value"]));
         }
     }
-    if value.kind() == Kind::Number {
-        let n = value.as_f64().unwrap_or(f64::NAN);
-        if let Some(min) = schema.get("minimum").and_then(|m| m.as_f64()) {
-            if n.is_nan() || n < min {
-                return Err(text(&[path, ": must be >= ", &number(min)]));
-            }
-        }
-        if let Some(max) = schema.get("maximum").and_then(|m| m.as_f64()) {
-            if n.is_nan() || n > max {
-                return Err(text(&[path, ": must be <= ", &number(max)]));
-            }
+    Ok(())
+}
+
+/// `minimum` and `maximum` of a number.
+fn check_number<P: Payload>(schema: &P, value: &P, path: &str) -> Result<(), String> {
+    let n = value.as_f64().unwrap_or(f64::NAN);
+    if let Some(min) = schema.get("minimum").and_then(|m| m.as_f64()) {
+        if n.is_nan() || n < min {
+            return Err(text(&[path, ": must be >= ", &number(min)]));
         }
     }
-    if let Some(len) = value.string_len() {
-        if let Some(min) = schema.get("minLength").and_then(|m| m.as_f64()) {
-            if (len as f64) < min {
-                return Err(text(&[
-                    path,
-                    ": shorter than ",
-                    &number(min),
-                    " characters",
-                ]));
-            }
-        }
-        if let Some(max) = schema.get("maxLength").and_then(|m| m.as_f64()) {
-            if (len as f64) > max {
-                return Err(text(&[path, ": longer than ", &number(max), " characters"]));
-            }
-        }
-        if let Some(pattern) = schema.get("pattern").and_then(|p| p.as_string()) {
-            if value.matches_pattern(&pattern) == Some(false) {
-                return Err(text(&[path, ": does not match the pattern ", &pattern]));
-            }
-        }
-        let format = schema.get("format").and_then(|f| f.as_string());
-        if let (Some(format), Some(s)) = (format, value.as_string()) {
-            if format_ok(&format, &s) == Some(false) {
-                return Err(text(&[path, ": not a valid ", &format]));
-            }
+    if let Some(max) = schema.get("maximum").and_then(|m| m.as_f64()) {
+        if n.is_nan() || n > max {
+            return Err(text(&[path, ": must be <= ", &number(max)]));
         }
     }
-    if value.kind() == Kind::Object {
-        if let Some(required) = schema.get("required") {
-            for i in 0..required.array_len().unwrap_or(0) {
-                if let Some(key) = required.index(i).and_then(|k| k.as_string()) {
-                    if value.get(&key).is_none() {
-                        return Err(text(&[path, ": missing required property '", &key, "'"]));
-                    }
+    Ok(())
+}
+
+/// `minLength`, `maxLength` (in UTF-16 code units, `len`), `pattern` and `format` of a string.
+fn check_string<P: Payload>(schema: &P, value: &P, len: usize, path: &str) -> Result<(), String> {
+    if let Some(min) = schema.get("minLength").and_then(|m| m.as_f64()) {
+        if (len as f64) < min {
+            return Err(text(&[
+                path,
+                ": shorter than ",
+                &number(min),
+                " characters",
+            ]));
+        }
+    }
+    if let Some(max) = schema.get("maxLength").and_then(|m| m.as_f64()) {
+        if (len as f64) > max {
+            return Err(text(&[path, ": longer than ", &number(max), " characters"]));
+        }
+    }
+    if let Some(pattern) = schema.get("pattern").and_then(|p| p.as_string()) {
+        if value.matches_pattern(&pattern) == Some(false) {
+            return Err(text(&[path, ": does not match the pattern ", &pattern]));
+        }
+    }
+    let format = schema.get("format").and_then(|f| f.as_string());
+    if let (Some(format), Some(s)) = (format, value.as_string()) {
+        if format_ok(&format, &s) == Some(false) {
+            return Err(text(&[path, ": not a valid ", &format]));
+        }
+    }
+    Ok(())
+}
+
+/// `required`, then each of `properties` the object has (`path.key`).
+fn check_object<P: Payload>(
+    schema: &P,
+    value: &P,
+    path: &mut String,
+    depth: usize,
+) -> Result<(), String> {
+    if let Some(required) = schema.get("required") {
+        for i in 0..required.array_len().unwrap_or(0) {
+            if let Some(key) = required.index(i).and_then(|k| k.as_string()) {
+                if value.get(&key).is_none() {
+                    return Err(text(&[path, ": missing required property '", &key, "'"]));
                 }
             }
         }
-        if let Some(props) = schema.get("properties") {
-            for key in props.keys() {
-                let (Some(sub), Some(v)) = (props.get(&key), value.get(&key)) else {
-                    continue;
-                };
-                let len = path.len();
-                path.push('.');
-                path.push_str(&key);
-                check(&sub, &v, path, depth + 1)?;
-                path.truncate(len);
-            }
+    }
+    if let Some(props) = schema.get("properties") {
+        for key in props.keys() {
+            let (Some(sub), Some(v)) = (props.get(&key), value.get(&key)) else {
+                continue;
+            };
+            let len = path.len();
+            path.push('.');
+            path.push_str(&key);
+            check(&sub, &v, path, depth + 1)?;
+            path.truncate(len);
         }
     }
-    if value.kind() == Kind::Array {
-        if let Some(items) = schema.get("items") {
-            for i in 0..value.array_len().unwrap_or(0) {
-                let Some(v) = value.index(i) else { continue };
-                let len = path.len();
-                path.push('[');
-                super::message::push_u64(path, i as u64);
-                path.push(']');
-                check(&items, &v, path, depth + 1)?;
-                path.truncate(len);
-            }
+    Ok(())
+}
+
+/// `items`: every element of the array (`path[i]`).
+fn check_items<P: Payload>(
+    schema: &P,
+    value: &P,
+    path: &mut String,
+    depth: usize,
+) -> Result<(), String> {
+    if let Some(items) = schema.get("items") {
+        for i in 0..value.array_len().unwrap_or(0) {
+            let Some(v) = value.index(i) else { continue };
+            let len = path.len();
+            path.push('[');
+            super::message::push_u64(path, i as u64);
+            path.push(']');
+            check(&items, &v, path, depth + 1)?;
+            path.truncate(len);
         }
     }
     Ok(())
