@@ -16,6 +16,12 @@ export function minify(text) {
   return transformSync(text, { minify: true, charset: 'utf8', legalComments: 'none', logLevel: 'error' }).code;
 }
 
+/** The names a binding (an identifier or a destructuring pattern) declares. */
+function bound(name) {
+  if (ts.isIdentifier(name)) return [name.text];
+  return name.elements.flatMap((e) => (ts.isOmittedExpression(e) ? [] : bound(e.name)));
+}
+
 /** The names a module exports, sorted (empty for a classic script). */
 function exportsOf(file, text) {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
@@ -27,7 +33,7 @@ function exportsOf(file, text) {
     else if (exported && (ts.isFunctionDeclaration(stmt) || ts.isClassDeclaration(stmt)) && stmt.name) {
       names.push(stmt.name.text);
     } else if (exported && ts.isVariableStatement(stmt)) {
-      for (const d of stmt.declarationList.declarations) names.push(d.name.getText(source));
+      for (const d of stmt.declarationList.declarations) names.push(...bound(d.name));
     } else if (ts.isExportDeclaration(stmt) && stmt.exportClause && ts.isNamedExports(stmt.exportClause)) {
       for (const e of stmt.exportClause.elements) names.push(e.name.text);
     } else if (ts.isExportDeclaration(stmt)) names.push(`* from ${stmt.moduleSpecifier?.getText(source)}`);
@@ -56,7 +62,7 @@ for (const file of files) {
   try {
     out = directive + minify(text);
   } catch (e) {
-    fail(file, `esbuild cannot minify it (${e.message.split('\n')[0]})`);
+    fail(file, `esbuild cannot minify it (${e.errors?.[0]?.text ?? e.message.split('\n')[0]})`);
   }
   const before = exportsOf(file, text), after = exportsOf(file, out);
   if (after !== before) fail(file, `its exports would change (from ${before} to ${after})`);
