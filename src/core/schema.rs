@@ -112,49 +112,24 @@ fn check<P: Payload>(schema: &P, value: &P, path: &mut String, depth: usize) -> 
     if schema.kind() != Kind::Object {
         return Ok(()); // `true`, `{}` or a schema we cannot read: accept
     }
-    check_type(schema, value, path)?;
-    check_allowed_values(schema, value, path)?;
-    if value.kind() == Kind::Number {
-        check_number(schema, value, path)?;
+    if let Some(ty) = schema.get("type") {
+        let ok = match ty.kind() {
+            Kind::String => ty.as_string().is_some_and(|t| type_matches(&t, value)),
+            Kind::Array => (0..ty.array_len().unwrap_or(0))
+                .filter_map(|i| ty.index(i).and_then(|t| t.as_string()))
+                .any(|t| type_matches(&t, value)),
+            _ => true,
+        };
+        if !ok {
+            return Err(text(&[
+                path,
+                ": expected ",
+                &describe_type(&ty),
+                ", got ",
+                kind_name(value.kind()),
+            ]));
+        }
     }
-    if let Some(len) = value.string_len() {
-        check_string(schema, value, len, path)?;
-    }
-    if value.kind() == Kind::Object {
-        check_object(schema, value, path, depth)?;
-    }
-    if value.kind() == Kind::Array {
-        check_items(schema, value, path, depth)?;
-    }
-    Ok(())
-}
-
-/// `type`: one name or an array of names.
-fn check_type<P: Payload>(schema: &P, value: &P, path: &str) -> Result<(), String> {
-    let Some(ty) = schema.get("type") else {
-        return Ok(());
-    };
-    let ok = match ty.kind() {
-        Kind::String => ty.as_string().is_some_and(|t| type_matches(&t, value)),
-        Kind::Array => (0..ty.array_len().unwrap_or(0))
-            .filter_map(|i| ty.index(i).and_then(|t| t.as_string()))
-            .any(|t| type_matches(&t, value)),
-        _ => true,
-    };
-    if !ok {
-        return Err(text(&[
-            path,
-            ": expected ",
-            &describe_type(&ty),
-            ", got ",
-            kind_name(value.kind()),
-        ]));
-    }
-    Ok(())
-}
-
-/// `enum` (primitives compared) and `const` (deep equality).
-fn check_allowed_values<P: Payload>(schema: &P, value: &P, path: &str) -> Result<(), String> {
     if let Some(options) = schema.get("enum") {
         let n = options.array_len().unwrap_or(0);
         if !(0..n)
@@ -169,7 +144,17 @@ fn check_allowed_values<P: Payload>(schema: &P, value: &P, path: &str) -> Result
             return Err(text(&[path, ": not the required value"]));
         }
     }
-    Ok(())
+    // At most one kind applies: a number's bounds, an object's properties, an array's items, a string's
+    // length, pattern and format.
+    match value.kind() {
+        Kind::Number => check_number(schema, value, path),
+        Kind::Object => check_object(schema, value, path, depth),
+        Kind::Array => check_items(schema, value, path, depth),
+        _ => match value.string_len() {
+            Some(len) => check_string(schema, value, len, path),
+            None => Ok(()),
+        },
+    }
 }
 
 /// `minimum` and `maximum` of a number.
