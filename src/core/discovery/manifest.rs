@@ -263,64 +263,19 @@ pub fn check_manifest_value<P: Payload>(root: &P) -> Result<(AbpManifest<P>, Vec
         return Err("the manifest is not a JSON object".to_owned());
     }
     let mut warnings = Vec::new();
-    let abp = check_abp(root, &mut warnings)?;
-    let app = check_app(root, &mut warnings)?;
-    let capabilities = check_capabilities(root, &mut warnings)?;
-    Ok((
-        AbpManifest {
-            abp,
-            app,
-            capabilities,
-        },
-        warnings,
-    ))
-}
-
-/// `abp`: a version whose major this SDK speaks, or a newer one (with a warning).
-fn check_abp<P: Payload>(root: &P, warnings: &mut Vec<String>) -> Result<String, String> {
     let abp = match present(root, "abp") {
         None => return Err(field_missing("abp")),
         Some(v) => v
             .as_string()
             .ok_or_else(|| field_wrong("abp", "a version string like \"0.1\""))?,
     };
-    match compare_versions(PROTOCOL_VERSION, &abp) {
-        VersionCheck::Compatible => {}
-        VersionCheck::NewerMajor => warnings.push(text(&[
-            "the manifest speaks ABP ",
-            &excerpt(&abp),
-            ", a newer major version than this SDK's ",
-            PROTOCOL_VERSION,
-            "; proceeding, but initialize decides whether the app accepts this agent",
-        ])),
-        VersionCheck::OlderMajor => {
-            return Err(text(&[
-                "the manifest speaks ABP ",
-                &excerpt(&abp),
-                ", an older major version than this SDK's ",
-                PROTOCOL_VERSION,
-            ]))
-        }
-        VersionCheck::Invalid => {
-            return Err(text(&[
-                "manifest field abp must be a version like \"0.1\", not \"",
-                &excerpt(&abp),
-                "\"",
-            ]))
-        }
-    }
-    Ok(abp)
-}
-
-/// `app`: an object with the required `id`, `name` and `version`; optional fields of the wrong type are left
-/// out with a warning.
-fn check_app<P: Payload>(root: &P, warnings: &mut Vec<String>) -> Result<ManifestApp<P>, String> {
+    check_version(&abp, &mut warnings)?;
     let app = match present(root, "app") {
         None => return Err(field_missing("app")),
         Some(o) if o.kind() == Kind::Object => o,
         Some(_) => return Err(field_wrong("app", "an object")),
     };
-    Ok(ManifestApp {
+    let app = ManifestApp {
         id: required_string(&app, "id", "app.id")?,
         name: required_string(&app, "name", "app.name")?,
         version: required_string(&app, "version", "app.version")?,
@@ -329,7 +284,7 @@ fn check_app<P: Payload>(root: &P, warnings: &mut Vec<String>) -> Result<Manifes
             "description",
             "app.description",
             "a string",
-            warnings,
+            &mut warnings,
             string,
         ),
         homepage: optional(
@@ -337,26 +292,19 @@ fn check_app<P: Payload>(root: &P, warnings: &mut Vec<String>) -> Result<Manifes
             "homepage",
             "app.homepage",
             "a string",
-            warnings,
+            &mut warnings,
             string,
         ),
-        icon: optional(&app, "icon", "app.icon", "a string", warnings, string),
+        icon: optional(&app, "icon", "app.icon", "a string", &mut warnings, string),
         support: optional(
             &app,
             "support",
             "app.support",
             "a string or an object of strings",
-            warnings,
+            &mut warnings,
             support,
         ),
-    })
-}
-
-/// `capabilities`: an array of at most [`MAX_CAPABILITIES`] objects, each checked by [`check_capability`].
-fn check_capabilities<P: Payload>(
-    root: &P,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<ManifestCapability<P>>, String> {
+    };
     let list = match present(root, "capabilities") {
         None => return Err(field_missing("capabilities")),
         Some(a) if a.kind() == Kind::Array => a,
@@ -374,54 +322,113 @@ fn check_capabilities<P: Payload>(
         let Some(c) = list.index(i).filter(|c| c.kind() == Kind::Object) else {
             return Err(field_wrong(&index_path(i, ""), "an object"));
         };
-        let capability = check_capability(&c, i, &capabilities, warnings)?;
-        capabilities.push(capability);
+        check_capability(&c, i, &mut capabilities, &mut warnings)?;
     }
-    Ok(capabilities)
+    Ok((
+        AbpManifest {
+            abp,
+            app,
+            capabilities,
+        },
+        warnings,
+    ))
 }
 
-/// The capability at index `i`: a required `name` (a repeat of one in `earlier` is a warning) and the
-/// optional fields, each left out with a warning when of the wrong type.
+/// `abp`'s version: the major this SDK speaks, or a newer one (with a warning).
+fn check_version(abp: &str, warnings: &mut Vec<String>) -> Result<(), String> {
+    match compare_versions(PROTOCOL_VERSION, abp) {
+        VersionCheck::Compatible => {}
+        VersionCheck::NewerMajor => warnings.push(text(&[
+            "the manifest speaks ABP ",
+            &excerpt(abp),
+            ", a newer major version than this SDK's ",
+            PROTOCOL_VERSION,
+            "; proceeding, but initialize decides whether the app accepts this agent",
+        ])),
+        VersionCheck::OlderMajor => {
+            return Err(text(&[
+                "the manifest speaks ABP ",
+                &excerpt(abp),
+                ", an older major version than this SDK's ",
+                PROTOCOL_VERSION,
+            ]))
+        }
+        VersionCheck::Invalid => {
+            return Err(text(&[
+                "manifest field abp must be a version like \"0.1\", not \"",
+                &excerpt(abp),
+                "\"",
+            ]))
+        }
+    }
+    Ok(())
+}
+
+/// The capability at index `i`, added to `capabilities`: a required `name` (one listed before is a warning)
+/// and the optional fields, each left out with a warning when of the wrong type.
 fn check_capability<P: Payload>(
     c: &P,
     i: usize,
-    earlier: &[ManifestCapability<P>],
+    capabilities: &mut Vec<ManifestCapability<P>>,
     warnings: &mut Vec<String>,
-) -> Result<ManifestCapability<P>, String> {
+) -> Result<(), String> {
     let name = required_string(c, "name", &index_path(i, ".name"))?;
-    if earlier.iter().any(|k| k.name == name) {
+    if capabilities.iter().any(|k| k.name == name) {
         warnings.push(text(&[
             "the manifest lists capability ",
             &excerpt(&name),
             " more than once",
         ]));
     }
+    let path = |key: &str| index_path(i, &text(&[".", key]));
     let w = warnings;
-    Ok(ManifestCapability {
-        name,
-        description: capability_field(c, i, "description", "a string", w, string),
-        input_schema: capability_field(c, i, "inputSchema", "a JSON Schema object", w, schema),
-        output_schema: capability_field(c, i, "outputSchema", "a JSON Schema object", w, schema),
-        experimental: capability_field(c, i, "experimental", "a boolean", w, boolean),
-        deprecated: capability_field(c, i, "deprecated", "a boolean", w, boolean),
-    })
-}
-
-/// [`optional`] for a field of the capability at index `i` (its path is `capabilities[i].key`).
-fn capability_field<P: Payload, T>(
-    c: &P,
-    i: usize,
-    key: &str,
-    what: &str,
-    warnings: &mut Vec<String>,
-    keep: impl FnOnce(P) -> Option<T>,
-) -> Option<T> {
-    optional(
+    let description = optional(
         c,
-        key,
-        &index_path(i, &text(&[".", key])),
-        what,
-        warnings,
-        keep,
-    )
+        "description",
+        &path("description"),
+        "a string",
+        w,
+        string,
+    );
+    let input_schema = optional(
+        c,
+        "inputSchema",
+        &path("inputSchema"),
+        "a JSON Schema object",
+        w,
+        schema,
+    );
+    let output_schema = optional(
+        c,
+        "outputSchema",
+        &path("outputSchema"),
+        "a JSON Schema object",
+        w,
+        schema,
+    );
+    let experimental = optional(
+        c,
+        "experimental",
+        &path("experimental"),
+        "a boolean",
+        w,
+        boolean,
+    );
+    let deprecated = optional(
+        c,
+        "deprecated",
+        &path("deprecated"),
+        "a boolean",
+        w,
+        boolean,
+    );
+    capabilities.push(ManifestCapability {
+        name,
+        description,
+        input_schema,
+        output_schema,
+        experimental,
+        deprecated,
+    });
+    Ok(())
 }
