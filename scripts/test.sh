@@ -12,6 +12,8 @@ bash scripts/setup.sh browsers
 
 echo "== lint: rustfmt, clippy (native and wasm32)"
 cargo fmt --check
+# The dialect modules are declared by the dialects! list (src/core/dialect/mod.rs), where cargo fmt does not look.
+rustfmt --check --edition 2021 src/core/dialect/*.rs
 cargo clippy --quiet --workspace --all-targets -- -D warnings
 cargo clippy --quiet --target wasm32-unknown-unknown --all-targets -- -D warnings
 # The role builds (abp-wasm/agent, abp-wasm/app) are other feature sets of the same crate.

@@ -16,10 +16,10 @@ use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
-use super::{DialectCodec, Policy};
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
+use super::{DialectCodec, Policy};
 
 /// ACP's protocol version (a number).
 pub const PROTOCOL_VERSION: f64 = 1.0;

@@ -15,8 +15,8 @@ use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::{Kind, Payload};
-use super::{DialectCodec, Policy};
 use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
+use super::{DialectCodec, Policy};
 
 pub use super::jsonrpc::abp_error_of;
 

@@ -21,10 +21,10 @@ use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{text, ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
-use super::{DialectCodec, Policy};
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
+use super::{DialectCodec, Policy};
 
 pub const PROTOCOL_VERSION: &str = "1.2.0";
 
