@@ -1099,10 +1099,11 @@ impl<P: Wire> AgentCore<P> {
                 Due::Elicit(id) => self.elicitation_timed_out(id),
             }
         }
-        for id in self.in_sending_order(graced) {
+        // In deadline order, and in sending order for equal deadlines (the timers keep both).
+        for id in graced {
             self.settle_cancelled(&id);
         }
-        for id in self.in_sending_order(timed_out) {
+        for id in timed_out {
             if let Some(Phase::Running { timer }) = self.calls.get_mut(&id).map(|c| &mut c.phase) {
                 *timer = None; // it just fired
             }
@@ -1148,16 +1149,6 @@ impl<P: Wire> AgentCore<P> {
             message,
         )));
         true
-    }
-
-    /// Calls that are still pending, oldest first (timers due together settle in a fixed order).
-    fn in_sending_order(&self, ids: Vec<String>) -> Vec<String> {
-        let mut calls: Vec<(u64, String)> = ids
-            .into_iter()
-            .filter_map(|id| self.calls.get(&id).map(|c| (c.seq, id)))
-            .collect();
-        calls.sort_unstable();
-        calls.into_iter().map(|(_, id)| id).collect()
     }
 
     fn elicitation_timed_out(&mut self, id: String) {

@@ -1155,13 +1155,9 @@ impl<P: Wire> AppConn<P> {
     }
 
     /// Calls past the app's own timeout: the handler's signal aborts ("timeout") and the agent gets TIMEOUT.
+    /// In deadline order, and in order of arrival for equal deadlines (the timers keep both).
     fn expire_calls(&mut self, ids: Vec<String>, now: f64) {
-        let mut due: Vec<(u64, String)> = ids
-            .into_iter()
-            .filter_map(|id| self.active.get(&id).map(|a| (a.seq, id)))
-            .collect();
-        due.sort_unstable();
-        for (_, call_id) in due {
+        for call_id in ids {
             if let Some(a) = self.active.get_mut(&call_id) {
                 a.deadline = None; // it just fired
             }

@@ -1,13 +1,12 @@
 //! Deadlines in time order: the next one is at the front, so `poll_timeout` does not look at every pending
 //! call, and `handle_timeout` takes only the ones that are due.
 //!
-//! A double-ended queue kept sorted by time, then by order of scheduling. Deadlines are mostly `now + t` for
-//! the same few `t`, so a new one usually goes at the back, and calls mostly end in the order they started, so
-//! the one removed is usually at the front: both ends cost nothing, and the middle costs a move of the shorter
-//! side, as the core's `StrMap` does.
+//! A vector kept sorted by time, then by order of scheduling, like the core's `StrMap`: deadlines are mostly
+//! `now + t` for the same few `t`, so a new one usually goes at the back; taking one out of the middle moves
+//! the rest, which for the few deadlines a connection has is cheaper (and far less code in the wasm) than a
+//! tree or a ring buffer.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 /// A scheduled deadline, to unschedule it with [`Timers::cancel`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,7 +27,7 @@ impl TimerId {
 
 #[derive(Debug)]
 pub struct Timers<K> {
-    queue: VecDeque<(TimerId, K)>,
+    queue: Vec<(TimerId, K)>,
     next_seq: u64,
 }
 
@@ -41,7 +40,7 @@ impl<K> Default for Timers<K> {
 impl<K> Timers<K> {
     pub const fn new() -> Self {
         Timers {
-            queue: VecDeque::new(),
+            queue: Vec::new(),
             next_seq: 0,
         }
     }
@@ -53,39 +52,31 @@ impl<K> Timers<K> {
             at,
             seq: self.next_seq,
         };
-        let at_back = self
+        let i = self
             .queue
-            .back()
-            .is_none_or(|(last, _)| last.cmp(&id).is_lt());
-        if at_back {
-            self.queue.push_back((id, key));
-        } else {
-            let i = self
-                .queue
-                .binary_search_by(|(t, _)| t.cmp(&id))
-                .unwrap_or_else(|i| i);
-            self.queue.insert(i, (id, key));
-        }
+            .binary_search_by(|(t, _)| t.cmp(&id))
+            .unwrap_or_else(|i| i);
+        self.queue.insert(i, (id, key));
         id
     }
 
     /// Unschedules a deadline; nothing happens if it already came out of [`Timers::pop_due`].
     pub fn cancel(&mut self, id: TimerId) -> Option<K> {
         let i = self.queue.binary_search_by(|(t, _)| t.cmp(&id)).ok()?;
-        self.queue.remove(i).map(|(_, k)| k)
+        Some(self.queue.remove(i).1)
     }
 
     /// The earliest deadline.
     pub fn next(&self) -> Option<f64> {
-        self.queue.front().map(|(t, _)| t.at)
+        self.queue.first().map(|(t, _)| t.at)
     }
 
     /// Takes the earliest deadline if it is at or before `now`.
     pub fn pop_due(&mut self, now: f64) -> Option<K> {
-        if self.queue.front()?.0.at.total_cmp(&now).is_gt() {
+        if self.queue.first()?.0.at.total_cmp(&now).is_gt() {
             return None;
         }
-        self.queue.pop_front().map(|(_, k)| k)
+        Some(self.queue.remove(0).1)
     }
 
     pub fn len(&self) -> usize {
@@ -98,7 +89,7 @@ impl<K> Timers<K> {
 
     /// Forgets every deadline and frees the buffer.
     pub fn clear(&mut self) {
-        self.queue = VecDeque::new();
+        self.queue = Vec::new();
     }
 }
 
