@@ -525,8 +525,12 @@ impl<P: Wire> AgentCore<P> {
             });
             return Ok(id);
         }
-        // A call already being cancelled keeps its first reason and grace period.
-        self.begin_cancel(call_id, AbortKind::Signal(reason.clone()), now);
+        // A call already being cancelled keeps its first reason and grace period. The answer is awaited as long
+        // as the call's own grace (its `cancelGrace`), so the two end together.
+        let grace = self
+            .begin_cancel(call_id, AbortKind::Signal(reason.clone()), now)
+            .or_else(|| self.calls.get(call_id).map(|c| c.cancel_grace))
+            .unwrap_or(grace);
         self.await_cancel_answer(&id, call_id, true, now + grace);
         self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
             id: id.clone(),

@@ -1250,3 +1250,73 @@ fn random_messages_never_panic_and_leave_both_sides_working() {
     p.run();
     assert_eq!(remote(p.settled("after")[0])["data"], "fine");
 }
+
+#[test]
+fn a_settled_calls_deadline_does_not_outlive_it_even_when_its_id_comes_back() {
+    let mut p = Pair::connected();
+    p.call_with(CallRequest {
+        timeout: Some(100.0),
+        ..request("c1", "echo")
+    });
+    p.run();
+    p.complete("c1", json!(1));
+    p.run();
+    assert_eq!(p.settled("c1").len(), 1);
+    assert_eq!(p.agent.poll_timeout(), None, "nothing left to wait for");
+    p.advance(10.0);
+    p.call_with(CallRequest {
+        timeout: Some(1000.0),
+        ..request("c1", "echo")
+    });
+    assert_eq!(p.agent.poll_timeout(), Some(p.now + 1000.0));
+    p.advance(200.0); // past the first call's deadline
+    assert_eq!(p.settled("c1").len(), 1, "the second c1 is still running");
+    assert!(p.agent_sent_of("capabilities/cancel").is_empty());
+}
+
+#[test]
+fn progress_that_resets_the_timeout_moves_the_deadline_and_leaves_none_behind() {
+    let mut p = Pair::connected();
+    p.call_with(CallRequest {
+        timeout: Some(100.0),
+        progress_token: Some("t1".into()),
+        reset_timeout_on_progress: true,
+        ..request("c1", "echo")
+    });
+    p.run();
+    p.advance(80.0);
+    p.app.progress("c1", json!({ "progress": 1 }), p.now);
+    p.run();
+    assert_eq!(p.agent.poll_timeout(), Some(p.now + 100.0));
+    p.advance(80.0); // past the first deadline
+    assert!(p.settled("c1").is_empty());
+    p.advance(20.0);
+    assert_eq!(local(p.settled("c1")[0]), (ErrorCode::Timeout, true, true));
+}
+
+#[test]
+fn an_explicit_cancel_waits_for_its_answer_as_long_as_the_calls_own_grace() {
+    let mut p = Pair::connected();
+    p.call_with(CallRequest {
+        cancel_grace: Some(5000.0),
+        ..request("c1", "echo")
+    });
+    p.run();
+    p.agent
+        .cancel("c1", Some("stop".into()), p.now)
+        .expect("cancel sent");
+    p.drain();
+    p.to_app.clear(); // the app never hears of it
+    let answered = |p: &Pair| {
+        p.agent_events
+            .iter()
+            .filter(|e| matches!(e, AgentOutput::CancelAnswered { .. }))
+            .count()
+    };
+    p.advance(1500.0); // past the connection's grace, within the call's
+    assert_eq!(answered(&p), 0);
+    assert!(p.settled("c1").is_empty());
+    p.advance(3500.0);
+    assert_eq!(answered(&p), 1);
+    assert_eq!(local(p.settled("c1")[0]).0, ErrorCode::Cancelled);
+}
