@@ -12,14 +12,14 @@
 //! - An ABP error of an app of this SDK travels as the JSON-RPC error's `data`, so another ABP-aware side gets
 //!   its code back.
 
-use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::Kind;
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
-use super::{DialectCodec, Policy};
+use super::Policy;
 
 /// ACP's protocol version (a number).
 pub const PROTOCOL_VERSION: f64 = 1.0;
@@ -46,24 +46,7 @@ pub const POLICY: Policy = Policy {
     app_timeouts: false,
 };
 
-impl<P: Wire> DialectCodec<P> for AcpCodec<P> {
-    fn new(agent: bool) -> Self {
-        AcpCodec::new(agent)
-    }
-
-    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
-        AcpCodec::decode(self, msg)
-    }
-
-    fn encode(
-        &mut self,
-        msg: Outgoing<P>,
-        _clock: Timestamp<'_>,
-        hello: &Hello<'_, P>,
-    ) -> Option<(P, Option<P>)> {
-        AcpCodec::encode(self, msg, hello).map(|m| (m, None))
-    }
-}
+jsonrpc_dialect_codec!(AcpCodec, |agent| AcpCodec::new(agent));
 
 impl<P: Wire> AcpCodec<P> {
     pub fn new(agent: bool) -> AcpCodec<P> {

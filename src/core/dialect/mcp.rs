@@ -10,13 +10,13 @@
 //! kept for the reply, so a peer that uses numbers gets numbers back. The codec remembers which of its own
 //! requests each response answers, and drops responses it did not ask for (late replies after a cancel).
 
-use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
 use super::super::schema::{Kind, Payload};
 use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
-use super::{DialectCodec, Policy};
+use super::Policy;
 
 pub use super::jsonrpc::abp_error_of;
 
@@ -148,25 +148,7 @@ pub const POLICY: Policy = Policy {
     app_timeouts: false,
 };
 
-impl<P: Wire> DialectCodec<P> for McpCodec<P> {
-    fn new(agent: bool) -> Self {
-        let _ = agent;
-        McpCodec::new()
-    }
-
-    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
-        McpCodec::decode(self, msg)
-    }
-
-    fn encode(
-        &mut self,
-        msg: Outgoing<P>,
-        _clock: Timestamp<'_>,
-        hello: &Hello<'_, P>,
-    ) -> Option<(P, Option<P>)> {
-        McpCodec::encode(self, msg, hello).map(|m| (m, None))
-    }
-}
+jsonrpc_dialect_codec!(McpCodec, |_agent| McpCodec::new());
 
 impl<P: Wire> McpCodec<P> {
     pub fn new() -> McpCodec<P> {

@@ -41,6 +41,35 @@ pub trait DialectCodec<P: Wire> {
     ) -> Option<(P, Option<P>)>;
 }
 
+/// [`DialectCodec`] for a JSON-RPC dialect's codec, whose own `decode(msg)` and `encode(msg, hello)` need no
+/// clock and carry no transfer list; `|agent| expr` makes one.
+#[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
+macro_rules! jsonrpc_dialect_codec {
+    ($codec:ident, |$agent:ident| $new:expr) => {
+        impl<P: Wire> super::DialectCodec<P> for $codec<P> {
+            fn new($agent: bool) -> Self {
+                $new
+            }
+
+            fn decode(
+                &mut self,
+                msg: &P,
+            ) -> Result<super::super::message::Incoming<P>, super::super::codec::Ignored> {
+                $codec::decode(self, msg)
+            }
+
+            fn encode(
+                &mut self,
+                msg: super::super::message::Outgoing<P>,
+                _clock: super::super::codec::Timestamp<'_>,
+                hello: &super::super::codec::Hello<'_, P>,
+            ) -> Option<(P, Option<P>)> {
+                $codec::encode(self, msg, hello).map(|m| (m, None))
+            }
+        }
+    };
+}
+
 /// The list of dialects. Each entry: the variant, the name the JS API and the peer take, the module (with its
 /// `POLICY` and its codec type), and the cargo feature that builds it (ABP has none: every build speaks it).
 macro_rules! dialects {

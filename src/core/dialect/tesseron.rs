@@ -16,7 +16,7 @@
 //! action, -32004 for bad input, -32005 for a handler's error, -32603 for anything else; progress is
 //! `actions/progress` with `percent` monotonic (and at most about two a second: the app's progress interval).
 
-use super::super::codec::{encode_error, Hello, Ignored, Timestamp, Wire};
+use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{text, ElicitAnswer, Incoming, Outcome, Outgoing};
@@ -24,7 +24,7 @@ use super::super::schema::Kind;
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
-use super::{DialectCodec, Policy};
+use super::Policy;
 
 pub const PROTOCOL_VERSION: &str = "1.2.0";
 
@@ -104,24 +104,7 @@ pub const POLICY: Policy = Policy {
     app_timeouts: true,
 };
 
-impl<P: Wire> DialectCodec<P> for TesseronCodec<P> {
-    fn new(agent: bool) -> Self {
-        TesseronCodec::new(agent)
-    }
-
-    fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
-        TesseronCodec::decode(self, msg)
-    }
-
-    fn encode(
-        &mut self,
-        msg: Outgoing<P>,
-        _clock: Timestamp<'_>,
-        hello: &Hello<'_, P>,
-    ) -> Option<(P, Option<P>)> {
-        TesseronCodec::encode(self, msg, hello).map(|m| (m, None))
-    }
-}
+jsonrpc_dialect_codec!(TesseronCodec, |agent| TesseronCodec::new(agent));
 
 impl<P: Wire> TesseronCodec<P> {
     pub fn new(gateway: bool) -> TesseronCodec<P> {
