@@ -19,6 +19,11 @@ import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelco
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const peer = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'debug', 'abp-peer');
+/** The page's last lines without stack frames (Chrome's `    at …`, Firefox's `name@url:line:col`), so the
+ *  failure's own message is what shows. */
+const pageTail = (log, n) => log.split('\n')
+  .filter((l) => !/^\s+at /.test(l) && !/@(https?:\/\/|\[native)|wasm-function\[/.test(l) && l.trim() !== '')
+  .slice(-n).join('\n');
 const browsers = process.argv.slice(2).length ? process.argv.slice(2) : ['chrome', 'firefox'];
 const ABORT_ROUNDS = 20;
 
@@ -37,8 +42,8 @@ async function until(f, what, ms) {
     await sleep(20);
   }
 }
-const freePort = () => new Promise((ok, bad) => {
-  const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => ok(port)); });
+const holdPort = () => new Promise((ok, bad) => {
+  const s = createServer().listen(0, '127.0.0.1', () => ok(s));
   s.on('error', bad);
 });
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
@@ -46,7 +51,9 @@ const text = (result) => result.content?.find((c) => c.type === 'text')?.text ??
 
 async function run(browser) {
   console.log(`== abp-peer mcp: the official MCP SDK client, the app in headless ${browser}`);
-  const pagePort = await freePort();
+  // The page's port stays held until the page starts, so the gateway's own port (127.0.0.1:0) cannot be it.
+  const held = await holdPort();
+  const pagePort = held.address().port;
   const origin = `http://127.0.0.1:${pagePort}`;
   const transport = new StdioClientTransport({
     command: peer,
@@ -73,6 +80,7 @@ async function run(browser) {
   check(none.isError === true && /No app is connected/.test(text(none)), `no app: tools/call is an isError that says so (${text(none)})`);
 
   // The app joins (the page builds first: allow for that).
+  await new Promise((ok) => held.close(ok));
   const page = spawn('wasm-pack', ['test', '--headless', `--${browser}`, '--test', 'mcp_gateway'], {
     cwd: root,
     env: {
@@ -166,7 +174,7 @@ async function run(browser) {
     check(exited && exitMs < 1000, `the host gone (stdin closed) → the gateway exits in ${exitMs} ms`);
     const code = await Promise.race([pageDone, sleep(60000).then(() => 'hung')]);
     if (code !== 0) {
-      console.log(pageLog.split('\n').filter((l) => !/^\s+at /.test(l)).slice(-40).join('\n'));
+      console.log(pageTail(pageLog, 40));
     }
     check(code === 0, 'the page: app B\'s running call was cancelled with the gateway\'s reason, no page errors');
     try {
@@ -177,7 +185,7 @@ async function run(browser) {
     }
     return m;
   } catch (e) {
-    console.log(pageLog.split('\n').filter((l) => !/^\s+at /.test(l)).slice(-30).join('\n'));
+    console.log(pageTail(pageLog, 30));
     console.log(stderr.split('\n').slice(-20).join('\n'));
     throw e;
   } finally {
