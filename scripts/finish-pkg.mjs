@@ -22,10 +22,10 @@ writeFileSync('pkg/bootstrap.js', source);
 function addBootstrap(dir) {
   const js = `${dir}/abp_wasm.js`;
   const code = readFileSync(js, 'utf8');
-  if (code.includes('ABP_BOOTSTRAP')) fail(`${js} already has ABP_BOOTSTRAP (finished twice?)`);
+  if (code.includes('export const ABP_BOOTSTRAP')) fail(`${js} already has ABP_BOOTSTRAP (finished twice?)`);
   const dts = `${dir}/abp_wasm.d.ts`;
   const types = readFileSync(dts, 'utf8');
-  if (types.includes('ABP_BOOTSTRAP')) fail(`${dts} already has ABP_BOOTSTRAP (finished twice?)`);
+  if (types.includes('export const ABP_BOOTSTRAP')) fail(`${dts} already has ABP_BOOTSTRAP (finished twice?)`);
   // Before wasm-bindgen's init typings, so that it is part of the public typings (scripts/check-dts.mjs).
   const at = types.indexOf('export type InitInput');
   if (at < 0) fail(`${dts} has no \`export type InitInput\` to put ABP_BOOTSTRAP before`);

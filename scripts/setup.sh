@@ -56,8 +56,9 @@ if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERS
   cargo install wasm-pack --version "$WASM_PACK_VERSION" --force
 fi
 
-if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/tsc ]; then
-  say "installing npm dev dependencies (binaryen, playwright-core, typescript)"
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/tsc ] \
+  || [ ! -x node_modules/.bin/esbuild ]; then
+  say "installing npm dev dependencies (binaryen, playwright-core, typescript, esbuild)"
   npm ci --no-audit --no-fund
 fi
 
