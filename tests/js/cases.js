@@ -1142,9 +1142,9 @@ const cases = {
   mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides, thePrivateChannelAnswersAsWindowMessagesDo,
 };
 
-/** Runs one case; a case that hangs fails after 20 s instead of stalling the whole browser run. */
+/** Runs one case; a case that hangs fails after 40 s instead of stalling the whole browser run. */
 export async function runCase(name) {
-  await runNamed(cases, name, 20000, () => {
+  await runNamed(cases, name, 40000, () => {
     for (const f of document.querySelectorAll('iframe')) f.remove();
   });
 }

@@ -13,7 +13,7 @@ export function eq(actual, expected, msg) {
 }
 /** How long a case waits for an iframe's page and wasm to load: CI machines can be slow and busy (2 cores, two
  * browsers), and loading is not what the cases test. */
-export const LOAD_MS = 15000;
+export const LOAD_MS = 30000;
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function until(f, what, ms = 3000) {
   const t0 = performance.now();

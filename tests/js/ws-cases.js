@@ -598,7 +598,7 @@ const cases = {
 export async function runWsCase(name, base, token) {
   BASE = base;
   TOKEN = token;
-  await runNamed(cases, name, 30000, () => {
+  await runNamed(cases, name, 40000, () => {
     for (const c of cleanups.splice(0)) { try { c(); } catch (_) { /* already closed */ } }
   });
   eq(pageErrors, [], 'no uncaught errors on the page');
