@@ -72,7 +72,8 @@ async function run(browser) {
   });
   await client.connect(transport);
   const gatewayPid = transport.pid;
-  const url = await until(() => /abp-peer listening on (ws:\/\/\S+)/.exec(stderr)?.[1], 'the gateway to listen', 10000);
+  // The whole line: stderr arrives in chunks, and a chunk can end in the middle of the address.
+  const url = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(stderr)?.[1], 'the gateway to listen', 10000);
 
   // No app yet.
   check((await client.listTools()).tools.length === 0, 'no app: tools/list is empty');
