@@ -161,7 +161,12 @@ impl Agent {
             .ok()
             .map(|v| self.codec.decode(&v))
         {
-            Some(Ok(m)) => self.core.handle(m, now),
+            Some(Ok(m)) => {
+                // An agent's message is not for this side.
+                if let Some(m) = m.for_agent() {
+                    self.core.handle(m, now);
+                }
+            }
             _ => self.ignored += 1,
         }
     }
@@ -175,7 +180,7 @@ impl Agent {
                         info: &self.info,
                         capabilities: None,
                     };
-                    if let Some((msg, _)) = self.codec.encode(m, &unix_ms, &hello) {
+                    if let Some((msg, _)) = self.codec.encode_agent(m, &unix_ms, &hello) {
                         self.outbox.push(msg.to_string());
                     }
                 }

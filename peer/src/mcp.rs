@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use abp_wasm::core::codec::{encode_error, Hello};
 use abp_wasm::core::dialect::{Codec, DialectKind};
-use abp_wasm::core::{AppConfig, AppConn, AppOutput, Incoming, Outcome, Outgoing, Registry};
+use abp_wasm::core::{AppConfig, AppConn, AppOutput, FromApp, Outcome, Registry, ToApp};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -107,13 +107,13 @@ impl Gateway {
             self.out.push(parse_error.to_string());
             return;
         };
-        let Ok(message) = self.codec.decode(&value) else {
+        let Some(message) = self.codec.decode(&value).ok().and_then(|m| m.for_app()) else {
             return;
         };
         match message {
-            Incoming::Call { id, call_id, .. } if !self.joined => {
+            ToApp::Call { id, call_id, .. } if !self.joined => {
                 let text = no_app_text(&self.room);
-                self.encode(Outgoing::CallResult {
+                self.encode(FromApp::CallResult {
                     id,
                     call_id,
                     outcome: Outcome::Success {
@@ -130,14 +130,17 @@ impl Gateway {
         }
     }
 
-    fn encode(&mut self, message: Outgoing<Value>) {
+    fn encode(&mut self, message: FromApp<Value>) {
         let tools = Value::Array(self.tools.clone());
         let list = move || tools.clone();
         let hello = Hello {
             info: &self.info,
             capabilities: Some(&list),
         };
-        if let Some((frame, _)) = self.codec.encode(message, &crate::agent::unix_ms, &hello) {
+        if let Some((frame, _)) = self
+            .codec
+            .encode_app(message, &crate::agent::unix_ms, &hello)
+        {
             self.out.push(frame.to_string());
         }
     }

@@ -370,9 +370,10 @@ impl NativeApp {
 
     /// One frame from the agent (the gateway); what is not ABP is ignored.
     fn receive(&mut self, text: &str) {
-        let Some(Ok(message)) = serde_json::from_str::<Value>(text)
+        let Some(message) = serde_json::from_str::<Value>(text)
             .ok()
-            .map(|v| self.codec.decode(&v))
+            .and_then(|v| self.codec.decode(&v).ok())
+            .and_then(|m| m.for_app())
         else {
             return;
         };
@@ -392,7 +393,7 @@ impl NativeApp {
                         info: &self.info,
                         capabilities: Some(&capabilities),
                     };
-                    if let Some((frame, _)) = self.codec.encode(message, &unix_ms, &hello) {
+                    if let Some((frame, _)) = self.codec.encode_app(message, &unix_ms, &hello) {
                         frames.push(frame.to_string());
                     }
                 }

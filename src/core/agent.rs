@@ -6,12 +6,12 @@ use std::collections::VecDeque;
 
 use super::map::StrMap;
 
-use super::app::Features;
 use super::codec::Wire;
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, CancelVerdict, ElicitAnswer, IdGen, Incoming, Outgoing, REASON_NOT_FOUND,
+    text, CancelVerdict, Control, ControlOut, ElicitAnswer, FromAgent, IdGen, ToAgent,
+    REASON_NOT_FOUND,
 };
 use super::schema::Kind;
 use super::timers::{TimerId, Timers};
@@ -92,7 +92,7 @@ pub enum CancelAnswer<P> {
 
 #[derive(Clone, Debug)]
 pub enum AgentOutput<P> {
-    Transmit(Outgoing<P>),
+    Transmit(FromAgent<P>),
     Connected {
         session_id: String,
         payload: P,
@@ -283,7 +283,7 @@ impl<P: Wire> AgentCore<P> {
         let init_id = self.ids.next_id();
         if !self.config.policy.app_speaks_first() {
             self.out
-                .push_back(AgentOutput::Transmit(Outgoing::Initialize {
+                .push_back(AgentOutput::Transmit(FromAgent::Initialize {
                     id: init_id.clone(),
                 }));
         }
@@ -406,7 +406,7 @@ impl<P: Wire> AgentCore<P> {
                 phase: Phase::Running { timer },
             },
         );
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Call {
+        self.out.push_back(AgentOutput::Transmit(FromAgent::Call {
             // The call id doubles as the message id: it is unique among calls in flight, and a reply that
             // carries only `id` still finds its call.
             id: req.call_id.clone(),
@@ -433,7 +433,7 @@ impl<P: Wire> AgentCore<P> {
         let id = self.ids.next_id();
         let policy = self.config.policy;
         if !policy.cancel_answered() {
-            self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+            self.out.push_back(AgentOutput::Transmit(FromAgent::Cancel {
                 id,
                 call_id: call_id.to_owned(),
                 reason,
@@ -446,7 +446,7 @@ impl<P: Wire> AgentCore<P> {
             return self.abort_elicitations_of(call_id);
         }
         self.await_cancel_answer(&id, call_id, false, now + grace);
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+        self.out.push_back(AgentOutput::Transmit(FromAgent::Cancel {
             id,
             call_id: call_id.to_owned(),
             reason,
@@ -532,7 +532,7 @@ impl<P: Wire> AgentCore<P> {
             .or_else(|| self.calls.get(call_id).map(|c| c.cancel_grace))
             .unwrap_or(grace);
         self.await_cancel_answer(&id, call_id, true, now + grace);
-        self.out.push_back(AgentOutput::Transmit(Outgoing::Cancel {
+        self.out.push_back(AgentOutput::Transmit(FromAgent::Cancel {
             id: id.clone(),
             call_id: call_id.to_owned(),
             reason,
@@ -545,7 +545,7 @@ impl<P: Wire> AgentCore<P> {
     pub fn answer_elicitation(&mut self, id: &str, answer: ElicitAnswer<P>) {
         if self.forget_elicitation(id) {
             self.out
-                .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                .push_back(AgentOutput::Transmit(FromAgent::ElicitationResponse {
                     id: id.to_owned(),
                     answer,
                 }));
@@ -559,12 +559,13 @@ impl<P: Wire> AgentCore<P> {
             State::Ready { .. } | State::Connecting { .. } | State::Listing { .. }
         ) {
             let id = self.ids.next_id();
-            self.out
-                .push_back(AgentOutput::Transmit(Outgoing::Shutdown {
+            self.out.push_back(AgentOutput::Transmit(FromAgent::Control(
+                ControlOut::Shutdown {
                     id,
                     reason,
                     session_id: None,
-                }));
+                },
+            )));
         }
         self.close(true);
     }
@@ -650,7 +651,7 @@ impl<P: Wire> AgentCore<P> {
             self.out
                 .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
             self.out
-                .push_back(AgentOutput::Transmit(Outgoing::ElicitationResponse {
+                .push_back(AgentOutput::Transmit(FromAgent::ElicitationResponse {
                     id,
                     answer: ElicitAnswer::Cancelled,
                 }));
@@ -690,14 +691,13 @@ impl<P: Wire> AgentCore<P> {
     }
 
     /// Feeds one decoded message from the app.
-    pub fn handle(&mut self, msg: Incoming<P>, now: f64) {
+    pub fn handle(&mut self, msg: ToAgent<P>, now: f64) {
         // Any message shows the app is there; a probe's own answer needs nothing more.
         self.last_heard = now;
         if let Some((probe_id, _)) = self.probe.take() {
             let answered = match &msg {
-                Incoming::CancelResult { id: Some(id), .. } | Incoming::Pong { id } => {
-                    *id == probe_id
-                }
+                ToAgent::CancelResult { id: Some(id), .. }
+                | ToAgent::Control(Control::Pong { id }) => *id == probe_id,
                 _ => false,
             };
             if answered {
@@ -705,79 +705,90 @@ impl<P: Wire> AgentCore<P> {
             }
         }
         match msg {
-            Incoming::InitializeResult {
+            ToAgent::InitializeResult {
                 id,
                 session_id,
                 error,
                 payload,
             } => self.initialize_result(id, session_id, error, payload),
-            Incoming::Initialize { id, payload }
+            ToAgent::Hello { id, payload }
                 if self.config.policy.app_speaks_first()
                     && matches!(self.state, State::Connecting { .. }) =>
             {
                 self.hello(id, payload)
             }
-            Incoming::CapabilityList { id, capabilities } => self.capability_list(id, capabilities),
-            Incoming::Ping { id } => self.transmit(Outgoing::Pong { id }),
-            Incoming::Invalid { id, code, message } => self.transmit(Outgoing::RpcError {
-                id,
-                code,
-                message: message.to_owned(),
-            }),
+            ToAgent::CapabilityList { id, capabilities } => self.capability_list(id, capabilities),
+            ToAgent::Control(m) => self.control(m),
             _ if !self.is_ready() => {}
-            Incoming::CallResult {
+            ToAgent::CallResult {
                 id,
                 call_id,
                 cancelled,
                 payload,
             } => self.call_result(id, call_id, cancelled, payload),
-            Incoming::CancelResult {
+            ToAgent::CancelResult {
                 id,
                 call_id,
                 verdict,
                 payload,
             } => self.cancel_result(id, call_id, verdict, payload),
-            Incoming::Progress {
+            ToAgent::Progress {
                 call_id,
                 token,
                 payload,
             } => self.progress(call_id, token, payload, now),
-            Incoming::Notification { event, payload } => {
+            ToAgent::Notification { event, payload } => {
                 self.out
                     .push_back(AgentOutput::Notification { event, payload });
             }
-            Incoming::CapabilitiesChanged { payload } => self.capabilities_changed(payload),
-            Incoming::ElicitationRequest {
+            ToAgent::CapabilitiesChanged { payload } => self.capabilities_changed(payload),
+            ToAgent::ElicitationRequest {
                 id,
                 call_id,
                 payload,
             } => self.elicitation_request(id, call_id, payload, now),
-            Incoming::Shutdown { .. } => self.transport_lost(),
-            // The app no longer wants an answer to a request it made (MCP's cascade).
-            Incoming::Cancel { call_id, .. } if self.forget_elicitation(&call_id) => {
-                self.out.push_back(AgentOutput::ElicitationAborted {
-                    id: call_id.clone(),
-                });
-                if self.config.policy.cancelled_call_answered() {
-                    // ACP: a cancelled request is still answered (-32800), or its caller waits forever.
-                    self.transmit(Outgoing::ElicitationResponse {
-                        id: call_id,
-                        answer: ElicitAnswer::Cancelled,
-                    });
-                }
-            }
-            Incoming::Initialize { .. }
-            | Incoming::Call { .. }
-            | Incoming::Cancel { .. }
-            | Incoming::ElicitationResponse { .. }
-            | Incoming::ListCapabilities { .. }
-            | Incoming::Pong { .. }
-            | Incoming::Noted
-            | Incoming::Malformed { .. } => {}
+            ToAgent::ElicitationWithdrawn { id } => self.elicitation_withdrawn(id),
+            ToAgent::Hello { .. } => {}
         }
     }
 
-    fn transmit(&mut self, m: Outgoing<P>) {
+    /// The messages about the connection: a ping answered, a refusal sent, the app gone.
+    fn control(&mut self, m: Control) {
+        match m {
+            Control::Ping { id } => self.transmit(ControlOut::Pong { id }.into()),
+            Control::Invalid { id, code, message } => self.transmit(
+                ControlOut::RpcError {
+                    id,
+                    code,
+                    message: message.to_owned(),
+                }
+                .into(),
+            ),
+            Control::Shutdown { .. } if self.is_ready() => self.transport_lost(),
+            Control::Shutdown { .. }
+            | Control::Pong { .. }
+            | Control::Noted
+            | Control::Malformed { .. } => {}
+        }
+    }
+
+    /// The app no longer wants an answer to its request (the JSON-RPC dialects' cascade).
+    fn elicitation_withdrawn(&mut self, id: String) {
+        if !self.forget_elicitation(&id) {
+            return;
+        }
+        self.out
+            .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
+        if self.config.policy.cancelled_call_answered() {
+            // ACP: a cancelled request is still answered (-32800), or its caller waits forever.
+            self.transmit(FromAgent::ElicitationResponse {
+                id,
+                answer: ElicitAnswer::Cancelled,
+            });
+        }
+    }
+
+    fn transmit(&mut self, m: FromAgent<P>) {
         self.out.push_back(AgentOutput::Transmit(m));
     }
 
@@ -814,10 +825,10 @@ impl<P: Wire> AgentCore<P> {
                 return;
             }
         };
-        self.transmit(Outgoing::Initialized);
+        self.transmit(FromAgent::Initialized);
         if self.config.policy.list_capabilities() {
             let list_id = self.ids.next_id();
-            self.transmit(Outgoing::ListCapabilities {
+            self.transmit(FromAgent::ListCapabilities {
                 id: list_id.clone(),
             });
             self.state = State::Listing {
@@ -834,10 +845,9 @@ impl<P: Wire> AgentCore<P> {
     /// The app introduced itself (Tesseron's hello): welcome it, and the session is open.
     fn hello(&mut self, id: String, payload: P) {
         let session_id = self.ids.next_id();
-        self.transmit(Outgoing::InitializeResult {
+        self.transmit(FromAgent::Welcome {
             id,
             session_id: session_id.clone(),
-            features: Features::default(),
         });
         self.open_session(session_id, payload);
     }
@@ -963,7 +973,7 @@ impl<P: Wire> AgentCore<P> {
             // The notice carries no list: ask for it.
             let id = self.ids.next_id();
             self.refresh = Some(id.clone());
-            self.transmit(Outgoing::ListCapabilities { id });
+            self.transmit(FromAgent::ListCapabilities { id });
         } else {
             self.out
                 .push_back(AgentOutput::CapabilitiesChanged { payload });
@@ -976,7 +986,7 @@ impl<P: Wire> AgentCore<P> {
         }
         if let Some(c) = &call_id {
             if !self.calls.get(c).is_some_and(|p| p.phase.is_running()) {
-                self.transmit(Outgoing::ElicitationResponse {
+                self.transmit(FromAgent::ElicitationResponse {
                     id,
                     answer: ElicitAnswer::Cancelled,
                 });
@@ -1075,13 +1085,13 @@ impl<P: Wire> AgentCore<P> {
         let id = self.ids.next_id();
         let probe = if self.config.policy.cancel_answered() {
             // Every ABP app answers a cancel, even for a call it never saw.
-            Outgoing::Cancel {
+            FromAgent::Cancel {
                 id: id.clone(),
                 call_id: HEARTBEAT_CALL_ID.to_owned(),
                 reason: Some("heartbeat".to_owned()),
             }
         } else {
-            Outgoing::Ping { id: id.clone() }
+            FromAgent::Control(ControlOut::Ping { id: id.clone() })
         };
         self.out.push_back(AgentOutput::Transmit(probe));
         self.probe = Some((id, now + interval));
@@ -1135,7 +1145,7 @@ impl<P: Wire> AgentCore<P> {
                     *interval = (*interval * 2.0).min(1000.0);
                     *next_resend = now + *interval;
                     let id = init_id.clone();
-                    self.transmit(Outgoing::Initialize { id });
+                    self.transmit(FromAgent::Initialize { id });
                 }
                 false
             }
@@ -1161,7 +1171,7 @@ impl<P: Wire> AgentCore<P> {
         }
         self.out
             .push_back(AgentOutput::ElicitationAborted { id: id.clone() });
-        self.transmit(Outgoing::ElicitationResponse {
+        self.transmit(FromAgent::ElicitationResponse {
             id,
             answer: ElicitAnswer::Failed(AbpError::new(
                 ErrorCode::Timeout,

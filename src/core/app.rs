@@ -11,7 +11,8 @@ use super::codec::{decode_error, Wire};
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, CancelVerdict, IdGen, Incoming, MalformedKind, Outcome, Outgoing, PROTOCOL_VERSION,
+    text, CancelVerdict, Control, ControlOut, FromApp, IdGen, MalformedKind, Outcome, ToApp,
+    PROTOCOL_VERSION,
 };
 use super::schema::{validate, Kind, Payload};
 use super::timers::{TimerId, Timers};
@@ -173,7 +174,7 @@ impl Default for AppConfig {
 
 #[derive(Clone, Debug)]
 pub enum AppOutput<P> {
-    Transmit(Outgoing<P>),
+    Transmit(FromApp<P>),
     /// Run the handler for `capability` with a fresh AbortSignal.
     Start {
         call_id: String,
@@ -520,7 +521,7 @@ impl<P: Wire> AppConn<P> {
         }
         let id = self.ids.next_id();
         self.hello = Some(id.clone());
-        self.transmit(Outgoing::Initialize { id });
+        self.transmit(FromApp::Hello { id });
     }
 
     pub fn session_id(&self) -> Option<&str> {
@@ -554,12 +555,12 @@ impl<P: Wire> AppConn<P> {
         self.queued.len()
     }
 
-    fn transmit(&mut self, m: Outgoing<P>) {
+    fn transmit(&mut self, m: FromApp<P>) {
         self.out.push_back(AppOutput::Transmit(m));
     }
 
     fn refuse_call(&mut self, id: String, call_id: String, error: AbpError<P>) {
-        self.transmit(Outgoing::CallResult {
+        self.transmit(FromApp::CallResult {
             id,
             call_id,
             outcome: Outcome::Failure(error),
@@ -569,18 +570,17 @@ impl<P: Wire> AppConn<P> {
     }
 
     /// Feeds one decoded message from the agent.
-    pub fn handle(&mut self, msg: Incoming<P>, now: f64, registry: &Registry<P>) {
+    pub fn handle(&mut self, msg: ToApp<P>, now: f64, registry: &Registry<P>) {
         match msg {
-            Incoming::Initialize { id, payload } => self.initialize(id, payload),
-            Incoming::InitializeResult {
+            ToApp::Initialize { id, payload } => self.initialize(id, payload),
+            ToApp::Welcome {
                 id,
                 session_id,
                 error,
-                ..
             } if self.hello.as_deref() == Some(id.as_str()) => {
                 self.hello_answered(id, session_id, error)
             }
-            Incoming::Call {
+            ToApp::Call {
                 id,
                 call_id,
                 capability,
@@ -599,51 +599,65 @@ impl<P: Wire> AppConn<P> {
                 };
                 self.call(call, registry)
             }
-            Incoming::Cancel {
+            ToApp::Cancel {
                 id,
                 call_id,
                 reason,
             } => self.cancel(id, call_id, reason, now),
-            Incoming::ElicitationResponse { id, payload } if self.forget_elicitation(&id) => {
+            ToApp::ElicitationResponse { id, payload } if self.forget_elicitation(&id) => {
                 self.out.push_back(AppOutput::ElicitDone {
                     id,
                     end: ElicitEnd::Answer(payload),
                 });
             }
-            Incoming::Shutdown { .. } => self.end_session(),
-            Incoming::ListCapabilities { id } => {
-                self.transmit(Outgoing::CapabilityList { id });
+            ToApp::ListCapabilities { id } => {
+                self.transmit(FromApp::CapabilityList { id });
             }
-            Incoming::Ping { id } => self.transmit(Outgoing::Pong { id }),
-            Incoming::Invalid { id, code, message } => self.transmit(Outgoing::RpcError {
-                id,
-                code,
-                message: message.to_owned(),
-            }),
-            Incoming::Malformed {
-                kind: MalformedKind::Call,
-                id: Some(id),
-                call_id,
-                reason,
-            } => {
-                let error = AbpError::new(ErrorCode::InvalidParams, reason);
-                self.refuse_call(id, call_id.unwrap_or_default(), error);
-            }
-            Incoming::Malformed {
-                kind: MalformedKind::Cancel,
+            ToApp::Malformed {
+                kind,
                 id,
                 call_id,
                 reason,
-            } => {
-                let error = AbpError::new(ErrorCode::InvalidParams, reason);
-                let call_id = call_id.unwrap_or_default();
-                self.transmit(Outgoing::CancelResult {
+            } => self.malformed(kind, id, call_id.unwrap_or_default(), reason),
+            ToApp::Control(m) => self.control(m),
+            ToApp::Welcome { .. } | ToApp::ElicitationResponse { .. } => {}
+        }
+    }
+
+    /// The messages about the connection: a ping answered, a refusal sent, the session ended.
+    fn control(&mut self, m: Control) {
+        match m {
+            Control::Shutdown { .. } => self.end_session(),
+            Control::Ping { id } => self.transmit(ControlOut::Pong { id }.into()),
+            Control::Invalid { id, code, message } => self.transmit(
+                ControlOut::RpcError {
                     id,
-                    call_id,
-                    verdict: CancelVerdict::Refused(error),
-                });
-            }
-            _ => {}
+                    code,
+                    message: message.to_owned(),
+                }
+                .into(),
+            ),
+            Control::Pong { .. } | Control::Noted | Control::Malformed { .. } => {}
+        }
+    }
+
+    /// A call or cancel that cannot be read: refused with INVALID_PARAMS (a call without an id cannot be).
+    fn malformed(
+        &mut self,
+        kind: MalformedKind,
+        id: Option<String>,
+        call_id: String,
+        reason: &'static str,
+    ) {
+        let error = AbpError::new(ErrorCode::InvalidParams, reason);
+        match (kind, id) {
+            (MalformedKind::Call, Some(id)) => self.refuse_call(id, call_id, error),
+            (MalformedKind::Call, None) => {}
+            (MalformedKind::Cancel, id) => self.transmit(FromApp::CancelResult {
+                id,
+                call_id,
+                verdict: CancelVerdict::Refused(error),
+            }),
         }
     }
 
@@ -653,7 +667,7 @@ impl<P: Wire> AppConn<P> {
             if s.init_id == id {
                 // A re-sent initialize (the agent could not know it was answered): same answer.
                 let (session_id, features) = (s.id.clone(), s.features.clone());
-                return self.transmit(Outgoing::InitializeResult {
+                return self.transmit(FromApp::InitializeResult {
                     id,
                     session_id,
                     features,
@@ -662,7 +676,7 @@ impl<P: Wire> AppConn<P> {
             if !self.config.reinitialize {
                 let error =
                     AbpError::new(ErrorCode::AlreadyInitialized, "A session is already active");
-                return self.transmit(Outgoing::InitializeError { id, error });
+                return self.transmit(FromApp::InitializeError { id, error });
             }
         }
         let version_error = self
@@ -672,7 +686,7 @@ impl<P: Wire> AppConn<P> {
             .then(|| unsupported_version(&payload))
             .flatten();
         if let Some(error) = version_error {
-            return self.transmit(Outgoing::InitializeError { id, error });
+            return self.transmit(FromApp::InitializeError { id, error });
         }
         self.end_session();
         let session_id = self.ids.next_id();
@@ -686,7 +700,7 @@ impl<P: Wire> AppConn<P> {
         self.out.push_back(AppOutput::SessionOpened {
             session_id: session_id.clone(),
         });
-        self.transmit(Outgoing::InitializeResult {
+        self.transmit(FromApp::InitializeResult {
             id,
             session_id,
             features,
@@ -811,14 +825,14 @@ impl<P: Wire> AppConn<P> {
                 return;
             }
             let error = AbpError::not_initialized();
-            return self.transmit(Outgoing::CancelResult {
+            return self.transmit(FromApp::CancelResult {
                 id,
                 call_id,
                 verdict: CancelVerdict::Refused(error),
             });
         }
         let answer = |verdict: CancelVerdict<AbpError<P>>| {
-            policy.cancel_answered().then(|| Outgoing::CancelResult {
+            policy.cancel_answered().then(|| FromApp::CancelResult {
                 id: id.clone(),
                 call_id: call_id.clone(),
                 verdict,
@@ -835,7 +849,7 @@ impl<P: Wire> AppConn<P> {
                 self.transmit(a);
             }
             if policy.cancelled_call_answered() {
-                self.transmit(Outgoing::CallResult {
+                self.transmit(FromApp::CallResult {
                     id: active.msg_id,
                     call_id: call_id.clone(),
                     outcome: Outcome::Cancelled { reason },
@@ -853,7 +867,7 @@ impl<P: Wire> AppConn<P> {
                     self.transmit(a);
                 }
                 if policy.cancelled_call_answered() {
-                    self.transmit(Outgoing::CallResult {
+                    self.transmit(FromApp::CallResult {
                         id: q.msg_id,
                         call_id: call_id.clone(),
                         outcome: Outcome::Cancelled { reason },
@@ -915,10 +929,8 @@ impl<P: Wire> AppConn<P> {
             }
             if self.config.policy.cancel_nested() {
                 // Cascade: the agent's answer is no longer wanted.
-                let cancel_id = self.ids.next_id();
-                self.transmit(Outgoing::Cancel {
-                    id: cancel_id,
-                    call_id: id.clone(),
+                self.transmit(FromApp::WithdrawElicitation {
+                    id: id.clone(),
                     reason: Some("The call that asked has ended".to_owned()),
                 });
             }
@@ -935,7 +947,7 @@ impl<P: Wire> AppConn<P> {
             return;
         };
         if let (Some(info), Some(token)) = (active.progress.take(), active.token.clone()) {
-            self.transmit(Outgoing::Progress {
+            self.transmit(FromApp::Progress {
                 call_id: Some(call_id.to_owned()),
                 token,
                 info,
@@ -946,7 +958,7 @@ impl<P: Wire> AppConn<P> {
         } else {
             Finished::Completed
         };
-        self.transmit(Outgoing::CallResult {
+        self.transmit(FromApp::CallResult {
             id: active.msg_id,
             call_id: call_id.to_owned(),
             outcome,
@@ -973,7 +985,7 @@ impl<P: Wire> AppConn<P> {
         };
         if active.progress_timer.is_none() && now - active.last_progress >= interval {
             active.last_progress = now;
-            self.transmit(Outgoing::Progress {
+            self.transmit(FromApp::Progress {
                 call_id: Some(call_id.to_owned()),
                 token,
                 info,
@@ -1025,7 +1037,7 @@ impl<P: Wire> AppConn<P> {
                 timer,
             },
         );
-        self.transmit(Outgoing::ElicitationRequest {
+        self.transmit(FromApp::ElicitationRequest {
             id: id.clone(),
             call_id: call_id.map(str::to_owned),
             request,
@@ -1039,7 +1051,7 @@ impl<P: Wire> AppConn<P> {
         if !self.session.as_ref().is_some_and(|s| s.features.progress) {
             return false;
         }
-        self.transmit(Outgoing::Progress {
+        self.transmit(FromApp::Progress {
             call_id: None,
             token: token.to_owned(),
             info,
@@ -1056,7 +1068,7 @@ impl<P: Wire> AppConn<P> {
         {
             return false;
         }
-        self.transmit(Outgoing::Notification {
+        self.transmit(FromApp::Notification {
             event: event.to_owned(),
             data,
         });
@@ -1072,7 +1084,7 @@ impl<P: Wire> AppConn<P> {
                 .as_ref()
                 .is_some_and(|s| s.features.notifications)
         {
-            self.transmit(Outgoing::CapabilitiesChanged {
+            self.transmit(FromApp::CapabilitiesChanged {
                 changes: changes.clone(),
             });
         }
@@ -1146,7 +1158,7 @@ impl<P: Wire> AppConn<P> {
         a.progress_timer = None;
         a.last_progress = now;
         if let (Some(info), Some(token)) = (a.progress.take(), a.token.clone()) {
-            self.transmit(Outgoing::Progress {
+            self.transmit(FromApp::Progress {
                 call_id: Some(call_id),
                 token,
                 info,
@@ -1174,7 +1186,7 @@ impl<P: Wire> AppConn<P> {
                 ErrorCode::Timeout,
                 text(&["Invocation ", &call_id, " exceeded ", &ms, " ms"]),
             );
-            self.transmit(Outgoing::CallResult {
+            self.transmit(FromApp::CallResult {
                 id: active.msg_id,
                 call_id: call_id.clone(),
                 outcome: Outcome::Failure(error),

@@ -4,15 +4,13 @@
 //! Decoding reads only control fields; the rest of a payload is handed on untouched.
 
 use super::app::Features;
-#[cfg(feature = "app")]
 use super::capability;
 use super::error::{AbpError, ErrorCode};
-#[cfg(feature = "agent")]
 use super::message::ElicitAnswer;
-#[cfg(feature = "app")]
 use super::message::Outcome;
 use super::message::{
-    types, CancelVerdict, Incoming, MalformedKind, Outgoing, PROTOCOL_VERSION, REASON_NOT_FOUND,
+    types, CancelVerdict, Control, ControlOut, FromAgent, FromApp, Incoming, MalformedKind,
+    ToAgent, ToApp, PROTOCOL_VERSION, REASON_NOT_FOUND,
 };
 use super::schema::{Kind, Payload};
 
@@ -172,7 +170,7 @@ pub fn encode_error<P: Wire>(e: AbpError<P>) -> P {
 }
 
 /// Reads one received value. Never fails on bad input: unusable values come back as `Err(Ignored)`, and
-/// known requests with unusable payloads as [`Incoming::Malformed`] so the receiver can answer them.
+/// known requests with unusable payloads as [`ToApp::Malformed`] so the app can answer them.
 pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     if msg.kind() != Kind::Object {
         return Err(Ignored::NotAMessage);
@@ -185,59 +183,59 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
     let has_payload = payload.is_some();
     let p = payload.unwrap_or_else(P::object);
     Ok(match ty.as_str() {
-        types::INITIALIZE if APP || HELLO => match id {
-            Some(id) => Incoming::Initialize { id, payload: p },
-            None => malformed(MalformedKind::Other, None, None, "initialize needs an id"),
+        types::INITIALIZE if APP => match id {
+            Some(id) => ToApp::Initialize { id, payload: p }.into(),
+            None => unusable("initialize needs an id"),
         },
-        types::INITIALIZE_RESULT if AGENT || HELLO => read_initialize_result(id, p),
-        types::CALL if APP => read_call(id, p, has_payload),
-        types::CALL_RESULT if AGENT => Incoming::CallResult {
+        types::INITIALIZE_RESULT if AGENT => read_initialize_result(id, p),
+        types::CALL if APP => read_call(id, p, has_payload).into(),
+        types::CALL_RESULT if AGENT => ToAgent::CallResult {
             id,
             call_id: opt_string(&p, "callId"),
             cancelled: flag(&p, "cancelled"),
             payload: p,
-        },
-        types::CANCEL => read_cancel(id, p),
-        types::CANCEL_RESULT if AGENT => Incoming::CancelResult {
+        }
+        .into(),
+        types::CANCEL if APP => read_cancel(id, p).into(),
+        types::CANCEL_RESULT if AGENT => ToAgent::CancelResult {
             id,
             call_id: opt_string(&p, "callId"),
             verdict: cancel_verdict(&p),
             payload: p,
-        },
-        types::PROGRESS if AGENT => Incoming::Progress {
+        }
+        .into(),
+        types::PROGRESS if AGENT => ToAgent::Progress {
             call_id: opt_string(&p, "callId"),
             token: opt_string(&p, "operationId"),
             payload: p,
-        },
-        types::NOTIFICATION if AGENT => read_notification(id, p),
-        types::CAPABILITIES_CHANGED if AGENT => Incoming::CapabilitiesChanged { payload: p },
+        }
+        .into(),
+        types::NOTIFICATION if AGENT => read_notification(p),
+        types::CAPABILITIES_CHANGED if AGENT => ToAgent::CapabilitiesChanged { payload: p }.into(),
         types::ELICITATION_REQUEST if AGENT => read_elicitation_request(id, p),
         types::ELICITATION_RESPONSE if APP => match id {
-            Some(id) => Incoming::ElicitationResponse { id, payload: p },
-            None => malformed(
-                MalformedKind::Other,
-                None,
-                None,
-                "elicitation/response needs an id",
-            ),
+            Some(id) => ToApp::ElicitationResponse { id, payload: p }.into(),
+            None => unusable("elicitation/response needs an id"),
         },
-        types::SHUTDOWN => Incoming::Shutdown {
+        types::SHUTDOWN => Control::Shutdown {
             id,
             reason: opt_string(&p, "reason"),
             session_id: opt_string(&p, "sessionId"),
-        },
+        }
+        .into(),
         // A role build's other role's messages (the guards above): noted and left unread, as that role's core
         // would do nothing with them; their readers compile away. The full build never gets here with them.
         types::INITIALIZE
         | types::INITIALIZE_RESULT
         | types::CALL
         | types::CALL_RESULT
+        | types::CANCEL
         | types::CANCEL_RESULT
         | types::PROGRESS
         | types::NOTIFICATION
         | types::CAPABILITIES_CHANGED
         | types::ELICITATION_REQUEST
-        | types::ELICITATION_RESPONSE => Incoming::Noted,
+        | types::ELICITATION_RESPONSE => Control::Noted.into(),
         _ => return Err(Ignored::UnknownType),
     })
 }
@@ -248,8 +246,8 @@ fn malformed<P>(
     id: Option<String>,
     call_id: Option<String>,
     reason: &'static str,
-) -> Incoming<P> {
-    Incoming::Malformed {
+) -> ToApp<P> {
+    ToApp::Malformed {
         kind,
         id,
         call_id,
@@ -257,28 +255,34 @@ fn malformed<P>(
     }
 }
 
+/// A known message that cannot be used and asks for no answer.
+fn unusable<P>(reason: &'static str) -> Incoming<P> {
+    Control::Malformed { reason }.into()
+}
+
 /// `initialize-result`: the session, or the app's refusal in `error`.
 fn read_initialize_result<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
     let Some(id) = id else {
-        return malformed(MalformedKind::Other, None, None, "no id");
+        return unusable("initialize-result needs an id");
     };
     let error = p.get_object("error").map(|e| decode_error(&e));
-    Incoming::InitializeResult {
+    ToAgent::InitializeResult {
         id,
         session_id: opt_string(&p, "sessionId"),
         error,
         payload: p,
     }
+    .into()
 }
 
 /// `capabilities/call`; `has_payload`: the message had a payload object (`p` is an empty one otherwise).
-fn read_call<P: Wire>(id: Option<String>, p: P, has_payload: bool) -> Incoming<P> {
+fn read_call<P: Wire>(id: Option<String>, p: P, has_payload: bool) -> ToApp<P> {
     // callId is in the payload; older senders put it in options.
     let options = p.get_object("options");
     let call_id =
         opt_id(&p, "callId").or_else(|| options.as_ref().and_then(|o| opt_id(o, "callId")));
     match (id, call_id, opt_string(&p, "capability")) {
-        (Some(id), Some(call_id), Some(capability)) => Incoming::Call {
+        (Some(id), Some(call_id), Some(capability)) => ToApp::Call {
             id,
             call_id,
             capability,
@@ -301,9 +305,9 @@ fn read_call<P: Wire>(id: Option<String>, p: P, has_payload: bool) -> Incoming<P
     }
 }
 
-fn read_cancel<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
+fn read_cancel<P: Wire>(id: Option<String>, p: P) -> ToApp<P> {
     match opt_id(&p, "callId") {
-        Some(call_id) => Incoming::Cancel {
+        Some(call_id) => ToApp::Cancel {
             id,
             call_id,
             reason: opt_id(&p, "reason"),
@@ -318,42 +322,32 @@ fn read_cancel<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
 }
 
 /// A `notification`; the event `notifications/capabilities/list_changed` is read as a capability change.
-fn read_notification<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
+fn read_notification<P: Wire>(p: P) -> Incoming<P> {
     match opt_string(&p, "event") {
-        Some(event) if event == types::CAPABILITIES_CHANGED => Incoming::CapabilitiesChanged {
+        Some(event) if event == types::CAPABILITIES_CHANGED => ToAgent::CapabilitiesChanged {
             payload: p.get("data").unwrap_or_else(P::object),
-        },
-        Some(event) => Incoming::Notification { event, payload: p },
-        None => malformed(
-            MalformedKind::Other,
-            id,
-            None,
-            "notification needs an event",
-        ),
+        }
+        .into(),
+        Some(event) => ToAgent::Notification { event, payload: p }.into(),
+        None => unusable("notification needs an event"),
     }
 }
 
 fn read_elicitation_request<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
     match id {
-        Some(id) => Incoming::ElicitationRequest {
+        Some(id) => ToAgent::ElicitationRequest {
             id,
             call_id: opt_string(&p, "callId"),
             payload: p,
-        },
-        None => malformed(
-            MalformedKind::Other,
-            None,
-            None,
-            "elicitation/request needs an id",
-        ),
+        }
+        .into(),
+        None => unusable("elicitation/request needs an id"),
     }
 }
 
 /// Which roles this build has, for [`decode`]: the full build (and native peers) both.
 const AGENT: bool = cfg!(feature = "agent");
 const APP: bool = cfg!(feature = "app");
-/// Tesseron's app speaks first: its agent reads `initialize` and its app `initialize-result`.
-const HELLO: bool = cfg!(feature = "tesseron");
 
 /// The envelope's clock (Unix milliseconds), read when a message needs it.
 pub type Timestamp<'a> = &'a dyn Fn() -> f64;
@@ -390,7 +384,6 @@ fn features<P: Wire>(agreed: Option<&Features>) -> P {
     f
 }
 
-#[cfg(feature = "app")]
 fn capabilities<P: Wire>(hello: &Hello<'_, P>) -> P {
     hello
         .capabilities
@@ -409,17 +402,16 @@ fn cancelled_response<P: Wire>(reason: Option<&str>) -> P {
     ])
 }
 
-/// Builds the wire message. Returns it with the transfer list the message carries, if any; `None` for the
-/// messages ABP does not have (the JSON-RPC dialects' `ping`, `tools/list`, errors, `initialized`).
-pub fn encode<P: Wire>(
-    msg: Outgoing<P>,
+/// Builds an agent's wire message, with the transfer list a call carries; `None` for the messages ABP does
+/// not have (the JSON-RPC dialects' `initialized`, `tools/list`, the app's hello answered).
+pub fn encode_agent<P: Wire>(
+    msg: FromAgent<P>,
     clock: Timestamp<'_>,
     hello: &Hello<'_, P>,
 ) -> Option<(P, Option<P>)> {
-    match msg {
-        // The two messages of every call, the only ones with a transfer list.
-        #[cfg(feature = "agent")]
-        Outgoing::Call {
+    let m = match msg {
+        // The only agent message with a transfer list.
+        FromAgent::Call {
             id,
             call_id,
             capability,
@@ -435,10 +427,35 @@ pub fn encode<P: Wire>(
                 timeout,
                 progress_token: progress_token.as_deref(),
             };
-            Some((P::call_message(&call, clock, params), transfer))
+            return Some((P::call_message(&call, clock, params), transfer));
         }
-        #[cfg(feature = "app")]
-        Outgoing::CallResult {
+        FromAgent::Initialize { id } => initialize_message(&id, clock, hello),
+        FromAgent::Cancel {
+            id,
+            call_id,
+            reason,
+        } => cancel_message(&id, &call_id, reason.as_deref(), clock),
+        FromAgent::ElicitationResponse { id, answer } => {
+            elicitation_response_message(&id, answer, clock)
+        }
+        FromAgent::Control(m) => encode_control(m, clock)?,
+        FromAgent::Welcome { .. } | FromAgent::Initialized | FromAgent::ListCapabilities { .. } => {
+            return None
+        }
+    };
+    Some((m, None))
+}
+
+/// Builds an app's wire message, with the transfer list a call's result carries; `None` for the messages ABP
+/// does not have (the JSON-RPC dialects' hello, capability list, withdrawn requests).
+pub fn encode_app<P: Wire>(
+    msg: FromApp<P>,
+    clock: Timestamp<'_>,
+    hello: &Hello<'_, P>,
+) -> Option<(P, Option<P>)> {
+    let m = match msg {
+        // The only app message with a transfer list.
+        FromApp::CallResult {
             id,
             call_id,
             outcome,
@@ -446,82 +463,57 @@ pub fn encode<P: Wire>(
             transfer,
         } => {
             let m = call_result_message(&id, &call_id, outcome, duration, clock);
-            Some((m, transfer))
+            return Some((m, transfer));
         }
-        msg => encode_without_transfer(msg, clock, hello).map(|m| (m, None)),
-    }
-}
-
-/// [`encode`] for every message but a call and its result.
-fn encode_without_transfer<P: Wire>(
-    msg: Outgoing<P>,
-    clock: Timestamp<'_>,
-    hello: &Hello<'_, P>,
-) -> Option<P> {
-    Some(match msg {
-        #[cfg(feature = "agent")]
-        Outgoing::Initialize { id } => initialize_message(&id, clock, hello),
-        #[cfg(feature = "app")]
-        Outgoing::InitializeResult {
+        FromApp::InitializeResult {
             id,
             session_id,
             features: agreed,
         } => initialize_result_message(&id, &session_id, &agreed, clock, hello),
-        #[cfg(feature = "app")]
-        Outgoing::InitializeError { id, error } => initialize_error_message(&id, error, clock),
-        #[cfg(feature = "agent")]
-        Outgoing::Cancel {
-            id,
-            call_id,
-            reason,
-        } => cancel_message(&id, &call_id, reason.as_deref(), clock),
-        #[cfg(feature = "app")]
-        Outgoing::CancelResult {
+        FromApp::InitializeError { id, error } => initialize_error_message(&id, error, clock),
+        FromApp::CancelResult {
             id,
             call_id,
             verdict,
         } => cancel_result_message(id.as_deref(), &call_id, verdict, clock),
-        #[cfg(feature = "app")]
-        Outgoing::Progress {
+        FromApp::Progress {
             call_id,
             token,
             info,
         } => progress_message(call_id.as_deref(), &token, &info, clock),
-        #[cfg(feature = "app")]
-        Outgoing::Notification { event, data } => notification_message(&event, data, clock),
-        #[cfg(feature = "app")]
-        Outgoing::CapabilitiesChanged { changes } => changes_message(&changes, clock, hello),
-        #[cfg(feature = "app")]
-        Outgoing::ElicitationRequest {
+        FromApp::Notification { event, data } => notification_message(&event, data, clock),
+        FromApp::CapabilitiesChanged { changes } => changes_message(&changes, clock, hello),
+        FromApp::ElicitationRequest {
             id,
             call_id,
             request,
         } => elicitation_request_message(&id, call_id.as_deref(), &request, clock),
-        #[cfg(feature = "agent")]
-        Outgoing::ElicitationResponse { id, answer } => {
-            elicitation_response_message(&id, answer, clock)
-        }
-        Outgoing::Shutdown {
+        FromApp::Control(m) => encode_control(m, clock)?,
+        FromApp::Hello { .. }
+        | FromApp::WithdrawElicitation { .. }
+        | FromApp::CapabilityList { .. } => return None,
+    };
+    Some((m, None))
+}
+
+/// Either side's `shutdown`; ABP has no ping or error message of its own.
+fn encode_control<P: Wire>(msg: ControlOut, clock: Timestamp<'_>) -> Option<P> {
+    match msg {
+        ControlOut::Shutdown {
             id,
             reason,
             session_id,
-        } => shutdown_message(&id, reason.as_deref(), session_id.as_deref(), clock),
-        Outgoing::Initialized
-        | Outgoing::Ping { .. }
-        | Outgoing::Pong { .. }
-        | Outgoing::ListCapabilities { .. }
-        | Outgoing::CapabilityList { .. }
-        | Outgoing::RpcError { .. } => return None,
-        // Calls and their results are built by `encode`. A build without one role never makes that role's
-        // messages (in ABP: the agent's initialize, calls, cancels and elicitation answers; the app's results,
-        // progress, notifications and elicitations).
-        #[allow(unreachable_patterns)]
-        _ => return None,
-    })
+        } => Some(shutdown_message(
+            &id,
+            reason.as_deref(),
+            session_id.as_deref(),
+            clock,
+        )),
+        ControlOut::Ping { .. } | ControlOut::Pong { .. } | ControlOut::RpcError { .. } => None,
+    }
 }
 
 /// `initialize`: who the agent is, the protocol version, and every feature on.
-#[cfg(feature = "agent")]
 fn initialize_message<P: Wire>(id: &str, clock: Timestamp<'_>, hello: &Hello<'_, P>) -> P {
     let mut p = P::object();
     p.set("agent", hello.info.clone());
@@ -532,7 +524,6 @@ fn initialize_message<P: Wire>(id: &str, clock: Timestamp<'_>, hello: &Hello<'_,
 
 /// `initialize-result` accepting the agent: the session, who the app is, its capabilities and the features
 /// agreed.
-#[cfg(feature = "app")]
 fn initialize_result_message<P: Wire>(
     id: &str,
     session_id: &str,
@@ -550,7 +541,6 @@ fn initialize_result_message<P: Wire>(
 }
 
 /// `initialize-result` refusing the agent: `{ error }`.
-#[cfg(feature = "app")]
 fn initialize_error_message<P: Wire>(id: &str, error: AbpError<P>, clock: Timestamp<'_>) -> P {
     let mut p = P::object();
     p.set("error", encode_error(error));
@@ -559,7 +549,6 @@ fn initialize_error_message<P: Wire>(id: &str, error: AbpError<P>, clock: Timest
 
 /// `capabilities/call-result`: an `ABPResponse` with `metadata: { duration }` and `callId` (a success is built
 /// by [`Wire::success_message`]).
-#[cfg(feature = "app")]
 fn call_result_message<P: Wire>(
     id: &str,
     call_id: &str,
@@ -588,7 +577,6 @@ fn call_result_message<P: Wire>(
     envelope(types::CALL_RESULT, Some(id), clock(), p)
 }
 
-#[cfg(feature = "agent")]
 fn cancel_message<P: Wire>(
     id: &str,
     call_id: &str,
@@ -603,7 +591,6 @@ fn cancel_message<P: Wire>(
 }
 
 /// `capabilities/cancel-result`: `cancelled`, else the reason or the error.
-#[cfg(feature = "app")]
 fn cancel_result_message<P: Wire>(
     id: Option<&str>,
     call_id: &str,
@@ -627,7 +614,6 @@ fn cancel_result_message<P: Wire>(
 }
 
 /// `progress`: a copy of the handler's report with `operationId` (and `callId` for a call's progress).
-#[cfg(feature = "app")]
 fn progress_message<P: Wire>(
     call_id: Option<&str>,
     token: &str,
@@ -642,7 +628,6 @@ fn progress_message<P: Wire>(
     envelope(types::PROGRESS, None, clock(), p)
 }
 
-#[cfg(feature = "app")]
 fn notification_message<P: Wire>(event: &str, data: P, clock: Timestamp<'_>) -> P {
     let mut p = P::object();
     p.set("event", P::string(event));
@@ -654,7 +639,6 @@ fn notification_message<P: Wire>(event: &str, data: P, clock: Timestamp<'_>) -> 
 
 /// The capability list changed: the `notification` `notifications/capabilities/list_changed` with the changes
 /// and the whole list.
-#[cfg(feature = "app")]
 fn changes_message<P: Wire>(
     changes: &capability::Changes,
     clock: Timestamp<'_>,
@@ -668,7 +652,6 @@ fn changes_message<P: Wire>(
 }
 
 /// `elicitation/request`: a copy of the handler's request with `callId` when it is asked during a call.
-#[cfg(feature = "app")]
 fn elicitation_request_message<P: Wire>(
     id: &str,
     call_id: Option<&str>,
@@ -683,7 +666,6 @@ fn elicitation_request_message<P: Wire>(
 }
 
 /// `elicitation/response`: the agent's answer as it is, or a cancelled or failed `ABPResponse`.
-#[cfg(feature = "agent")]
 fn elicitation_response_message<P: Wire>(
     id: &str,
     answer: ElicitAnswer<P>,

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use super::codec::{decode, encode, CallFields, Hello, Wire};
-use super::message::{Incoming, Outcome, Outgoing};
+use super::codec::{decode, encode_app, CallFields, Hello, Wire};
+use super::message::{FromApp, Incoming, Outcome, ToAgent, ToApp};
 
 /// Runs `cases` through glue.js in Node: each case is `{ kind, ... }`, each answer what the function gave.
 fn in_node(cases: &Value) -> Vec<Value> {
@@ -60,8 +60,10 @@ fn no_hello() -> Hello<'static, Value> {
     }
 }
 
-fn encoded(msg: Outgoing<Value>) -> Value {
-    encode(msg, &|| 0.0, &no_hello()).expect("an ABP message").0
+fn encoded(msg: FromApp<Value>) -> Value {
+    encode_app(msg, &|| 0.0, &no_hello())
+        .expect("an ABP message")
+        .0
 }
 
 fn call(timeout: Option<f64>, token: Option<&str>) -> Value {
@@ -100,7 +102,7 @@ fn the_js_builders_write_the_codecs_messages() {
             "callMessage, timeout {timeout:?}, token {token:?}"
         );
     }
-    let success = encoded(Outgoing::CallResult {
+    let success = encoded(FromApp::CallResult {
         id: "m1".into(),
         call_id: "c1".into(),
         outcome: Outcome::Success {
@@ -140,21 +142,21 @@ fn the_js_port_reader_reads_what_the_codec_reads() {
     let js = in_node(&Value::Array(cases));
     for (m, got) in messages.iter().zip(&js) {
         let expected = match decode(m) {
-            Ok(Incoming::Call {
+            Ok(Incoming::ToApp(ToApp::Call {
                 id,
                 call_id,
                 capability,
                 params,
                 timeout,
                 progress_token,
-            }) => json!({ "on": "call", "args": [id, call_id, id, call_id, capability, params,
+            })) => json!({ "on": "call", "args": [id, call_id, id, call_id, capability, params,
                 timeout.map_or(json!("NaN"), Value::number), progress_token] }),
-            Ok(Incoming::CallResult {
+            Ok(Incoming::ToAgent(ToAgent::CallResult {
                 id,
                 call_id,
                 cancelled,
                 payload,
-            }) => json!({ "on": "result", "args": [id, call_id, payload, cancelled] }),
+            })) => json!({ "on": "result", "args": [id, call_id, payload, cancelled] }),
             _ => json!({ "on": "other" }),
         };
         assert_eq!(got, &expected, "abpPortListener on {m}");

@@ -31,37 +31,77 @@ pub const PROTOCOL_VERSION: &str = "0.1";
 pub const REASON_NOT_FOUND: &str = "Operation not found";
 pub const REASON_COMPLETED: &str = "Operation already completed";
 
-/// A decoded message. `payload` fields hold the whole wire payload for the glue to read what it needs.
+/// A decoded message, sorted by who reads it. A codec decodes whatever arrives; [`Incoming::for_agent`] and
+/// [`Incoming::for_app`] give each state machine its own messages (the other role's are not for it).
 #[derive(Clone, Debug)]
 pub enum Incoming<P> {
-    Initialize {
+    /// Sent by an app.
+    ToAgent(ToAgent<P>),
+    /// Sent by an agent.
+    ToApp(ToApp<P>),
+    /// Sent by either side.
+    Control(Control),
+}
+
+impl<P> Incoming<P> {
+    /// The message, if an agent reads it.
+    pub fn for_agent(self) -> Option<ToAgent<P>> {
+        match self {
+            Incoming::ToAgent(m) => Some(m),
+            Incoming::Control(m) => Some(ToAgent::Control(m)),
+            Incoming::ToApp(_) => None,
+        }
+    }
+
+    /// The message, if an app reads it.
+    pub fn for_app(self) -> Option<ToApp<P>> {
+        match self {
+            Incoming::ToApp(m) => Some(m),
+            Incoming::Control(m) => Some(ToApp::Control(m)),
+            Incoming::ToAgent(_) => None,
+        }
+    }
+}
+
+impl<P> From<ToAgent<P>> for Incoming<P> {
+    fn from(m: ToAgent<P>) -> Self {
+        Incoming::ToAgent(m)
+    }
+}
+
+impl<P> From<ToApp<P>> for Incoming<P> {
+    fn from(m: ToApp<P>) -> Self {
+        Incoming::ToApp(m)
+    }
+}
+
+impl<P> From<Control> for Incoming<P> {
+    fn from(m: Control) -> Self {
+        Incoming::Control(m)
+    }
+}
+
+/// What an agent reads: the app's messages. `payload` fields hold the whole wire payload for the glue to read
+/// what it needs.
+#[derive(Clone, Debug)]
+pub enum ToAgent<P> {
+    /// The app introduces itself (Tesseron's `tesseron/hello`), in a dialect where the app speaks first.
+    Hello {
         id: String,
         payload: P,
     },
+    /// The answer to our `initialize`: a session, or the app's refusal in `error`.
     InitializeResult {
         id: String,
         session_id: Option<String>,
         error: Option<AbpError<P>>,
         payload: P,
     },
-    Call {
-        id: String,
-        call_id: String,
-        capability: String,
-        params: P,
-        timeout: Option<f64>,
-        progress_token: Option<String>,
-    },
     CallResult {
         id: Option<String>,
         call_id: Option<String>,
         cancelled: bool,
         payload: P,
-    },
-    Cancel {
-        id: Option<String>,
-        call_id: String,
-        reason: Option<String>,
     },
     CancelResult {
         id: Option<String>,
@@ -81,15 +121,76 @@ pub enum Incoming<P> {
     CapabilitiesChanged {
         payload: P,
     },
+    /// The app asks the agent something while a call runs.
     ElicitationRequest {
         id: String,
         call_id: Option<String>,
         payload: P,
     },
+    /// The app no longer wants an answer to its request `id` (the JSON-RPC dialects' cancel, sent when the
+    /// call that asked ends).
+    ElicitationWithdrawn {
+        id: String,
+    },
+    /// The answer to our [`FromAgent::ListCapabilities`]: the descriptors, as an array.
+    CapabilityList {
+        id: String,
+        capabilities: P,
+    },
+    Control(Control),
+}
+
+/// What an app reads: the agent's messages.
+#[derive(Clone, Debug)]
+pub enum ToApp<P> {
+    Initialize {
+        id: String,
+        payload: P,
+    },
+    /// The agent's answer to our hello ([`FromApp::Hello`]): a session, or its refusal in `error`.
+    Welcome {
+        id: String,
+        session_id: Option<String>,
+        error: Option<AbpError<P>>,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        capability: String,
+        params: P,
+        timeout: Option<f64>,
+        progress_token: Option<String>,
+    },
+    Cancel {
+        id: Option<String>,
+        call_id: String,
+        reason: Option<String>,
+    },
     ElicitationResponse {
         id: String,
         payload: P,
     },
+    /// The agent asks for the capability list (MCP `tools/list`).
+    ListCapabilities {
+        id: String,
+    },
+    /// A call or a cancel whose payload is unusable; answered with INVALID_PARAMS when it has an id.
+    Malformed {
+        kind: MalformedKind,
+        id: Option<String>,
+        call_id: Option<String>,
+        reason: &'static str,
+    },
+    Control(Control),
+}
+
+/// What either side reads: the messages about the connection itself.
+#[derive(Clone, Debug)]
+pub enum Control {
+    /// `ping` (JSON-RPC dialects): answered with [`ControlOut::Pong`].
+    Ping { id: String },
+    /// The answer to our [`ControlOut::Ping`].
+    Pong { id: String },
     /// `session_id`: sent by an app that is unloading, so an agent can tell which session ended even when
     /// the browser no longer says which window sent it.
     Shutdown {
@@ -97,24 +198,8 @@ pub enum Incoming<P> {
         reason: Option<String>,
         session_id: Option<String>,
     },
-    /// `ping` (JSON-RPC dialects): answered with [`Outgoing::Pong`].
-    Ping {
-        id: String,
-    },
-    /// The answer to our [`Outgoing::Ping`].
-    Pong {
-        id: String,
-    },
-    /// The agent asks for the capability list (MCP `tools/list`).
-    ListCapabilities {
-        id: String,
-    },
-    /// The answer to our [`Outgoing::ListCapabilities`]: the descriptors, as an array.
-    CapabilityList {
-        id: String,
-        capabilities: P,
-    },
-    /// A well-formed message that asks for nothing (MCP `notifications/initialized`).
+    /// A well-formed message that asks for nothing (MCP `notifications/initialized`), or one of the other
+    /// role's that this build does not read.
     Noted,
     /// A JSON-RPC request the dialect cannot take: answered with this error when it has an id.
     Invalid {
@@ -122,13 +207,8 @@ pub enum Incoming<P> {
         code: i32,
         message: &'static str,
     },
-    /// A known request type whose payload is unusable; the receiver answers it with INVALID_PARAMS when it can.
-    Malformed {
-        kind: MalformedKind,
-        id: Option<String>,
-        call_id: Option<String>,
-        reason: &'static str,
-    },
+    /// A known message that cannot be used and needs no answer (an `initialize-result` without an id).
+    Malformed { reason: &'static str },
 }
 
 /// What a cancel-result says about its call: `cancelled: true`, or why not (the cancel table's reasons, or an
@@ -145,11 +225,11 @@ pub enum CancelVerdict<E = ()> {
     Refused(E),
 }
 
+/// Which request [`ToApp::Malformed`] was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MalformedKind {
     Call,
     Cancel,
-    Other,
 }
 
 /// How a call ended, from the app's side.
@@ -171,10 +251,48 @@ pub enum ElicitAnswer<P> {
     Failed(AbpError<P>),
 }
 
-/// A message to encode and send.
+/// A message an agent sends, to encode.
 #[derive(Clone, Debug)]
-pub enum Outgoing<P> {
+pub enum FromAgent<P> {
     Initialize {
+        id: String,
+    },
+    /// The answer to the app's [`ToAgent::Hello`]: the session it opens.
+    Welcome {
+        id: String,
+        session_id: String,
+    },
+    /// The handshake is complete (MCP `notifications/initialized`; nothing in ABP).
+    Initialized,
+    Call {
+        id: String,
+        call_id: String,
+        capability: String,
+        params: P,
+        timeout: Option<f64>,
+        progress_token: Option<String>,
+        transfer: Option<P>,
+    },
+    Cancel {
+        id: String,
+        call_id: String,
+        reason: Option<String>,
+    },
+    ElicitationResponse {
+        id: String,
+        answer: ElicitAnswer<P>,
+    },
+    ListCapabilities {
+        id: String,
+    },
+    Control(ControlOut),
+}
+
+/// A message an app sends, to encode.
+#[derive(Clone, Debug)]
+pub enum FromApp<P> {
+    /// The app introduces itself, in a dialect where the app speaks first (Tesseron).
+    Hello {
         id: String,
     },
     InitializeResult {
@@ -187,26 +305,12 @@ pub enum Outgoing<P> {
         id: String,
         error: AbpError<P>,
     },
-    Call {
-        id: String,
-        call_id: String,
-        capability: String,
-        params: P,
-        timeout: Option<f64>,
-        progress_token: Option<String>,
-        transfer: Option<P>,
-    },
     CallResult {
         id: String,
         call_id: String,
         outcome: Outcome<P>,
         duration: f64,
         transfer: Option<P>,
-    },
-    Cancel {
-        id: String,
-        call_id: String,
-        reason: Option<String>,
     },
     CancelResult {
         id: Option<String>,
@@ -231,29 +335,31 @@ pub enum Outgoing<P> {
         call_id: Option<String>,
         request: P,
     },
-    ElicitationResponse {
-        id: String,
-        answer: ElicitAnswer<P>,
-    },
-    Shutdown {
+    /// The answer to the elicitation request `id` is no longer wanted (the JSON-RPC dialects' cancel).
+    WithdrawElicitation {
         id: String,
         reason: Option<String>,
-        session_id: Option<String>,
     },
-    /// The handshake is complete (MCP `notifications/initialized`; nothing in ABP).
-    Initialized,
+    /// The app's capability list, answering [`ToApp::ListCapabilities`].
+    CapabilityList {
+        id: String,
+    },
+    Control(ControlOut),
+}
+
+/// A message either side sends about the connection itself.
+#[derive(Clone, Debug)]
+pub enum ControlOut {
     Ping {
         id: String,
     },
     Pong {
         id: String,
     },
-    ListCapabilities {
+    Shutdown {
         id: String,
-    },
-    /// The app's capability list, answering [`Incoming::ListCapabilities`].
-    CapabilityList {
-        id: String,
+        reason: Option<String>,
+        session_id: Option<String>,
     },
     /// A JSON-RPC error response (`id: None`: the request's id could not be read).
     RpcError {
@@ -261,6 +367,18 @@ pub enum Outgoing<P> {
         code: i32,
         message: String,
     },
+}
+
+impl<P> From<ControlOut> for FromAgent<P> {
+    fn from(m: ControlOut) -> Self {
+        FromAgent::Control(m)
+    }
+}
+
+impl<P> From<ControlOut> for FromApp<P> {
+    fn from(m: ControlOut) -> Self {
+        FromApp::Control(m)
+    }
 }
 
 /// Makes message ids and session ids. Ids only need to be unique per connection; a random prefix keeps two

@@ -29,4 +29,6 @@ pub use agent::{
 };
 pub use app::{AppConfig, AppConn, AppOutput, Registry};
 pub use error::{AbpError, ErrorCode};
-pub use message::{ElicitAnswer, Incoming, Outcome, Outgoing};
+pub use message::{
+    Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};

@@ -14,7 +14,7 @@ use super::app::{AppConfig, AppConn, AppOutput, ElicitEnd, Registry};
 use super::codec::{decode, Hello, Ignored};
 use super::dialect::{Codec, DialectKind};
 use super::error::ErrorCode;
-use super::message::{ElicitAnswer, Incoming, Outcome};
+use super::message::{Control, ElicitAnswer, Incoming, Outcome, ToAgent, ToApp};
 
 pub(crate) struct Pair {
     pub(crate) now: f64,
@@ -97,7 +97,7 @@ impl Pair {
                         info: &agent_info,
                         capabilities: None,
                     };
-                    if let Some((v, _)) = self.agent_codec.encode(m, &|| self.now, &hello) {
+                    if let Some((v, _)) = self.agent_codec.encode_agent(m, &|| self.now, &hello) {
                         self.agent_sent.push(v.clone());
                         self.to_app.push_back(v);
                     }
@@ -116,7 +116,7 @@ impl Pair {
                         info: &app_info,
                         capabilities: Some(&caps),
                     };
-                    if let Some((v, _)) = self.app_codec.encode(m, &|| self.now, &hello) {
+                    if let Some((v, _)) = self.app_codec.encode_app(m, &|| self.now, &hello) {
                         self.app_sent.push(v.clone());
                         self.to_agent.push_back(v);
                     }
@@ -128,7 +128,7 @@ impl Pair {
 
     pub(crate) fn deliver_to_app(&mut self) {
         if let Some(v) = self.to_app.pop_front() {
-            if let Ok(m) = self.app_codec.decode(&v) {
+            if let Some(m) = self.app_codec.decode(&v).ok().and_then(Incoming::for_app) {
                 self.app.handle(m, self.now, &self.reg);
             }
         }
@@ -137,7 +137,12 @@ impl Pair {
 
     pub(crate) fn deliver_to_agent(&mut self) {
         if let Some(v) = self.to_agent.pop_front() {
-            if let Ok(m) = self.agent_codec.decode(&v) {
+            if let Some(m) = self
+                .agent_codec
+                .decode(&v)
+                .ok()
+                .and_then(Incoming::for_agent)
+            {
                 self.agent.handle(m, self.now);
             }
         }
@@ -269,9 +274,11 @@ fn handshake_survives_a_late_app_and_resends_the_same_id() {
     assert_eq!(result["payload"]["protocolVersion"], "0.1");
     // A duplicate of the same initialize gets the same answer; a new id gets ALREADY_INITIALIZED.
     let again = json!({ "type": "initialize", "id": inits[0]["id"], "payload": {} });
-    p.app.handle(decode(&again).unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&again).unwrap().for_app().unwrap(), p.now, &p.reg);
     let other = json!({ "type": "initialize", "id": "x-9", "payload": {} });
-    p.app.handle(decode(&other).unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&other).unwrap().for_app().unwrap(), p.now, &p.reg);
     p.drain();
     let results = p.app_sent_of("initialize-result");
     assert_eq!(
@@ -541,8 +548,10 @@ fn the_app_answers_not_initialized_without_a_session() {
     let call = json!({ "type": "capabilities/call", "id": "m1", "payload": { "callId": "c1", "capability": "echo" } });
     let cancel =
         json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": "c1" } });
-    p.app.handle(decode(&call).unwrap(), p.now, &p.reg);
-    p.app.handle(decode(&cancel).unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&call).unwrap().for_app().unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&cancel).unwrap().for_app().unwrap(), p.now, &p.reg);
     p.drain();
     assert!(p.started().is_empty());
     assert_eq!(p.app_sent[0]["payload"]["error"]["code"], "NOT_INITIALIZED");
@@ -633,7 +642,8 @@ fn progress_is_routed_per_call_and_dropped_after_settle() {
     p.run();
     // A progress message for the settled call arriving late is dropped.
     let late = json!({ "type": "progress", "payload": { "callId": "a", "operationId": "tok-a", "progress": 99 } });
-    p.agent.handle(decode(&late).unwrap(), p.now);
+    p.agent
+        .handle(decode(&late).unwrap().for_agent().unwrap(), p.now);
     p.drain();
     assert_eq!(progress_of(&p, "a"), [1.0]);
 }
@@ -1025,15 +1035,23 @@ fn garbage_is_ignored_and_malformed_requests_are_answered() {
     for _ in 0..500 {
         deep = json!({ "type": "capabilities/call", "id": "m", "payload": deep });
     }
-    assert!(matches!(decode(&deep), Ok(Incoming::Malformed { .. })));
+    assert!(matches!(
+        decode(&deep),
+        Ok(Incoming::ToApp(ToApp::Malformed { .. }))
+    ));
 
     let mut p = Pair::connected();
     let bad_call =
         json!({ "type": "capabilities/call", "id": "m1", "payload": { "capability": "echo" } });
     let bad_cancel =
         json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": 5 } });
-    p.app.handle(decode(&bad_call).unwrap(), p.now, &p.reg);
-    p.app.handle(decode(&bad_cancel).unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&bad_call).unwrap().for_app().unwrap(), p.now, &p.reg);
+    p.app.handle(
+        decode(&bad_cancel).unwrap().for_app().unwrap(),
+        p.now,
+        &p.reg,
+    );
     p.drain();
     let answers = &p.app_sent[p.app_sent.len() - 2..];
     assert_eq!(answers[0]["id"], "m1");
@@ -1048,7 +1066,8 @@ fn callid_in_options_is_accepted() {
     let mut p = Pair::connected();
     let old = json!({ "type": "capabilities/call", "id": "m1",
         "payload": { "capability": "echo", "options": { "callId": "legacy", "timeout": 5 } } });
-    p.app.handle(decode(&old).unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&old).unwrap().for_app().unwrap(), p.now, &p.reg);
     p.drain();
     assert_eq!(p.started(), ["legacy"]);
 }
@@ -1221,8 +1240,10 @@ fn random_messages_never_panic_and_leave_both_sides_working() {
         let m = random_message(&mut rng);
         if let Ok(msg) = decode(&m) {
             if rng.below(2) == 0 {
-                p.app.handle(msg, p.now, &p.reg);
-            } else {
+                if let Some(msg) = msg.for_app() {
+                    p.app.handle(msg, p.now, &p.reg);
+                }
+            } else if let Some(msg) = msg.for_agent() {
                 p.agent.handle(msg, p.now);
             }
         }
@@ -1319,4 +1340,48 @@ fn an_explicit_cancel_waits_for_its_answer_as_long_as_the_calls_own_grace() {
     p.advance(3500.0);
     assert_eq!(answered(&p), 1);
     assert_eq!(local(p.settled("c1")[0]).0, ErrorCode::Cancelled);
+}
+
+/// Each role's state machine is given only what the other role sends: an agent never reads a call (its own,
+/// echoed on a shared window), an app never reads a result; both read a shutdown.
+#[test]
+fn each_role_reads_only_what_the_other_sends() {
+    let call = json!({ "type": "capabilities/call", "id": "m1",
+        "payload": { "callId": "c1", "capability": "echo" } });
+    let result = json!({ "type": "capabilities/call-result", "id": "m1",
+        "payload": { "success": true, "callId": "c1" } });
+    let bye = json!({ "type": "shutdown", "id": "m2", "payload": {} });
+    assert!(decode(&call).unwrap().for_agent().is_none());
+    assert!(matches!(
+        decode(&call).unwrap().for_app(),
+        Some(ToApp::Call { .. })
+    ));
+    assert!(decode(&result).unwrap().for_app().is_none());
+    assert!(matches!(
+        decode(&result).unwrap().for_agent(),
+        Some(ToAgent::CallResult { .. })
+    ));
+    assert!(matches!(
+        decode(&bye).unwrap().for_agent(),
+        Some(ToAgent::Control(Control::Shutdown { .. }))
+    ));
+    assert!(matches!(
+        decode(&bye).unwrap().for_app(),
+        Some(ToApp::Control(Control::Shutdown { .. }))
+    ));
+
+    // A JSON-RPC cancel goes both ways: to an app it cancels a call, to an agent it withdraws the app's own
+    // question.
+    let cancelled = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 7, "reason": "gone" } });
+    let mut app_side = Codec::<Value>::new(DialectKind::Mcp, false);
+    assert!(matches!(
+        app_side.decode(&cancelled).unwrap().for_app(),
+        Some(ToApp::Cancel { call_id, .. }) if call_id == "7"
+    ));
+    let mut agent_side = Codec::<Value>::new(DialectKind::Mcp, true);
+    assert!(matches!(
+        agent_side.decode(&cancelled).unwrap().for_agent(),
+        Some(ToAgent::ElicitationWithdrawn { id }) if id == "7"
+    ));
 }

@@ -11,7 +11,7 @@ use super::app::{
     outcome_of_return, outcome_of_throw, AppConfig, AppConn, AppOutput, ElicitEnd, Registry,
 };
 use super::capability::{apply_changes, descriptor, manifest, support_info, Changes};
-use super::codec::{decode, encode, encode_error, Hello};
+use super::codec::{decode, encode_app, encode_error, Hello};
 use super::error::{AbpError, ErrorCode};
 use super::message::Outcome;
 use super::schema::{format_ok, validate};
@@ -363,7 +363,8 @@ fn a_docs_shaped_list_changed_message_does_not_empty_the_agents_list() {
         json!({ "type": "notifications/capabilities/list_changed", "payload": { "changed": ["x"] } }),
     ] {
         let mut p = Pair::connected();
-        p.agent.handle(decode(&raw).unwrap(), p.now);
+        p.agent
+            .handle(decode(&raw).unwrap().for_agent().unwrap(), p.now);
         let payload = std::iter::from_fn(|| p.agent.poll())
             .find_map(|e| match e {
                 AgentOutput::CapabilitiesChanged { payload } => Some(payload),
@@ -383,7 +384,7 @@ fn lone_app(config: AppConfig) -> (AppConn<Value>, Registry<Value>) {
 
 /// Feeds one raw message and returns what the app sent, encoded.
 fn feed(app: &mut AppConn<Value>, reg: &Registry<Value>, raw: Value, now: f64) -> Vec<Value> {
-    app.handle(decode(&raw).unwrap(), now, reg);
+    app.handle(decode(&raw).unwrap().for_app().unwrap(), now, reg);
     drain(app)
 }
 
@@ -396,7 +397,7 @@ fn drain(app: &mut AppConn<Value>) -> Vec<Value> {
                 info: &info,
                 capabilities: None,
             };
-            sent.extend(encode(m, &now_of, &hello).map(|(v, _)| v));
+            sent.extend(encode_app(m, &now_of, &hello).map(|(v, _)| v));
         }
     }
     sent
@@ -498,13 +499,17 @@ fn reinitialize_ends_the_old_session_where_configured_and_is_refused_elsewhere()
     });
     feed(&mut app, &reg, init("i1", json!({})), 0.0);
     let first = app.session_id().unwrap().to_owned();
-    app.handle(decode(&call).unwrap(), 0.0, &reg);
+    app.handle(decode(&call).unwrap().for_app().unwrap(), 0.0, &reg);
     assert_eq!(app.active_calls(), 1);
     // The same id again: the same answer, the call keeps running.
     let again = feed(&mut app, &reg, init("i1", json!({})), 0.0);
     assert_eq!(again[0]["payload"]["sessionId"], first.as_str());
     assert_eq!(app.active_calls(), 1);
-    app.handle(decode(&init("i2", json!({}))).unwrap(), 0.0, &reg);
+    app.handle(
+        decode(&init("i2", json!({}))).unwrap().for_app().unwrap(),
+        0.0,
+        &reg,
+    );
     let outs: Vec<AppOutput<Value>> = std::iter::from_fn(|| app.poll()).collect();
     assert!(outs
         .iter()

@@ -26,7 +26,8 @@ use crate::core::message::text;
 use crate::core::message::IdGen;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
-    AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Outgoing, Registry,
+    AbpError, AppConfig, AppConn, AppOutput, ControlOut, ErrorCode, FromApp, Incoming, Outcome,
+    Registry,
 };
 
 /// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
@@ -659,12 +660,12 @@ impl AppConnInner {
         }
     }
 
-    fn transmit(self: &Rc<Self>, m: Outgoing<JsValue>) {
+    fn transmit(self: &Rc<Self>, m: FromApp<JsValue>) {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
         let result_ids = match &m {
-            Outgoing::CallResult { id, call_id, .. } => Some((id.clone(), call_id.clone())),
+            FromApp::CallResult { id, call_id, .. } => Some((id.clone(), call_id.clone())),
             _ => None,
         };
         let caps = || shared.capabilities();
@@ -672,7 +673,7 @@ impl AppConnInner {
             info: &shared.info,
             capabilities: Some(&caps),
         };
-        let encoded = self.codec.borrow_mut().encode(m, &timestamp, &hello);
+        let encoded = self.codec.borrow_mut().encode_app(m, &timestamp, &hello);
         let Some((msg, transfer)) = encoded else {
             return; // nothing to send in this dialect
         };
@@ -683,7 +684,7 @@ impl AppConnInner {
                 ErrorCode::OperationFailed,
                 text(&["The handler's result could not be sent: ", &to_str(&e)]),
             );
-            let failure = Outgoing::CallResult {
+            let failure = FromApp::CallResult {
                 id,
                 call_id,
                 outcome: Outcome::Failure(error),
@@ -694,7 +695,10 @@ impl AppConnInner {
                 info: &shared.info,
                 capabilities: None,
             };
-            let encoded = self.codec.borrow_mut().encode(failure, &timestamp, &hello);
+            let encoded = self
+                .codec
+                .borrow_mut()
+                .encode_app(failure, &timestamp, &hello);
             if let Some((msg, _)) = encoded {
                 let _ = self.deliver(msg, None);
             }
@@ -790,11 +794,13 @@ impl AppConnInner {
             Received::Read(m) => Ok(m),
             Received::Raw(data) => self.codec.borrow_mut().decode(&data),
         };
-        match decoded {
-            Ok(m) => {
+        match decoded.map(Incoming::for_app) {
+            Ok(Some(m)) => {
                 let registry = shared.registry.borrow();
                 self.core.borrow_mut().handle(m, now(), &registry);
             }
+            // An app's message (another app's, or ours seen on a shared window): not for this side.
+            Ok(None) => {}
             Err(_) => self.ignored.set(self.ignored.get().saturating_add(1)),
         }
         self.drive();
@@ -890,16 +896,16 @@ impl Sink for AppConnInner {
         if session_id.is_some() {
             let id = self.next_id();
             let info = self.info();
-            let bye = Outgoing::Shutdown {
+            let bye = FromApp::Control(ControlOut::Shutdown {
                 id,
                 reason: Some("pagehide".to_owned()),
                 session_id,
-            };
+            });
             let hello = Hello {
                 info: &info,
                 capabilities: None,
             };
-            let encoded = self.codec.borrow_mut().encode(bye, &timestamp, &hello);
+            let encoded = self.codec.borrow_mut().encode_app(bye, &timestamp, &hello);
             // On the window, not the channel: a page that is unloading may not get a channel message out.
             match (encoded, self.link.borrow().as_ref()) {
                 (None, _) => {}

@@ -25,8 +25,8 @@ use crate::core::dialect::Codec;
 use crate::core::message::text;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
-    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer,
-    ElicitAnswer, ErrorCode, Incoming, Outgoing, Settlement,
+    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Control,
+    ControlOut, ElicitAnswer, ErrorCode, FromAgent, Incoming, Settlement,
 };
 
 struct CallJs {
@@ -720,21 +720,21 @@ impl ClientInner {
         }
     }
 
-    fn transmit(self: &Rc<Self>, m: Outgoing<JsValue>) {
+    fn transmit(self: &Rc<Self>, m: FromAgent<JsValue>) {
         let call_id = match &m {
-            Outgoing::Call { call_id, .. } => Some(call_id.clone()),
+            FromAgent::Call { call_id, .. } => Some(call_id.clone()),
             _ => None,
         };
         let kind = match &m {
-            Outgoing::Initialize { .. } => 1,
-            Outgoing::Shutdown { .. } => 2,
+            FromAgent::Initialize { .. } => 1,
+            FromAgent::Control(ControlOut::Shutdown { .. }) => 2,
             _ => 0,
         };
         let hello = Hello {
             info: &self.agent_info,
             capabilities: None,
         };
-        let encoded = self.codec.borrow_mut().encode(m, &timestamp, &hello);
+        let encoded = self.codec.borrow_mut().encode_agent(m, &timestamp, &hello);
         let Some((msg, transfer)) = encoded else {
             return; // nothing to send in this dialect
         };
@@ -855,11 +855,13 @@ impl Sink for ClientInner {
             Received::Read(m) => Ok(m),
             Received::Raw(data) => self.codec.borrow_mut().decode(&data),
         };
-        match decoded {
-            Ok(m) => {
+        match decoded.map(Incoming::for_agent) {
+            Ok(Some(m)) => {
                 self.core.borrow_mut().handle(m, now());
                 self.drive();
             }
+            // An agent's message (another agent's, or ours seen on a shared window): not for this side.
+            Ok(None) => {}
             Err(_) => self.ignored.set(self.ignored.get().saturating_add(1)),
         }
     }
@@ -885,10 +887,10 @@ impl Sink for ClientInner {
         let decoded = self.codec.borrow_mut().decode(&data);
         match decoded {
             // Only the app of this session can name it: orphans cannot be traced to a window otherwise.
-            Ok(Incoming::Shutdown {
+            Ok(Incoming::Control(Control::Shutdown {
                 session_id: Some(s),
                 ..
-            }) if self.core.borrow().session_id() == Some(s.as_str()) => self.on_lost(),
+            })) if self.core.borrow().session_id() == Some(s.as_str()) => self.on_lost(),
             _ => self.rejected.set(self.rejected.get().saturating_add(1)),
         }
     }

@@ -19,7 +19,7 @@ use super::types::{IframeOptions, ParentOptions, WindowOptions};
 use super::value::{abp_port_listener, console_warn, keep_id, opt_string, port_post, type_error};
 #[cfg(feature = "mcp")]
 use super::value::{mcpb_payload, mcpb_wrap};
-use crate::core::message::Incoming;
+use crate::core::message::{Incoming, ToAgent, ToApp};
 use crate::core::schema::Payload;
 
 #[derive(Clone)]
@@ -397,14 +397,17 @@ fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> Listener {
             keep_id(&id, &id_js);
             keep_id(&call_id, &call_id_js);
             d(
-                Received::Read(Incoming::Call {
-                    id,
-                    call_id,
-                    capability,
-                    params,
-                    timeout: timeout.is_finite().then_some(timeout),
-                    progress_token: token,
-                }),
+                Received::Read(
+                    ToApp::Call {
+                        id,
+                        call_id,
+                        capability,
+                        params,
+                        timeout: timeout.is_finite().then_some(timeout),
+                        progress_token: token,
+                    }
+                    .into(),
+                ),
                 None,
             );
         },
@@ -412,12 +415,15 @@ fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> Listener {
     let d = deliver.clone();
     let on_result = Closure::<OnResult>::new(move |id, call_id, payload, cancelled| {
         d(
-            Received::Read(Incoming::CallResult {
-                id,
-                call_id,
-                cancelled,
-                payload,
-            }),
+            Received::Read(
+                ToAgent::CallResult {
+                    id,
+                    call_id,
+                    cancelled,
+                    payload,
+                }
+                .into(),
+            ),
             None,
         );
     });

@@ -1,7 +1,7 @@
 //! ABP itself: the envelope codec of `core::codec`, and the rules the other dialects differ from.
 
 use super::super::codec::{self, Hello, Ignored, Timestamp, Wire};
-use super::super::message::{Incoming, Outgoing};
+use super::super::message::{FromAgent, FromApp, Incoming};
 use super::{DialectCodec, Policy};
 
 pub const POLICY: Policy = Policy {
@@ -27,12 +27,21 @@ impl<P: Wire> DialectCodec<P> for AbpCodec {
         codec::decode(msg)
     }
 
-    fn encode(
+    fn encode_agent(
         &mut self,
-        msg: Outgoing<P>,
+        msg: FromAgent<P>,
         clock: Timestamp<'_>,
         hello: &Hello<'_, P>,
     ) -> Option<(P, Option<P>)> {
-        codec::encode(msg, clock, hello)
+        codec::encode_agent(msg, clock, hello)
+    }
+
+    fn encode_app(
+        &mut self,
+        msg: FromApp<P>,
+        clock: Timestamp<'_>,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)> {
+        codec::encode_app(msg, clock, hello)
     }
 }

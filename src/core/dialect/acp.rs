@@ -14,7 +14,9 @@
 
 use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
-use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
+use super::super::message::{
+    Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};
 use super::super::schema::Kind;
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
@@ -66,23 +68,25 @@ impl<P: Wire> AcpCodec<P> {
                 result,
                 error,
             } => Ok(self.response(id, sent, result, error)),
-            Frame::Invalid(i) => Ok(i),
+            Frame::Invalid(i) => Ok(i.into()),
         }
     }
 
     fn request(&mut self, id: String, method: String, params: P) -> Incoming<P> {
         if method == "initialize" {
-            return Incoming::Initialize {
+            return ToApp::Initialize {
                 id,
                 payload: P::object_of(&mut [("acp", Some(params))]),
-            };
+            }
+            .into();
         }
         if method.starts_with("$/") {
-            return Incoming::Invalid {
+            return Control::Invalid {
                 id: Some(id),
                 code: rpc::METHOD_NOT_FOUND,
                 message: "Method not found",
-            };
+            }
+            .into();
         }
         if self.agent {
             // The app asks the agent something: an elicitation, answered by `onElicitation`.
@@ -90,13 +94,14 @@ impl<P: Wire> AcpCodec<P> {
                 ("method", Some(P::string(&method))),
                 ("params", Some(params)),
             ]);
-            return Incoming::ElicitationRequest {
+            return ToAgent::ElicitationRequest {
                 id,
                 call_id: None,
                 payload,
-            };
+            }
+            .into();
         }
-        Incoming::Call {
+        ToApp::Call {
             call_id: id.clone(),
             id,
             capability: method,
@@ -104,6 +109,7 @@ impl<P: Wire> AcpCodec<P> {
             timeout: None,
             progress_token: None,
         }
+        .into()
     }
 
     fn notification(&mut self, method: String, params: P) -> Result<Incoming<P>, Ignored> {
@@ -115,20 +121,25 @@ impl<P: Wire> AcpCodec<P> {
                     ("event", Some(P::string(&method))),
                     ("data", Some(params)),
                 ]);
-                return Ok(Incoming::Notification {
+                return Ok(ToAgent::Notification {
                     event: method,
                     payload,
-                });
+                }
+                .into());
             }
         };
         let Some(call_id) = target.as_ref().and_then(key_of) else {
             return Err(Ignored::NotAMessage);
         };
-        Ok(Incoming::Cancel {
+        if self.agent {
+            return Ok(ToAgent::ElicitationWithdrawn { id: call_id }.into());
+        }
+        Ok(ToApp::Cancel {
             id: None,
             call_id,
             reason: params.get_string("reason"),
-        })
+        }
+        .into())
     }
 
     fn response(
@@ -150,12 +161,13 @@ impl<P: Wire> AcpCodec<P> {
                 }
                 let mut session = String::from("acp-");
                 session.push_str(&id);
-                Incoming::InitializeResult {
+                ToAgent::InitializeResult {
                     error: error.map(|e| abp_error_of(&e)),
                     session_id: Some(session),
                     id,
                     payload,
                 }
+                .into()
             }
             Sent::Call => {
                 let cancelled = error
@@ -178,42 +190,35 @@ impl<P: Wire> AcpCodec<P> {
                         ("callId", Some(P::string(&id))),
                     ]),
                 };
-                Incoming::CallResult {
+                ToAgent::CallResult {
                     id: Some(id.clone()),
                     call_id: Some(id),
                     cancelled,
                     payload,
                 }
+                .into()
             }
-            Sent::Elicit => Incoming::ElicitationResponse {
+            Sent::Elicit => ToApp::ElicitationResponse {
                 id,
                 payload: elicitation_answer(result, error.map(|e| abp_error_of(&e))),
-            },
+            }
+            .into(),
             // Any answer to a probe (even "method not found") shows the peer is there.
-            Sent::Ping => Incoming::Pong { id },
-            Sent::List => Incoming::Noted,
+            Sent::Ping => Control::Pong { id }.into(),
+            Sent::List => Control::Noted.into(),
         }
     }
 
-    /// Builds the JSON-RPC message; `None` for what ACP does not send (a cancel's answer, progress, capability
-    /// lists, ABP's shutdown).
-    pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+    /// Builds the client's JSON-RPC message; `None` for what ACP does not send (capability lists, ABP's
+    /// shutdown).
+    pub fn encode_agent(&mut self, msg: FromAgent<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
-            Outgoing::Initialize { id } => {
+            FromAgent::Initialize { id } => {
                 let params = initialize_params(hello);
                 self.peer
                     .request(&id, Sent::Initialize, "initialize", Some(params))
             }
-            Outgoing::InitializeResult { id, .. } => {
-                let result = initialize_result(hello);
-                self.peer.response(&id, result)
-            }
-            Outgoing::InitializeError { id, error } => {
-                let data = encode_error(error.clone());
-                self.peer
-                    .error(Some(&id), rpc::INVALID_REQUEST, &error.message, Some(data))
-            }
-            Outgoing::Call {
+            FromAgent::Call {
                 id,
                 capability,
                 params,
@@ -223,37 +228,59 @@ impl<P: Wire> AcpCodec<P> {
                     (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then_some(params);
                 self.peer.request(&id, Sent::Call, &capability, params)
             }
-            Outgoing::Cancel { call_id, .. } => {
-                // Not forgotten: ACP answers a cancelled request (-32800, or its result).
-                let p = P::object_of(&mut [("requestId", Some(P::string(&call_id)))]);
-                notification(CANCEL_REQUEST, Some(p))
+            FromAgent::Cancel { call_id, .. } => cancel_request(&call_id),
+            FromAgent::ElicitationResponse { id, answer } => self.elicitation_response(&id, answer),
+            FromAgent::Control(m) => return self.encode_control(m),
+            FromAgent::Welcome { .. }
+            | FromAgent::Initialized
+            | FromAgent::ListCapabilities { .. } => return None,
+        })
+    }
+
+    /// Builds the server's JSON-RPC message; `None` for what ACP does not send (a cancel's answer, standard
+    /// progress, capability lists, ABP's shutdown).
+    pub fn encode_app(&mut self, msg: FromApp<P>, hello: &Hello<'_, P>) -> Option<P> {
+        Some(match msg {
+            FromApp::InitializeResult { id, .. } => {
+                let result = initialize_result(hello);
+                self.peer.response(&id, result)
             }
-            Outgoing::CallResult { id, outcome, .. } => self.call_result(&id, outcome),
-            Outgoing::ElicitationRequest { id, request: r, .. } => {
+            FromApp::InitializeError { id, error } => {
+                let data = encode_error(error.clone());
+                self.peer
+                    .error(Some(&id), rpc::INVALID_REQUEST, &error.message, Some(data))
+            }
+            FromApp::CallResult { id, outcome, .. } => self.call_result(&id, outcome),
+            FromApp::ElicitationRequest { id, request: r, .. } => {
                 let method = r
                     .get_string("method")
                     .unwrap_or_else(|| "elicitation/input".to_owned());
                 let params = r.get("params");
                 self.peer.request(&id, Sent::Elicit, &method, params)
             }
-            Outgoing::ElicitationResponse { id, answer } => self.elicitation_response(&id, answer),
-            Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
-            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
-            Outgoing::RpcError { id, code, message } => {
-                self.peer.error(id.as_deref(), code, &message, None)
-            }
-            Outgoing::Notification { event, data } => {
+            FromApp::WithdrawElicitation { id, .. } => cancel_request(&id),
+            FromApp::Notification { event, data } => {
                 let params = (!matches!(data.kind(), Kind::Undefined)).then_some(data);
                 notification(&event, params)
             }
-            // ACP has no acknowledgement of a cancel, no standard progress, no capability list, no shutdown.
-            Outgoing::CancelResult { .. }
-            | Outgoing::Progress { .. }
-            | Outgoing::Initialized
-            | Outgoing::ListCapabilities { .. }
-            | Outgoing::CapabilityList { .. }
-            | Outgoing::CapabilitiesChanged { .. }
-            | Outgoing::Shutdown { .. } => return None,
+            FromApp::Control(m) => return self.encode_control(m),
+            FromApp::Hello { .. }
+            | FromApp::CancelResult { .. }
+            | FromApp::Progress { .. }
+            | FromApp::CapabilityList { .. }
+            | FromApp::CapabilitiesChanged { .. } => return None,
+        })
+    }
+
+    /// Either side's ping, its answer and errors; ACP has no shutdown message.
+    fn encode_control(&mut self, msg: ControlOut) -> Option<P> {
+        Some(match msg {
+            ControlOut::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
+            ControlOut::Pong { id } => self.peer.response(&id, P::object()),
+            ControlOut::RpcError { id, code, message } => {
+                self.peer.error(id.as_deref(), code, &message, None)
+            }
+            ControlOut::Shutdown { .. } => return None,
         })
     }
 
@@ -341,4 +368,11 @@ fn initialize_result<P: Wire>(hello: &Hello<'_, P>) -> P {
         ("authMethods", Some(P::array(Vec::new()))),
         ("agentInfo", Some(hello.info.clone())),
     ])
+}
+
+/// `$/cancel_request` for one of our requests. It is not forgotten: ACP answers a cancelled request (-32800,
+/// or its result).
+fn cancel_request<P: Wire>(request_id: &str) -> P {
+    let p = P::object_of(&mut [("requestId", Some(P::string(request_id)))]);
+    notification(CANCEL_REQUEST, Some(p))
 }

@@ -8,7 +8,7 @@
 use super::super::codec::{Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{number, push_u64, Incoming};
+use super::super::message::{number, push_u64, Control};
 use super::super::schema::{Kind, Payload};
 
 /// JSON-RPC error codes.
@@ -55,7 +55,7 @@ pub enum Frame<P> {
         error: Option<P>,
     },
     /// Not valid JSON-RPC, to be answered with an error.
-    Invalid(Incoming<P>),
+    Invalid(Control),
 }
 
 /// Both sides' requests in flight.
@@ -104,7 +104,7 @@ impl<P: Wire> Peer<P> {
         match msg.kind() {
             Kind::Object => {}
             Kind::Array => {
-                return Ok(Frame::Invalid(Incoming::Invalid {
+                return Ok(Frame::Invalid(Control::Invalid {
                     id: None,
                     code: rpc::INVALID_REQUEST,
                     message: "JSON-RPC batches are not supported",
@@ -118,7 +118,7 @@ impl<P: Wire> Peer<P> {
             return match (raw_id, id) {
                 (Some(raw), Some(id)) => {
                     self.ids.insert(id.clone(), raw);
-                    Ok(Frame::Invalid(Incoming::Invalid {
+                    Ok(Frame::Invalid(Control::Invalid {
                         id: Some(id),
                         code: rpc::INVALID_REQUEST,
                         message: "Not a JSON-RPC 2.0 message",
@@ -148,7 +148,7 @@ impl<P: Wire> Peer<P> {
                 self.ids.insert(id.clone(), raw);
                 Ok(Frame::Request { id, method, params })
             }
-            (Some(_), None) => Ok(Frame::Invalid(Incoming::Invalid {
+            (Some(_), None) => Ok(Frame::Invalid(Control::Invalid {
                 id: None,
                 code: rpc::INVALID_REQUEST,
                 message: "A JSON-RPC id must be a string or a number",

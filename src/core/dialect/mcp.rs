@@ -13,7 +13,9 @@
 use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{ElicitAnswer, Incoming, Outcome, Outgoing};
+use super::super::message::{
+    Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};
 use super::super::schema::{Kind, Payload};
 use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
 use super::Policy;
@@ -120,6 +122,8 @@ fn descriptor_of_tool<P: Wire>(t: &P) -> Option<P> {
 }
 
 pub struct McpCodec<P> {
+    /// This side is the client (the agent): a cancel that arrives withdraws one of the server's requests.
+    agent: bool,
     peer: Peer<P>,
     /// Progress tokens of running calls as they came (a token may be a number): call key → token.
     tokens: StrMap<P>,
@@ -127,12 +131,6 @@ pub struct McpCodec<P> {
     requested: Option<String>,
     /// Our `elicitation/confirm` requests in flight (by id): their answer is a boolean `confirmed`.
     confirms: StrMap<()>,
-}
-
-impl<P: Wire> Default for McpCodec<P> {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// MCP: a cancel is a notification nobody answers, and a cancelled request gets no response; the agent
@@ -148,11 +146,12 @@ pub const POLICY: Policy = Policy {
     app_timeouts: false,
 };
 
-jsonrpc_dialect_codec!(McpCodec, |_agent| McpCodec::new());
+jsonrpc_dialect_codec!(McpCodec, |agent| McpCodec::new(agent));
 
 impl<P: Wire> McpCodec<P> {
-    pub fn new() -> McpCodec<P> {
+    pub fn new(agent: bool) -> McpCodec<P> {
         McpCodec {
+            agent,
             peer: Peer::default(),
             tokens: StrMap::new(),
             requested: None,
@@ -171,7 +170,7 @@ impl<P: Wire> McpCodec<P> {
                 result,
                 error,
             } => Ok(self.response(id, sent, result, error)),
-            Frame::Invalid(i) => Ok(i),
+            Frame::Invalid(i) => Ok(i.into()),
         }
     }
 
@@ -202,12 +201,13 @@ impl<P: Wire> McpCodec<P> {
                 payload.set("mcp", result);
                 let mut session = String::from("mcp-");
                 session.push_str(&id);
-                Incoming::InitializeResult {
+                ToAgent::InitializeResult {
                     error: error.map(|e| abp_error_of(&e)),
                     session_id: Some(session),
                     id,
                     payload,
                 }
+                .into()
             }
             Sent::List => {
                 let tools = result.and_then(|r| r.get("tools"));
@@ -219,10 +219,11 @@ impl<P: Wire> McpCodec<P> {
                             .collect()
                     })
                     .unwrap_or_default();
-                Incoming::CapabilityList {
+                ToAgent::CapabilityList {
                     id,
                     capabilities: P::array(list),
                 }
+                .into()
             }
             Sent::Call => {
                 let payload = match (error, result) {
@@ -234,12 +235,13 @@ impl<P: Wire> McpCodec<P> {
                         None,
                     ),
                 };
-                Incoming::CallResult {
+                ToAgent::CallResult {
                     id: Some(id.clone()),
                     call_id: Some(id),
                     cancelled: false,
                     payload,
                 }
+                .into()
             }
             Sent::Elicit => {
                 let payload = match (error, result) {
@@ -254,9 +256,9 @@ impl<P: Wire> McpCodec<P> {
                         elicitation_response_of(&r.unwrap_or_else(P::object), confirm)
                     }
                 };
-                Incoming::ElicitationResponse { id, payload }
+                ToApp::ElicitationResponse { id, payload }.into()
             }
-            Sent::Ping => Incoming::Pong { id },
+            Sent::Ping => Control::Pong { id }.into(),
         }
     }
 
@@ -276,17 +278,18 @@ impl<P: Wire> McpCodec<P> {
                     ("agent", params.get("clientInfo")),
                     ("features", Some(features)),
                 ]);
-                Incoming::Initialize { id, payload }
+                ToApp::Initialize { id, payload }.into()
             }
-            "ping" => Incoming::Ping { id },
-            "tools/list" => Incoming::ListCapabilities { id },
+            "ping" => Control::Ping { id }.into(),
+            "tools/list" => ToApp::ListCapabilities { id }.into(),
             "tools/call" => {
                 let Some(name) = params.get_string("name") else {
-                    return Incoming::Invalid {
+                    return Control::Invalid {
                         id: Some(id),
                         code: rpc::INVALID_PARAMS,
                         message: "tools/call needs a string name",
-                    };
+                    }
+                    .into();
                 };
                 let arguments = params
                     .get("arguments")
@@ -299,7 +302,7 @@ impl<P: Wire> McpCodec<P> {
                 if let (Some(t), Some(_)) = (token, &progress_token) {
                     self.tokens.insert(id.clone(), t);
                 }
-                Incoming::Call {
+                ToApp::Call {
                     call_id: id.clone(),
                     id,
                     capability: name,
@@ -307,29 +310,32 @@ impl<P: Wire> McpCodec<P> {
                     timeout: None,
                     progress_token,
                 }
+                .into()
             }
             "elicitation/create" => {
                 let payload = P::object_of(&mut [
                     ("method", Some(P::constant("elicitation/create"))),
                     ("params", Some(params)),
                 ]);
-                Incoming::ElicitationRequest {
+                ToAgent::ElicitationRequest {
                     id,
                     call_id: None,
                     payload,
                 }
+                .into()
             }
-            _ => Incoming::Invalid {
+            _ => Control::Invalid {
                 id: Some(id),
                 code: rpc::METHOD_NOT_FOUND,
                 message: "Method not found",
-            },
+            }
+            .into(),
         }
     }
 
     fn notification(&mut self, method: &str, params: P) -> Result<Incoming<P>, Ignored> {
         Ok(match method {
-            "notifications/initialized" => Incoming::Noted,
+            "notifications/initialized" => Control::Noted.into(),
             "notifications/cancelled" => {
                 let Some(call_id) = params.get("requestId").as_ref().and_then(key_of) else {
                     return Err(Ignored::NotAMessage);
@@ -337,10 +343,15 @@ impl<P: Wire> McpCodec<P> {
                 // No response will be sent for it.
                 self.peer.drop_reply(&call_id);
                 self.tokens.remove(&call_id);
-                Incoming::Cancel {
-                    id: None,
-                    call_id,
-                    reason: params.get_string("reason"),
+                if self.agent {
+                    ToAgent::ElicitationWithdrawn { id: call_id }.into()
+                } else {
+                    ToApp::Cancel {
+                        id: None,
+                        call_id,
+                        reason: params.get_string("reason"),
+                    }
+                    .into()
                 }
             }
             "notifications/progress" => {
@@ -353,41 +364,42 @@ impl<P: Wire> McpCodec<P> {
                     info.set("status", m);
                 }
                 info.set("operationId", P::string(&key));
-                Incoming::Progress {
+                ToAgent::Progress {
                     call_id: None,
                     token: Some(key),
                     payload: info,
                 }
+                .into()
             }
-            "notifications/tools/list_changed" => Incoming::CapabilitiesChanged {
+            "notifications/tools/list_changed" => ToAgent::CapabilitiesChanged {
                 payload: P::object(),
-            },
+            }
+            .into(),
             _ => {
                 let payload =
                     P::object_of(&mut [("event", Some(P::string(method))), ("data", Some(params))]);
-                Incoming::Notification {
+                ToAgent::Notification {
                     event: method.to_owned(),
                     payload,
                 }
+                .into()
             }
         })
     }
 
-    /// Builds the JSON-RPC message; `None` for what MCP does not send (a cancel's answer, a cancelled call's
-    /// response, ABP's shutdown).
-    pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+    /// Builds the client's JSON-RPC message; `None` for what MCP does not send (ABP's shutdown).
+    pub fn encode_agent(&mut self, msg: FromAgent<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
-            // The client role.
-            Outgoing::Initialize { id } => {
+            FromAgent::Initialize { id } => {
                 let params = initialize_params(hello);
                 self.peer
                     .request(&id, Sent::Initialize, "initialize", Some(params))
             }
-            Outgoing::Initialized => notification("notifications/initialized", None),
-            Outgoing::ListCapabilities { id } => {
+            FromAgent::Initialized => notification("notifications/initialized", None),
+            FromAgent::ListCapabilities { id } => {
                 self.peer.request(&id, Sent::List, "tools/list", None)
             }
-            Outgoing::Call {
+            FromAgent::Call {
                 id,
                 capability,
                 params,
@@ -397,52 +409,67 @@ impl<P: Wire> McpCodec<P> {
                 let p = call_params(&capability, params, progress_token.as_deref());
                 self.peer.request(&id, Sent::Call, "tools/call", Some(p))
             }
-            Outgoing::Cancel {
+            FromAgent::Cancel {
                 call_id, reason, ..
             } => self.cancel(&call_id, reason.as_deref()),
-            Outgoing::ElicitationResponse { id, answer } => {
+            FromAgent::ElicitationResponse { id, answer } => {
                 let result = elicitation_result(answer);
                 self.peer.response(&id, result)
             }
-            Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "ping", None),
-            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
-            Outgoing::RpcError { id, code, message } => {
-                self.peer.error(id.as_deref(), code, &message, None)
-            }
-            // The server role.
-            Outgoing::InitializeResult { id, .. } => {
+            FromAgent::Control(m) => return self.encode_control(m),
+            // MCP's server speaks second.
+            FromAgent::Welcome { .. } => return None,
+        })
+    }
+
+    /// Builds the server's JSON-RPC message; `None` for what MCP does not send (a cancel's answer, a
+    /// cancelled call's response, a generic notification, ABP's shutdown).
+    pub fn encode_app(&mut self, msg: FromApp<P>, hello: &Hello<'_, P>) -> Option<P> {
+        Some(match msg {
+            FromApp::InitializeResult { id, .. } => {
                 let result = initialize_result(self.requested.as_deref(), hello);
                 self.peer.response(&id, result)
             }
-            Outgoing::InitializeError { id, error } => {
+            FromApp::InitializeError { id, error } => {
                 self.peer
                     .error(Some(&id), rpc::INVALID_REQUEST, &error.message, None)
             }
-            Outgoing::CapabilityList { id } => {
+            FromApp::CapabilityList { id } => {
                 let result = tool_list(hello);
                 self.peer.response(&id, result)
             }
-            Outgoing::CallResult {
+            FromApp::CallResult {
                 id,
                 call_id,
                 outcome,
                 ..
             } => return self.call_result(&id, &call_id, outcome),
-            Outgoing::Progress {
+            FromApp::Progress {
                 call_id,
                 token,
                 info,
             } => self.progress(call_id.as_deref(), &token, &info),
-            Outgoing::CapabilitiesChanged { .. } => {
+            FromApp::CapabilitiesChanged { .. } => {
                 notification("notifications/tools/list_changed", None)
             }
-            Outgoing::ElicitationRequest { id, request: r, .. } => {
-                self.elicitation_request(&id, &r)
+            FromApp::ElicitationRequest { id, request: r, .. } => self.elicitation_request(&id, &r),
+            FromApp::WithdrawElicitation { id, reason } => self.cancel(&id, reason.as_deref()),
+            FromApp::Control(m) => return self.encode_control(m),
+            FromApp::Hello { .. } | FromApp::CancelResult { .. } | FromApp::Notification { .. } => {
+                return None
             }
-            // MCP has no acknowledgement of a cancel, no generic notification, no shutdown message.
-            Outgoing::CancelResult { .. }
-            | Outgoing::Notification { .. }
-            | Outgoing::Shutdown { .. } => return None,
+        })
+    }
+
+    /// Either side's ping, its answer and errors; MCP has no shutdown message.
+    fn encode_control(&mut self, msg: ControlOut) -> Option<P> {
+        Some(match msg {
+            ControlOut::Ping { id } => self.peer.request(&id, Sent::Ping, "ping", None),
+            ControlOut::Pong { id } => self.peer.response(&id, P::object()),
+            ControlOut::RpcError { id, code, message } => {
+                self.peer.error(id.as_deref(), code, &message, None)
+            }
+            ControlOut::Shutdown { .. } => return None,
         })
     }
 

@@ -1,7 +1,7 @@
 //! Dialects: the wire spellings of the protocols the same state machines speak, and the few rules in which
 //! their cancellation contracts differ.
 //!
-//! A dialect is a codec (wire message ⇄ [`Incoming`]/[`Outgoing`]) plus a [`Policy`] that `AgentCore` and
+//! A dialect is a codec (wire message ⇄ [`Incoming`], [`FromAgent`]/[`FromApp`] → wire message) plus a [`Policy`] that `AgentCore` and
 //! `AppConn` consult (is a cancel answered? does a cancelled call still get a response? …). There is one
 //! agent state machine and one app state machine; a rule fixed there is fixed for every dialect.
 //!
@@ -21,28 +21,35 @@
 //! `src/web/types.rs` (a test fails until the union matches the list). Nothing else names the dialects.
 
 use super::codec::{Hello, Ignored, Timestamp, Wire};
-use super::message::{Incoming, Outgoing};
+use super::message::{FromAgent, FromApp, Incoming};
 
-/// One dialect's wire codec: wire message ⇄ [`Incoming`]/[`Outgoing`]. Each dialect module implements it
+/// One dialect's wire codec: wire message → [`Incoming`], each role's messages → wire message. Each dialect module implements it
 /// once, next to its `POLICY`, and is listed once in [`dialects!`] below; that list makes everything else
 /// (the names the API takes, which builds have it, the connection's codec, the policy fold of ABP-only builds).
 pub trait DialectCodec<P: Wire> {
     /// `agent`: this side calls (a dialect whose requests differ by direction reads the ones that arrive).
     fn new(agent: bool) -> Self;
     /// Reads one received value. Never fails on bad input: what is not a message comes back as
-    /// `Err(Ignored)`, and what the dialect answers with an error as [`Incoming::Invalid`].
+    /// `Err(Ignored)`, and what the dialect answers with an error as [`Control::Invalid`].
     fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored>;
-    /// Builds the wire message, with its transfer list; `None` when this dialect has no such message.
-    fn encode(
+    /// Builds an agent's wire message, with its transfer list; `None` when this dialect has no such message.
+    fn encode_agent(
         &mut self,
-        msg: Outgoing<P>,
+        msg: FromAgent<P>,
+        clock: Timestamp<'_>,
+        hello: &Hello<'_, P>,
+    ) -> Option<(P, Option<P>)>;
+    /// Builds an app's wire message, with its transfer list; `None` when this dialect has no such message.
+    fn encode_app(
+        &mut self,
+        msg: FromApp<P>,
         clock: Timestamp<'_>,
         hello: &Hello<'_, P>,
     ) -> Option<(P, Option<P>)>;
 }
 
-/// [`DialectCodec`] for a JSON-RPC dialect's codec, whose own `decode(msg)` and `encode(msg, hello)` need no
-/// clock and carry no transfer list; `|agent| expr` makes one.
+/// [`DialectCodec`] for a JSON-RPC dialect's codec, whose own `decode(msg)`, `encode_agent(msg, hello)` and
+/// `encode_app(msg, hello)` need no clock and carry no transfer list; `|agent| expr` makes one.
 #[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
 macro_rules! jsonrpc_dialect_codec {
     ($codec:ident, |$agent:ident| $new:expr) => {
@@ -58,13 +65,22 @@ macro_rules! jsonrpc_dialect_codec {
                 $codec::decode(self, msg)
             }
 
-            fn encode(
+            fn encode_agent(
                 &mut self,
-                msg: super::super::message::Outgoing<P>,
+                msg: super::super::message::FromAgent<P>,
                 _clock: super::super::codec::Timestamp<'_>,
                 hello: &super::super::codec::Hello<'_, P>,
             ) -> Option<(P, Option<P>)> {
-                $codec::encode(self, msg, hello).map(|m| (m, None))
+                $codec::encode_agent(self, msg, hello).map(|m| (m, None))
+            }
+
+            fn encode_app(
+                &mut self,
+                msg: super::super::message::FromApp<P>,
+                _clock: super::super::codec::Timestamp<'_>,
+                hello: &super::super::codec::Hello<'_, P>,
+            ) -> Option<(P, Option<P>)> {
+                $codec::encode_app(self, msg, hello).map(|m| (m, None))
             }
         }
     };
@@ -147,7 +163,7 @@ macro_rules! dialects {
             }
 
             /// Reads one received value. Never fails on bad input: what is not a message comes back as
-            /// `Err(Ignored)`, and what the dialect answers with an error as [`Incoming::Invalid`].
+            /// `Err(Ignored)`, and what the dialect answers with an error as [`Control::Invalid`].
             pub fn decode(&mut self, msg: &P) -> Result<Incoming<P>, Ignored> {
                 match self {
                     $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::decode(c, msg), )*
@@ -155,16 +171,33 @@ macro_rules! dialects {
                 }
             }
 
-            /// Builds the wire message, with its transfer list; `None` when this dialect has no such message.
-            pub fn encode(
+            /// Builds an agent's wire message, with its transfer list; `None` when this dialect has no such
+            /// message.
+            pub fn encode_agent(
                 &mut self,
-                msg: Outgoing<P>,
+                msg: FromAgent<P>,
                 clock: Timestamp<'_>,
                 hello: &Hello<'_, P>,
             ) -> Option<(P, Option<P>)> {
                 match self {
                     $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => {
-                        <$codec as DialectCodec<P>>::encode(c, msg, clock, hello)
+                        <$codec as DialectCodec<P>>::encode_agent(c, msg, clock, hello)
+                    } )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// Builds an app's wire message, with its transfer list; `None` when this dialect has no such
+            /// message.
+            pub fn encode_app(
+                &mut self,
+                msg: FromApp<P>,
+                clock: Timestamp<'_>,
+                hello: &Hello<'_, P>,
+            ) -> Option<(P, Option<P>)> {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => {
+                        <$codec as DialectCodec<P>>::encode_app(c, msg, clock, hello)
                     } )*
                     Codec::_Never(never, _) => match *never {},
                 }

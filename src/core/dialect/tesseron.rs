@@ -19,7 +19,9 @@
 use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{text, ElicitAnswer, Incoming, Outcome, Outgoing};
+use super::super::message::{
+    text, Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};
 use super::super::schema::Kind;
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
@@ -128,7 +130,7 @@ impl<P: Wire> TesseronCodec<P> {
                 result,
                 error,
             } => Ok(self.response(id, sent, result, error)),
-            Frame::Invalid(i) => Ok(i),
+            Frame::Invalid(i) => Ok(i.into()),
         }
     }
 
@@ -153,7 +155,7 @@ impl<P: Wire> TesseronCodec<P> {
                     ("capabilities", Some(P::array(list))),
                     ("tesseron", Some(params)),
                 ]);
-                Incoming::Initialize { id, payload }
+                ToAgent::Hello { id, payload }.into()
             }
             // The app asks the gateway something during an invocation (elicitation, sampling).
             _ => {
@@ -161,11 +163,12 @@ impl<P: Wire> TesseronCodec<P> {
                     ("method", Some(P::string(method))),
                     ("params", Some(params.clone())),
                 ]);
-                Incoming::ElicitationRequest {
+                ToAgent::ElicitationRequest {
                     id,
                     call_id: params.get("invocationId").as_ref().and_then(key_of),
                     payload,
                 }
+                .into()
             }
         }
     }
@@ -175,11 +178,12 @@ impl<P: Wire> TesseronCodec<P> {
             let Some(call_id) = params.get("invocationId").as_ref().and_then(key_of) else {
                 return Err(Ignored::NotAMessage);
             };
-            return Ok(Incoming::Cancel {
+            return Ok(ToApp::Cancel {
                 id: None,
                 call_id,
                 reason: None,
-            });
+            }
+            .into());
         }
         if method == "actions/progress" {
             let Some(call_id) = params.get("invocationId").as_ref().and_then(key_of) else {
@@ -195,18 +199,20 @@ impl<P: Wire> TesseronCodec<P> {
                 info.set("status", m);
             }
             info.set("callId", P::string(&call_id));
-            return Ok(Incoming::Progress {
+            return Ok(ToAgent::Progress {
                 call_id: Some(call_id),
                 token: None,
                 payload: info,
-            });
+            }
+            .into());
         }
         let payload =
             P::object_of(&mut [("event", Some(P::string(&method))), ("data", Some(params))]);
-        Ok(Incoming::Notification {
+        Ok(ToAgent::Notification {
             event: method,
             payload,
-        })
+        }
+        .into())
     }
 
     fn response(
@@ -224,7 +230,7 @@ impl<P: Wire> TesseronCodec<P> {
                     Some(asked) if error.is_none() => answer_of(&asked, result),
                     _ => elicitation_answer(result, error),
                 };
-                Incoming::ElicitationResponse { id, payload }
+                ToApp::ElicitationResponse { id, payload }.into()
             }
             Sent::Call => {
                 let (cancelled, payload) = match (error, result) {
@@ -251,16 +257,17 @@ impl<P: Wire> TesseronCodec<P> {
                         (false, p)
                     }
                 };
-                Incoming::CallResult {
+                ToAgent::CallResult {
                     id: Some(id.clone()),
                     call_id: Some(id),
                     cancelled,
                     payload,
                 }
+                .into()
             }
             // Any answer to a probe shows the app is there.
-            Sent::Ping => Incoming::Pong { id },
-            _ => Incoming::Noted,
+            Sent::Ping => Control::Pong { id }.into(),
+            _ => Control::Noted.into(),
         }
     }
 
@@ -304,21 +311,22 @@ impl<P: Wire> TesseronCodec<P> {
                 None
             }
         };
-        Incoming::InitializeResult {
+        ToApp::Welcome {
             id,
             session_id,
             error,
-            payload: result.unwrap_or_else(P::object),
         }
+        .into()
     }
 
     fn app_request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
         if method != "actions/invoke" {
-            return Incoming::Invalid {
+            return Control::Invalid {
                 id: Some(id),
                 code: rpc::METHOD_NOT_FOUND,
                 message: "Method not found",
-            };
+            }
+            .into();
         }
         let (Some(name), Some(call_id)) = (
             params.get_string("name"),
@@ -328,14 +336,15 @@ impl<P: Wire> TesseronCodec<P> {
                 .as_ref()
                 .and_then(key_of),
         ) else {
-            return Incoming::Invalid {
+            return Control::Invalid {
                 id: Some(id),
                 code: rpc::INVALID_PARAMS,
                 message:
                     "Invalid actions/invoke params: name and invocationId are required strings",
-            };
+            }
+            .into();
         };
-        Incoming::Call {
+        ToApp::Call {
             id,
             call_id: call_id.clone(),
             capability: name,
@@ -344,29 +353,34 @@ impl<P: Wire> TesseronCodec<P> {
             // Progress is always wanted in Tesseron; the invocation names it.
             progress_token: Some(call_id),
         }
+        .into()
     }
 
-    /// App role: the hello, results, progress and questions.
-    fn encode_app(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
+    /// App role: the hello, results, progress and questions; `None` for what Tesseron's app does not send
+    /// (ABP's handshake answers and capability messages, a generic notification, a withdrawn question).
+    pub fn encode_app(&mut self, msg: FromApp<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
-            Outgoing::Initialize { id } => self.say_hello(&id, hello),
-            Outgoing::CallResult {
+            FromApp::Hello { id } => self.say_hello(&id, hello),
+            FromApp::CallResult {
                 id,
                 call_id,
                 outcome,
                 ..
             } => self.call_result(&id, &call_id, outcome),
-            Outgoing::Progress { call_id, info, .. } => self.progress(&call_id?, &info),
-            Outgoing::ElicitationRequest {
+            FromApp::Progress { call_id, info, .. } => self.progress(&call_id?, &info),
+            FromApp::ElicitationRequest {
                 id,
                 call_id,
                 request: r,
             } => self.elicitation_request(&id, call_id.as_deref(), &r),
-            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
-            Outgoing::RpcError { id, code, message } => {
-                self.peer.error(id.as_deref(), code, &message, None)
-            }
-            _ => return None,
+            FromApp::Control(m) => return self.encode_control(m),
+            FromApp::InitializeResult { .. }
+            | FromApp::InitializeError { .. }
+            | FromApp::CancelResult { .. }
+            | FromApp::Notification { .. }
+            | FromApp::CapabilitiesChanged { .. }
+            | FromApp::WithdrawElicitation { .. }
+            | FromApp::CapabilityList { .. } => return None,
         })
     }
 
@@ -466,17 +480,15 @@ impl<P: Wire> TesseronCodec<P> {
         }
     }
 
-    /// Builds the JSON-RPC message; `None` for what this role does not send.
-    pub fn encode(&mut self, msg: Outgoing<P>, hello: &Hello<'_, P>) -> Option<P> {
-        if !self.gateway {
-            return self.encode_app(msg, hello);
-        }
+    /// Gateway role: the welcome, invocations, cancels and answers; `None` for what the gateway does not
+    /// send (it answers the hello rather than sending an initialize of its own).
+    pub fn encode_agent(&mut self, msg: FromAgent<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
-            Outgoing::InitializeResult { id, session_id, .. } => {
+            FromAgent::Welcome { id, session_id } => {
                 let welcome = welcome_result(&session_id, hello);
                 self.peer.response(&id, welcome)
             }
-            Outgoing::Call {
+            FromAgent::Call {
                 id,
                 call_id,
                 capability,
@@ -492,12 +504,12 @@ impl<P: Wire> TesseronCodec<P> {
                 self.peer
                     .request(&id, Sent::Call, "actions/invoke", Some(p))
             }
-            Outgoing::Cancel { call_id, .. } => {
+            FromAgent::Cancel { call_id, .. } => {
                 // Not forgotten: the app answers the invocation -32001.
                 let p = P::object_of(&mut [("invocationId", Some(P::string(&call_id)))]);
                 notification("actions/cancel", Some(p))
             }
-            Outgoing::ElicitationResponse { id, answer } => match answer {
+            FromAgent::ElicitationResponse { id, answer } => match answer {
                 ElicitAnswer::Answer(r)
                     if r.get("success").and_then(|s| s.as_bool()) == Some(true) =>
                 {
@@ -513,15 +525,23 @@ impl<P: Wire> TesseronCodec<P> {
                         .error(Some(&id), code::CANCELLED, "Cancelled", None)
                 }
             },
-            // No application-level ping in Tesseron: a request the app does not know is answered -32601,
-            // which is enough to show it is there.
-            Outgoing::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
-            Outgoing::Pong { id } => self.peer.response(&id, P::object()),
-            Outgoing::RpcError { id, code, message } => {
+            FromAgent::Control(m) => return self.encode_control(m),
+            FromAgent::Initialize { .. }
+            | FromAgent::Initialized
+            | FromAgent::ListCapabilities { .. } => return None,
+        })
+    }
+
+    /// Either side's probe, its answer and errors. No application-level ping in Tesseron: a request the app
+    /// does not know is answered -32601, which is enough to show it is there. No shutdown message either.
+    fn encode_control(&mut self, msg: ControlOut) -> Option<P> {
+        Some(match msg {
+            ControlOut::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
+            ControlOut::Pong { id } => self.peer.response(&id, P::object()),
+            ControlOut::RpcError { id, code, message } => {
                 self.peer.error(id.as_deref(), code, &message, None)
             }
-            // The gateway answers the hello; it never sends an initialize of its own, nor the app's messages.
-            _ => return None,
+            ControlOut::Shutdown { .. } => return None,
         })
     }
 }

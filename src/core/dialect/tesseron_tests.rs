@@ -46,7 +46,7 @@ impl Gateway {
                         info: &info,
                         capabilities: None,
                     };
-                    if let Some((v, _)) = self.codec.encode(m, &|| self.now, &hello) {
+                    if let Some((v, _)) = self.codec.encode_agent(m, &|| self.now, &hello) {
                         self.sent.push(v);
                     }
                 }
@@ -56,7 +56,7 @@ impl Gateway {
     }
 
     fn feed(&mut self, raw: Value) {
-        if let Ok(m) = self.codec.decode(&raw) {
+        if let Some(m) = self.codec.decode(&raw).ok().and_then(|m| m.for_agent()) {
             self.core.handle(m, self.now);
         }
         self.drain();
