@@ -754,21 +754,12 @@ impl<P: Wire> AgentCore<P> {
 
     /// The messages about the connection: a ping answered, a refusal sent, the app gone.
     fn control(&mut self, m: Control) {
-        match m {
-            Control::Ping { id } => self.transmit(ControlOut::Pong { id }.into()),
-            Control::Invalid { id, code, message } => self.transmit(
-                ControlOut::RpcError {
-                    id,
-                    code,
-                    message: message.to_owned(),
-                }
-                .into(),
-            ),
-            Control::Shutdown { .. } if self.is_ready() => self.transport_lost(),
-            Control::Shutdown { .. }
-            | Control::Pong { .. }
-            | Control::Noted
-            | Control::Malformed { .. } => {}
+        if let Control::Shutdown { .. } = m {
+            if self.is_ready() {
+                self.transport_lost();
+            }
+        } else if let Some(reply) = m.reply() {
+            self.transmit(reply.into());
         }
     }
 

@@ -11,8 +11,7 @@ use super::codec::{decode_error, Wire};
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, CancelVerdict, Control, ControlOut, FromApp, IdGen, MalformedKind, Outcome, ToApp,
-    PROTOCOL_VERSION,
+    text, CancelVerdict, Control, FromApp, IdGen, MalformedKind, Outcome, ToApp, PROTOCOL_VERSION,
 };
 use super::schema::{validate, Kind, Payload};
 use super::timers::{TimerId, Timers};
@@ -626,18 +625,10 @@ impl<P: Wire> AppConn<P> {
 
     /// The messages about the connection: a ping answered, a refusal sent, the session ended.
     fn control(&mut self, m: Control) {
-        match m {
-            Control::Shutdown { .. } => self.end_session(),
-            Control::Ping { id } => self.transmit(ControlOut::Pong { id }.into()),
-            Control::Invalid { id, code, message } => self.transmit(
-                ControlOut::RpcError {
-                    id,
-                    code,
-                    message: message.to_owned(),
-                }
-                .into(),
-            ),
-            Control::Pong { .. } | Control::Noted | Control::Malformed { .. } => {}
+        if let Control::Shutdown { .. } = m {
+            self.end_session();
+        } else if let Some(reply) = m.reply() {
+            self.transmit(reply.into());
         }
     }
 

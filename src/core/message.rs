@@ -211,6 +211,24 @@ pub enum Control {
     Malformed { reason: &'static str },
 }
 
+impl Control {
+    /// What either side answers: a ping with a pong, an invalid request with its error.
+    pub fn reply(self) -> Option<ControlOut> {
+        match self {
+            Control::Ping { id } => Some(ControlOut::Pong { id }),
+            Control::Invalid { id, code, message } => Some(ControlOut::RpcError {
+                id,
+                code,
+                message: message.to_owned(),
+            }),
+            Control::Pong { .. }
+            | Control::Shutdown { .. }
+            | Control::Noted
+            | Control::Malformed { .. } => None,
+        }
+    }
+}
+
 /// What a cancel-result says about its call: `cancelled: true`, or why not (the cancel table's reasons, or an
 /// error instead of an answer). `E` is the error an app sends; as received, only that there was one matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

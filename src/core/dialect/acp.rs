@@ -15,7 +15,7 @@
 use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::message::{
-    Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
 };
 use super::super::schema::Kind;
 use super::jsonrpc::{
@@ -230,7 +230,7 @@ impl<P: Wire> AcpCodec<P> {
             }
             FromAgent::Cancel { call_id, .. } => cancel_request(&call_id),
             FromAgent::ElicitationResponse { id, answer } => self.elicitation_response(&id, answer),
-            FromAgent::Control(m) => return self.encode_control(m),
+            FromAgent::Control(m) => return self.peer.control(m, "$/ping"),
             FromAgent::Welcome { .. }
             | FromAgent::Initialized
             | FromAgent::ListCapabilities { .. } => return None,
@@ -263,24 +263,12 @@ impl<P: Wire> AcpCodec<P> {
                 let params = (!matches!(data.kind(), Kind::Undefined)).then_some(data);
                 notification(&event, params)
             }
-            FromApp::Control(m) => return self.encode_control(m),
+            FromApp::Control(m) => return self.peer.control(m, "$/ping"),
             FromApp::Hello { .. }
             | FromApp::CancelResult { .. }
             | FromApp::Progress { .. }
             | FromApp::CapabilityList { .. }
             | FromApp::CapabilitiesChanged { .. } => return None,
-        })
-    }
-
-    /// Either side's ping, its answer and errors; ACP has no shutdown message.
-    fn encode_control(&mut self, msg: ControlOut) -> Option<P> {
-        Some(match msg {
-            ControlOut::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
-            ControlOut::Pong { id } => self.peer.response(&id, P::object()),
-            ControlOut::RpcError { id, code, message } => {
-                self.peer.error(id.as_deref(), code, &message, None)
-            }
-            ControlOut::Shutdown { .. } => return None,
         })
     }
 

@@ -8,7 +8,7 @@
 use super::super::codec::{Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{number, push_u64, Control};
+use super::super::message::{number, push_u64, Control, ControlOut};
 use super::super::schema::{Kind, Payload};
 
 /// JSON-RPC error codes.
@@ -158,6 +158,19 @@ impl<P: Wire> Peer<P> {
     }
 
     /// A request of ours, remembered so that its response can be read.
+    /// Either side's probe (`ping` is the dialect's method for it), its answer and errors; `None` for a
+    /// shutdown, which no JSON-RPC dialect has.
+    pub fn control(&mut self, msg: ControlOut, ping: &str) -> Option<P> {
+        Some(match msg {
+            ControlOut::Ping { id } => self.request(&id, Sent::Ping, ping, None),
+            ControlOut::Pong { id } => self.response(&id, P::object()),
+            ControlOut::RpcError { id, code, message } => {
+                self.error(id.as_deref(), code, &message, None)
+            }
+            ControlOut::Shutdown { .. } => return None,
+        })
+    }
+
     pub fn request(&mut self, id: &str, sent: Sent, method: &str, params: Option<P>) -> P {
         self.sent.insert(id.to_owned(), sent);
         request(P::string(id), method, params)

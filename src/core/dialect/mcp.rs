@@ -14,7 +14,7 @@ use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{
-    Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
 };
 use super::super::schema::{Kind, Payload};
 use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
@@ -416,7 +416,7 @@ impl<P: Wire> McpCodec<P> {
                 let result = elicitation_result(answer);
                 self.peer.response(&id, result)
             }
-            FromAgent::Control(m) => return self.encode_control(m),
+            FromAgent::Control(m) => return self.peer.control(m, "ping"),
             // MCP's server speaks second.
             FromAgent::Welcome { .. } => return None,
         })
@@ -454,22 +454,10 @@ impl<P: Wire> McpCodec<P> {
             }
             FromApp::ElicitationRequest { id, request: r, .. } => self.elicitation_request(&id, &r),
             FromApp::WithdrawElicitation { id, reason } => self.cancel(&id, reason.as_deref()),
-            FromApp::Control(m) => return self.encode_control(m),
+            FromApp::Control(m) => return self.peer.control(m, "ping"),
             FromApp::Hello { .. } | FromApp::CancelResult { .. } | FromApp::Notification { .. } => {
                 return None
             }
-        })
-    }
-
-    /// Either side's ping, its answer and errors; MCP has no shutdown message.
-    fn encode_control(&mut self, msg: ControlOut) -> Option<P> {
-        Some(match msg {
-            ControlOut::Ping { id } => self.peer.request(&id, Sent::Ping, "ping", None),
-            ControlOut::Pong { id } => self.peer.response(&id, P::object()),
-            ControlOut::RpcError { id, code, message } => {
-                self.peer.error(id.as_deref(), code, &message, None)
-            }
-            ControlOut::Shutdown { .. } => return None,
         })
     }
 

@@ -20,7 +20,7 @@ use super::super::codec::{encode_error, Hello, Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{
-    text, Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+    text, Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
 };
 use super::super::schema::Kind;
 use super::jsonrpc::{
@@ -373,7 +373,7 @@ impl<P: Wire> TesseronCodec<P> {
                 call_id,
                 request: r,
             } => self.elicitation_request(&id, call_id.as_deref(), &r),
-            FromApp::Control(m) => return self.encode_control(m),
+            FromApp::Control(m) => return self.peer.control(m, "$/ping"),
             FromApp::InitializeResult { .. }
             | FromApp::InitializeError { .. }
             | FromApp::CancelResult { .. }
@@ -525,23 +525,12 @@ impl<P: Wire> TesseronCodec<P> {
                         .error(Some(&id), code::CANCELLED, "Cancelled", None)
                 }
             },
-            FromAgent::Control(m) => return self.encode_control(m),
+            // No application-level ping in Tesseron: a request the app does not know is answered -32601,
+            // which is enough to show it is there.
+            FromAgent::Control(m) => return self.peer.control(m, "$/ping"),
             FromAgent::Initialize { .. }
             | FromAgent::Initialized
             | FromAgent::ListCapabilities { .. } => return None,
-        })
-    }
-
-    /// Either side's probe, its answer and errors. No application-level ping in Tesseron: a request the app
-    /// does not know is answered -32601, which is enough to show it is there. No shutdown message either.
-    fn encode_control(&mut self, msg: ControlOut) -> Option<P> {
-        Some(match msg {
-            ControlOut::Ping { id } => self.peer.request(&id, Sent::Ping, "$/ping", None),
-            ControlOut::Pong { id } => self.peer.response(&id, P::object()),
-            ControlOut::RpcError { id, code, message } => {
-                self.peer.error(id.as_deref(), code, &message, None)
-            }
-            ControlOut::Shutdown { .. } => return None,
         })
     }
 }
