@@ -747,8 +747,11 @@ impl<P: Wire> AgentCore<P> {
                 call_id,
                 payload,
             } => self.elicitation_request(id, call_id, payload, now),
-            ToAgent::ElicitationWithdrawn { id } => self.elicitation_withdrawn(id),
-            ToAgent::Hello { .. } => {}
+            // Only a dialect that cancels a call's questions withdraws them (ABP-only builds drop this).
+            ToAgent::ElicitationWithdrawn { id } if self.config.policy.cancel_nested() => {
+                self.elicitation_withdrawn(id)
+            }
+            ToAgent::Hello { .. } | ToAgent::ElicitationWithdrawn { .. } => {}
         }
     }
 

@@ -576,7 +576,9 @@ impl<P: Wire> AppConn<P> {
                 id,
                 session_id,
                 error,
-            } if self.hello.as_deref() == Some(id.as_str()) => {
+            } if self.config.policy.app_speaks_first()
+                && self.hello.as_deref() == Some(id.as_str()) =>
+            {
                 self.hello_answered(id, session_id, error)
             }
             ToApp::Call {
@@ -1125,7 +1127,8 @@ impl<P: Wire> AppConn<P> {
                 Due::Elicit(id) => elicits.push(id),
             }
         }
-        if !expired.is_empty() {
+        // Only a dialect with the app's own timeouts schedules them (the check lets ABP-only builds drop this).
+        if !expired.is_empty() && self.config.policy.app_timeouts() {
             self.expire_calls(expired, now);
         }
         for id in elicits {

@@ -616,9 +616,14 @@ fn schema_const_pattern_and_formats() {
     ] {
         assert_eq!(format_ok("date-time", bad), Some(false), "{bad}");
     }
-    for bad in ["a@", "@b.c", "a b@c.d", "a@b..c", "a@-b.c"] {
+    for bad in ["a@", "@b.c", "a b@c.d", "a@b..c", "a@-b.c", "a..b@c.d"] {
         assert_eq!(format_ok("email", bad), Some(false), "{bad}");
     }
+    assert_eq!(format_ok("email", "a.b.c@d.e"), Some(true));
+    assert_eq!(
+        validate(&json!({ "type": ["string", "number"] }), &json!(true)),
+        Err("params: expected string or number, got boolean".to_owned())
+    );
     assert_eq!(format_ok("uri", "urn:isbn:0451450523"), Some(true));
     assert_eq!(format_ok("uri", "http://a b"), Some(false));
     // A pattern that is not a regular expression here is skipped, not an error.

@@ -13,6 +13,7 @@ use wasm_bindgen::prelude::*;
 
 use super::app::{AppConnInner, Outlet};
 use super::dom::{global, later, now, when_settled, Timer};
+use super::options::call::{CALL_ID, PROGRESS_TOKEN, TIMEOUT};
 use super::value::{
     ask_global, emit_global, js_string, local_call_response, local_response, make_global,
     new_call_id, opt_string, type_error, Deferred,
@@ -226,7 +227,8 @@ impl GlobalSession {
         let Some(capability) = cap.as_string() else {
             return rejected("abp.call: capability must be a string");
         };
-        let call_id = opt_string(&options, "callId").unwrap_or_else(new_call_id);
+        // `window.abp.call` takes the client's option names (the ones it has: no signal or callbacks).
+        let call_id = opt_string(&options, CALL_ID.name).unwrap_or_else(new_call_id);
         let in_flight = self
             .waiting
             .borrow()
@@ -247,13 +249,13 @@ impl GlobalSession {
             params
         };
         let timeout = options
-            .get_f64("timeout")
+            .get_f64(TIMEOUT.name)
             .filter(|t| t.is_finite() && *t >= 0.0);
         let mut opts = JsValue::object();
         if let Some(t) = timeout {
             opts.set("timeout", JsValue::from_f64(t));
         }
-        if let Some(token) = options.get("progressToken") {
+        if let Some(token) = options.get(PROGRESS_TOKEN.name) {
             opts.set("progressToken", token);
         }
         let mut p = JsValue::object();
