@@ -717,7 +717,12 @@ impl<P: Wire> AgentCore<P> {
             {
                 self.hello(id, payload)
             }
-            ToAgent::CapabilityList { id, capabilities } => self.capability_list(id, capabilities),
+            // Only a dialect that lists capabilities separately asks for the list (ABP-only builds drop this).
+            ToAgent::CapabilityList { id, capabilities }
+                if self.config.policy.list_capabilities() =>
+            {
+                self.capability_list(id, capabilities)
+            }
             ToAgent::Control(m) => self.control(m),
             _ if !self.is_ready() => {}
             ToAgent::CallResult {
@@ -751,7 +756,9 @@ impl<P: Wire> AgentCore<P> {
             ToAgent::ElicitationWithdrawn { id } if self.config.policy.cancel_nested() => {
                 self.elicitation_withdrawn(id)
             }
-            ToAgent::Hello { .. } | ToAgent::ElicitationWithdrawn { .. } => {}
+            ToAgent::Hello { .. }
+            | ToAgent::CapabilityList { .. }
+            | ToAgent::ElicitationWithdrawn { .. } => {}
         }
     }
 
