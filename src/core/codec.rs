@@ -223,8 +223,8 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
             session_id: opt_string(&p, "sessionId"),
         }
         .into(),
-        // A role build's other role's messages (the guards above): noted and left unread, as that role's core
-        // would do nothing with them; their readers compile away. The full build never gets here with them.
+        // A role build's other role's messages (the guards above): left unread and given to neither side, as the
+        // full build gives a side the other's messages; their readers compile away.
         types::INITIALIZE
         | types::INITIALIZE_RESULT
         | types::CALL
@@ -235,7 +235,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         | types::NOTIFICATION
         | types::CAPABILITIES_CHANGED
         | types::ELICITATION_REQUEST
-        | types::ELICITATION_RESPONSE => Control::Noted.into(),
+        | types::ELICITATION_RESPONSE => Incoming::OtherRole,
         _ => return Err(Ignored::UnknownType),
     })
 }

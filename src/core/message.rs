@@ -41,6 +41,9 @@ pub enum Incoming<P> {
     ToApp(ToApp<P>),
     /// Sent by either side.
     Control(Control),
+    /// A message that the role this build lacks would read (a role build does not read the other role's
+    /// messages): for neither side here, as the full build's [`ToApp`] is not for its agent.
+    OtherRole,
 }
 
 impl<P> Incoming<P> {
@@ -49,7 +52,7 @@ impl<P> Incoming<P> {
         match self {
             Incoming::ToAgent(m) => Some(m),
             Incoming::Control(m) => Some(ToAgent::Control(m)),
-            Incoming::ToApp(_) => None,
+            Incoming::ToApp(_) | Incoming::OtherRole => None,
         }
     }
 
@@ -58,7 +61,7 @@ impl<P> Incoming<P> {
         match self {
             Incoming::ToApp(m) => Some(m),
             Incoming::Control(m) => Some(ToApp::Control(m)),
-            Incoming::ToAgent(_) => None,
+            Incoming::ToAgent(_) | Incoming::OtherRole => None,
         }
     }
 }
@@ -198,8 +201,7 @@ pub enum Control {
         reason: Option<String>,
         session_id: Option<String>,
     },
-    /// A well-formed message that asks for nothing (MCP `notifications/initialized`), or one of the other
-    /// role's that this build does not read.
+    /// A well-formed message that asks for nothing (MCP `notifications/initialized`).
     Noted,
     /// A JSON-RPC request the dialect cannot take: answered with this error when it has an id.
     Invalid {

@@ -262,8 +262,9 @@ fn describe_type<P: Payload>(ty: &P) -> String {
     }
     // Joined by hand: `[String]::join` brings a generic joiner into the wasm build.
     let mut names = String::new();
-    for name in (0..ty.array_len().unwrap_or(0)).filter_map(|i| ty.index(i)?.as_string()) {
-        if !names.is_empty() {
+    let listed = (0..ty.array_len().unwrap_or(0)).filter_map(|i| ty.index(i)?.as_string());
+    for (i, name) in listed.enumerate() {
+        if i > 0 {
             names.push_str(" or ");
         }
         names.push_str(&name);
