@@ -157,9 +157,11 @@ export async function heartbeatSettlesCallsToASilentPort() {
   eq([calls, abp.connected, abp.pendingCalls], [1, false, 0], 'the call was sent; now disconnected');
   port1.close();
 
-  // A live app doing slow, silent work answers the probes and its call completes.
-  const t = await setup('', { heartbeat: 100 });
-  const slow = await t.abp.call('slow', { ms: 600, steps: 2 });
+  // A live app doing slow, silent work answers the probes and its call completes. (A 100 ms heartbeat, 100 ms
+  // for each probe to be answered, failed once in Firefox on a loaded CI machine; 250 ms still probes the call
+  // several times over.)
+  const t = await setup('', { heartbeat: 250 });
+  const slow = await t.abp.call('slow', { ms: 1500, steps: 2 });
   eq([slow.success, t.abp.connected], [true, true], 'a live app is not disconnected');
   await t.done();
 
