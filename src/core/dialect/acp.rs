@@ -19,7 +19,7 @@ use super::super::message::{
 };
 use super::super::schema::Kind;
 use super::jsonrpc::{
-    abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
+    abp_error_of, cancel_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
 use super::Policy;
 
@@ -131,15 +131,7 @@ impl<P: Wire> AcpCodec<P> {
         let Some(call_id) = target.as_ref().and_then(key_of) else {
             return Err(Ignored::NotAMessage);
         };
-        if self.agent {
-            return Ok(ToAgent::ElicitationWithdrawn { id: call_id }.into());
-        }
-        Ok(ToApp::Cancel {
-            id: None,
-            call_id,
-            reason: params.get_string("reason"),
-        }
-        .into())
+        Ok(cancel_of(self.agent, call_id, params.get_string("reason")))
     }
 
     fn response(

@@ -8,7 +8,7 @@
 use super::super::codec::{Ignored, Wire};
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{number, push_u64, Control, ControlOut};
+use super::super::message::{number, push_u64, Control, ControlOut, Incoming, ToAgent, ToApp};
 use super::super::schema::{Kind, Payload};
 
 /// JSON-RPC error codes.
@@ -56,6 +56,21 @@ pub enum Frame<P> {
     },
     /// Not valid JSON-RPC, to be answered with an error.
     Invalid(Control),
+}
+
+/// A cancel notification for the request `request_id`, read by role: at an app it cancels that call, at an agent
+/// (`agent`) it withdraws the app's own question.
+pub fn cancel_of<P>(agent: bool, request_id: String, reason: Option<String>) -> Incoming<P> {
+    if agent {
+        ToAgent::ElicitationWithdrawn { id: request_id }.into()
+    } else {
+        ToApp::Cancel {
+            id: None,
+            call_id: request_id,
+            reason,
+        }
+        .into()
+    }
 }
 
 /// Both sides' requests in flight.

@@ -17,7 +17,7 @@ use super::super::message::{
     Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
 };
 use super::super::schema::{Kind, Payload};
-use super::jsonrpc::{key_of, notification, rpc, Frame, Peer, Sent};
+use super::jsonrpc::{cancel_of, key_of, notification, rpc, Frame, Peer, Sent};
 use super::Policy;
 
 pub use super::jsonrpc::abp_error_of;
@@ -343,16 +343,7 @@ impl<P: Wire> McpCodec<P> {
                 // No response will be sent for it.
                 self.peer.drop_reply(&call_id);
                 self.tokens.remove(&call_id);
-                if self.agent {
-                    ToAgent::ElicitationWithdrawn { id: call_id }.into()
-                } else {
-                    ToApp::Cancel {
-                        id: None,
-                        call_id,
-                        reason: params.get_string("reason"),
-                    }
-                    .into()
-                }
+                cancel_of(self.agent, call_id, params.get_string("reason"))
             }
             "notifications/progress" => {
                 let token = params.get("progressToken");
