@@ -1,4 +1,4 @@
-//! A native agent: the same `AgentCore` the browser client runs, over a WebSocket an app connected to.
+//! A native agent: the same `AgentConnection` the browser client drives, over a WebSocket an app connected to.
 //!
 //! One task per app connection. It waits for whichever comes first: a frame from the app, a command (see
 //! [`crate::control`]) from the room's controller, or the next deadline (the core's `poll_timeout`, or a
@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abp_wasm::core::codec::{encode_error, Hello};
-use abp_wasm::core::dialect::{Codec, DialectKind};
+use abp_wasm::core::codec::encode_error;
+use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::{
-    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer,
+    AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, Settlement,
 };
 use axum::extract::ws::WebSocket;
@@ -23,13 +23,11 @@ use crate::hub::Hub;
 use crate::ws::{Conn, Incoming};
 
 struct Agent {
-    core: AgentCore<Value>,
-    /// The dialect the app speaks (from the WebSocket subprotocol).
-    codec: Codec<Value>,
+    /// Speaking the app's dialect (from the WebSocket subprotocol).
+    core: AgentConnection<Value>,
     hub: Arc<Hub>,
     room: String,
     start: Instant,
-    info: Value,
     /// callId → the command's `ref`.
     refs: Vec<(String, Value)>,
     /// cancel handle → the command's `ref`.
@@ -157,33 +155,20 @@ impl Agent {
     /// A frame from the app.
     fn receive(&mut self, text: &str) {
         let now = self.now();
-        match serde_json::from_str::<Value>(text)
+        let read = serde_json::from_str::<Value>(text)
             .ok()
-            .map(|v| self.codec.decode(&v))
-        {
-            Some(Ok(m)) => {
-                // An agent's message is not for this side.
-                if let Some(m) = m.for_agent() {
-                    self.core.handle(m, now);
-                }
-            }
-            _ => self.ignored += 1,
+            .map(|v| self.core.receive(&v, now));
+        // `Ok(false)`: an agent's message, not for this side.
+        if !matches!(read, Some(Ok(_))) {
+            self.ignored += 1;
         }
     }
 
     /// Everything the core wants done: frames out, events to the controller, elicitations answered.
     fn perform(&mut self) {
-        while let Some(out) = self.core.poll() {
+        while let Some(out) = self.core.poll(&unix_ms) {
             match out {
-                AgentOutput::Transmit(m) => {
-                    let hello = Hello {
-                        info: &self.info,
-                        capabilities: None,
-                    };
-                    if let Some((msg, _)) = self.codec.encode_agent(m, &unix_ms, &hello) {
-                        self.outbox.push(msg.to_string());
-                    }
-                }
+                AgentOutput::Transmit(t) => self.outbox.push(t.message.to_string()),
                 AgentOutput::Connected {
                     session_id,
                     payload,
@@ -317,19 +302,19 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
     let mut conn = Conn::new(socket);
     // A newer app in the same room replaces this one (its commands go there; this connection is closed).
     let mut registration = hub.attach_agent(&room);
-    let config = AgentConfig {
-        policy: dialect.policy(),
-        // A socket is open: one initialize is enough.
-        resend_interval: f64::INFINITY,
-        ..AgentConfig::default()
-    };
+    let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
+    let core = AgentConnection::new(
+        dialect,
+        Carrier::Stream,
+        AgentConfig::default(),
+        info,
+        format!("native-{room}"),
+    );
     let mut agent = Agent {
-        core: AgentCore::new(config, format!("native-{room}")),
-        codec: Codec::new(dialect, true),
+        core,
         hub: hub.clone(),
         room,
         start: Instant::now(),
-        info: json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") }),
         refs: Vec::new(),
         cancel_refs: Vec::new(),
         aborts: Vec::new(),

@@ -24,9 +24,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abp_wasm::core::codec::{encode_error, Hello};
-use abp_wasm::core::dialect::{Codec, DialectKind};
-use abp_wasm::core::{AppConfig, AppConn, AppOutput, FromApp, Outcome, Registry, ToApp};
+use abp_wasm::core::codec::encode_error;
+use abp_wasm::core::dialect::{Carrier, DialectKind};
+use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -61,8 +61,7 @@ struct Running {
 
 struct Gateway {
     /// Toward the host: the app core speaking MCP, with the joined app's tools as its registry.
-    host: AppConn<Value>,
-    codec: Codec<Value>,
+    host: AppConnection<Value>,
     /// The names of the joined app's available capabilities (what a tool call may name).
     registry: Registry<Value>,
     /// Their descriptors, as `tools/list` shows them.
@@ -71,7 +70,6 @@ struct Gateway {
     joined: bool,
     hub: Arc<Hub>,
     room: String,
-    info: Value,
     start: Instant,
     /// ABP call id (toward the app) → the host's call.
     calls: HashMap<String, Running>,
@@ -107,21 +105,14 @@ impl Gateway {
             self.out.push(parse_error.to_string());
             return;
         };
-        let Some(message) = self.codec.decode(&value).ok().and_then(|m| m.for_app()) else {
+        let Ok(Some(message)) = self.host.read(&value) else {
             return;
         };
         match message {
             ToApp::Call { id, call_id, .. } if !self.joined => {
                 let text = no_app_text(&self.room);
-                self.encode(FromApp::CallResult {
-                    id,
-                    call_id,
-                    outcome: Outcome::Success {
-                        data: error_result("NOT_INITIALIZED", &text, None),
-                    },
-                    duration: 0.0,
-                    transfer: None,
-                });
+                let data = error_result("NOT_INITIALIZED", &text, None);
+                self.host.answer(id, call_id, Outcome::Success { data });
             }
             message => {
                 let now = self.now();
@@ -130,26 +121,16 @@ impl Gateway {
         }
     }
 
-    fn encode(&mut self, message: FromApp<Value>) {
-        let tools = Value::Array(self.tools.clone());
-        let list = move || tools.clone();
-        let hello = Hello {
-            info: &self.info,
-            capabilities: Some(&list),
-        };
-        if let Some((frame, _)) = self
-            .codec
-            .encode_app(message, &crate::agent::unix_ms, &hello)
-        {
-            self.out.push(frame.to_string());
-        }
-    }
-
     /// Everything the host side wants done.
     fn perform(&mut self) {
-        while let Some(output) = self.host.poll() {
+        loop {
+            let tools = &self.tools;
+            let list = || Value::Array(tools.clone());
+            let Some(output) = self.host.poll(&crate::agent::unix_ms, &list) else {
+                break;
+            };
             match output {
-                AppOutput::Transmit(message) => self.encode(message),
+                AppOutput::Transmit(t) => self.out.push(t.message.to_string()),
                 AppOutput::Start {
                     call_id,
                     capability,
@@ -439,20 +420,18 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         async move { server.run(routes, hub).await }
     });
     let config = AppConfig {
-        policy: DialectKind::Mcp.policy(),
         // Every progress update the app sends goes on to the host (the app already paces them).
         progress_interval: 0.0,
         ..AppConfig::default()
     };
+    let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
     let mut gateway = Gateway {
-        host: AppConn::new(config, "gw-"),
-        codec: Codec::new(DialectKind::Mcp, false),
+        host: AppConnection::new(DialectKind::Mcp, Carrier::Stream, config, info, "gw-"),
         registry: Registry::default(),
         tools: Vec::new(),
         joined: false,
         hub: hub.clone(),
         room: args.room.clone(),
-        info: json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") }),
         start: Instant::now(),
         calls: HashMap::new(),
         next_call: 0,
@@ -526,19 +505,20 @@ mod tests {
     fn gateway(capabilities: Value) -> (Gateway, crate::hub::Registration<Envelope>) {
         let hub = Arc::new(Hub::default());
         let agent = hub.attach_agent("");
-        let config = AppConfig {
-            policy: DialectKind::Mcp.policy(),
-            ..AppConfig::default()
-        };
+        let info = json!({ "name": "abp-peer", "version": "0" });
         let mut g = Gateway {
-            host: AppConn::new(config, "gw-"),
-            codec: Codec::new(DialectKind::Mcp, false),
+            host: AppConnection::new(
+                DialectKind::Mcp,
+                Carrier::Stream,
+                AppConfig::default(),
+                info,
+                "gw-",
+            ),
             registry: Registry::default(),
             tools: Vec::new(),
             joined: false,
             hub,
             room: String::new(),
-            info: json!({ "name": "abp-peer", "version": "0" }),
             start: Instant::now(),
             calls: HashMap::new(),
             next_call: 0,

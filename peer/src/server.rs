@@ -278,16 +278,17 @@ struct Served {
 /// The read buffer of each WebSocket.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
 
-/// The WebSocket subprotocols this peer answers to.
-const SUBPROTOCOLS: [&str; 3] = ["abp", "mcp", "tesseron-gateway"];
-
+/// The dialect a WebSocket subprotocol names, among those this peer speaks on `/agent` (ABP without one).
 fn dialect_of(protocol: Option<&str>) -> DialectKind {
-    match protocol {
-        Some("mcp") => DialectKind::Mcp,
-        Some("tesseron-gateway") => DialectKind::Tesseron,
-        _ => DialectKind::Abp,
-    }
+    protocol
+        .and_then(DialectKind::of_subprotocol)
+        .filter(|d| SERVED.contains(d))
+        .unwrap_or(DialectKind::Abp)
 }
+
+/// The dialects this peer speaks with an app: ABP, MCP (passed on unchanged through the relay), and
+/// Tesseron, where this peer is the gateway.
+const SERVED: [DialectKind; 3] = [DialectKind::Abp, DialectKind::Mcp, DialectKind::Tesseron];
 
 fn refused(path: &str, r: Refusal) -> Response {
     eprintln!("abp-peer: {} for {path}: {}", r.status.as_u16(), r.why);
@@ -329,7 +330,11 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     let chosen = upgrade
         .requested_protocols()
         .filter_map(|p| p.to_str().ok())
-        .find_map(|p| SUBPROTOCOLS.iter().copied().find(|k| *k == p));
+        .find_map(|p| {
+            SERVED
+                .iter()
+                .find_map(|d| d.subprotocol().filter(|s| *s == p))
+        });
     if let Some(p) = chosen {
         upgrade.set_selected_protocol(HeaderValue::from_static(p));
     }

@@ -1,6 +1,6 @@
 //! `abp-peer mcp` driven by an MCP client nobody here wrote: the official Rust SDK `rmcp`, its client over its
 //! child-process transport (so it speaks MCP on the gateway's stdin/stdout), with a native ABP app (this crate's
-//! `AppConn` and ABP codec) joining `ws://127.0.0.1:PORT/agent`. Covers:
+//! `AppConnection` speaking ABP) joining `ws://127.0.0.1:PORT/agent`. Covers:
 //! - no app: `tools/list` is empty and `tools/call` is an `isError` result that says no app is connected;
 //! - the app joining: `notifications/tools/list_changed`, then `tools/list` shows its tools and descriptions;
 //! - a result as `structuredContent` (and its JSON as text); an ABP error as `isError` naming the ABP code;
@@ -17,9 +17,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use abp_wasm::core::codec::Hello;
-use abp_wasm::core::dialect::{Codec, DialectKind};
-use abp_wasm::core::{AbpError, AppConfig, AppConn, AppOutput, ErrorCode, Outcome, Registry};
+use abp_wasm::core::dialect::{Carrier, DialectKind};
+use abp_wasm::core::{AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry};
 use futures_util::{SinkExt, StreamExt};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
@@ -332,10 +331,8 @@ impl App {
 }
 
 struct NativeApp {
-    conn: AppConn<Value>,
-    codec: Codec<Value>,
+    conn: AppConnection<Value>,
     registry: Registry<Value>,
-    info: Value,
     start: Instant,
     events: mpsc::UnboundedSender<AppEvent>,
 }
@@ -354,11 +351,10 @@ impl NativeApp {
             progress_interval: 0.0,
             ..AppConfig::default()
         };
+        let info = json!({ "id": "test.rmcp", "name": "rmcp test app", "version": "1" });
         NativeApp {
-            conn: AppConn::new(config, "app-"),
-            codec: Codec::new(DialectKind::Abp, false),
+            conn: AppConnection::new(DialectKind::Abp, Carrier::Stream, config, info, "app-"),
             registry,
-            info: json!({ "id": "test.rmcp", "name": "rmcp test app", "version": "1" }),
             start: Instant::now(),
             events,
         }
@@ -370,33 +366,23 @@ impl NativeApp {
 
     /// One frame from the agent (the gateway); what is not ABP is ignored.
     fn receive(&mut self, text: &str) {
-        let Some(message) = serde_json::from_str::<Value>(text)
-            .ok()
-            .and_then(|v| self.codec.decode(&v).ok())
-            .and_then(|m| m.for_app())
-        else {
-            return;
-        };
-        let now = self.now();
-        self.conn.handle(message, now, &self.registry);
+        if let Ok(value) = serde_json::from_str::<Value>(text) {
+            let now = self.now();
+            let _ = self.conn.receive(&value, now, &self.registry);
+        }
     }
 
     /// Everything the core asks for: handlers run, and the frames to send.
     fn perform(&mut self) -> Vec<String> {
         let mut frames = Vec::new();
-        while let Some(output) = self.conn.poll() {
+        loop {
+            let registry = &self.registry;
+            let list = || registry.list();
+            let Some(output) = self.conn.poll(&unix_ms, &list) else {
+                break;
+            };
             match output {
-                AppOutput::Transmit(message) => {
-                    let list = self.registry.list();
-                    let capabilities = move || list.clone();
-                    let hello = Hello {
-                        info: &self.info,
-                        capabilities: Some(&capabilities),
-                    };
-                    if let Some((frame, _)) = self.codec.encode_app(message, &unix_ms, &hello) {
-                        frames.push(frame.to_string());
-                    }
-                }
+                AppOutput::Transmit(t) => frames.push(t.message.to_string()),
                 AppOutput::Start {
                     call_id,
                     capability,

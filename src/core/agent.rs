@@ -90,9 +90,12 @@ pub enum CancelAnswer<P> {
     },
 }
 
+/// What the agent state machine asks for. `T` is what goes on the wire: the machine's own [`FromAgent`]
+/// messages, or the encoded [`Transmit`](super::connection::Transmit) that an
+/// [`AgentConnection`](super::connection::AgentConnection) makes of them.
 #[derive(Clone, Debug)]
-pub enum AgentOutput<P> {
-    Transmit(FromAgent<P>),
+pub enum AgentOutput<P, T = FromAgent<P>> {
+    Transmit(T),
     Connected {
         session_id: String,
         payload: P,
@@ -126,6 +129,46 @@ pub enum AgentOutput<P> {
         id: String,
     },
     Disconnected,
+}
+
+impl<P, T> AgentOutput<P, T> {
+    /// The same event for another kind of transmit; `Err` holds a transmit, which has no such counterpart.
+    pub(crate) fn event<U>(self) -> Result<AgentOutput<P, U>, T> {
+        use AgentOutput as O;
+        Ok(match self {
+            O::Transmit(m) => return Err(m),
+            O::Connected {
+                session_id,
+                payload,
+            } => O::Connected {
+                session_id,
+                payload,
+            },
+            O::ConnectFailed(e) => O::ConnectFailed(e),
+            O::Settled {
+                call_id,
+                settlement,
+            } => O::Settled {
+                call_id,
+                settlement,
+            },
+            O::CancelAnswered { handle, answer } => O::CancelAnswered { handle, answer },
+            O::Progress { call_id, payload } => O::Progress { call_id, payload },
+            O::Notification { event, payload } => O::Notification { event, payload },
+            O::CapabilitiesChanged { payload } => O::CapabilitiesChanged { payload },
+            O::Elicitation {
+                id,
+                call_id,
+                payload,
+            } => O::Elicitation {
+                id,
+                call_id,
+                payload,
+            },
+            O::ElicitationAborted { id } => O::ElicitationAborted { id },
+            O::Disconnected => O::Disconnected,
+        })
+    }
 }
 
 /// Why a call is being cancelled.
@@ -691,7 +734,7 @@ impl<P: Wire> AgentCore<P> {
     }
 
     /// Feeds one decoded message from the app.
-    pub fn handle(&mut self, msg: ToAgent<P>, now: f64) {
+    pub(crate) fn handle(&mut self, msg: ToAgent<P>, now: f64) {
         // Any message shows the app is there; a probe's own answer needs nothing more.
         self.last_heard = now;
         if let Some((probe_id, _)) = self.probe.take() {
@@ -1200,7 +1243,7 @@ impl<P: Wire> AgentCore<P> {
         }
     }
 
-    pub fn poll(&mut self) -> Option<AgentOutput<P>> {
+    pub(crate) fn poll(&mut self) -> Option<AgentOutput<P>> {
         let next = self.out.pop_front();
         if next.is_none() && self.out.capacity() > 0 && self.is_closed() {
             // The last output of a closed connection is out: free the queue's buffer as well (see `close`).

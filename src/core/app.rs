@@ -11,7 +11,8 @@ use super::codec::{decode_error, Wire};
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, CancelVerdict, Control, FromApp, IdGen, MalformedKind, Outcome, ToApp, PROTOCOL_VERSION,
+    text, CancelVerdict, Control, ControlOut, FromApp, IdGen, MalformedKind, Outcome, ToApp,
+    PROTOCOL_VERSION,
 };
 use super::schema::{validate, Kind, Payload};
 use super::timers::{TimerId, Timers};
@@ -171,9 +172,12 @@ impl Default for AppConfig {
     }
 }
 
+/// What the app state machine asks for. `T` is what goes on the wire: the machine's own [`FromApp`] messages,
+/// or the encoded [`Transmit`](super::connection::Transmit) that an
+/// [`AppConnection`](super::connection::AppConnection) makes of them.
 #[derive(Clone, Debug)]
-pub enum AppOutput<P> {
-    Transmit(FromApp<P>),
+pub enum AppOutput<P, T = FromApp<P>> {
+    Transmit(T),
     /// Run the handler for `capability` with a fresh AbortSignal.
     Start {
         call_id: String,
@@ -200,6 +204,32 @@ pub enum AppOutput<P> {
     HandshakeRefused {
         error: AbpError<P>,
     },
+}
+
+impl<P, T> AppOutput<P, T> {
+    /// The same event for another kind of transmit; `Err` holds a transmit, which has no such counterpart.
+    pub(crate) fn event<U>(self) -> Result<AppOutput<P, U>, T> {
+        use AppOutput as O;
+        Ok(match self {
+            O::Transmit(m) => return Err(m),
+            O::Start {
+                call_id,
+                capability,
+                params,
+                progress_token,
+            } => O::Start {
+                call_id,
+                capability,
+                params,
+                progress_token,
+            },
+            O::Abort { call_id, reason } => O::Abort { call_id, reason },
+            O::ElicitDone { id, end } => O::ElicitDone { id, end },
+            O::SessionOpened { session_id } => O::SessionOpened { session_id },
+            O::SessionClosed => O::SessionClosed,
+            O::HandshakeRefused { error } => O::HandshakeRefused { error },
+        })
+    }
 }
 
 /// How an elicitation the app asked ended.
@@ -569,7 +599,7 @@ impl<P: Wire> AppConn<P> {
     }
 
     /// Feeds one decoded message from the agent.
-    pub fn handle(&mut self, msg: ToApp<P>, now: f64, registry: &Registry<P>) {
+    pub(crate) fn handle(&mut self, msg: ToApp<P>, now: f64, registry: &Registry<P>) {
         match msg {
             ToApp::Initialize { id, payload } => self.initialize(id, payload),
             ToApp::Welcome {
@@ -1088,6 +1118,25 @@ impl<P: Wire> AppConn<P> {
         self.end_session();
     }
 
+    /// The page is going (a reload or navigation): tells the agent of the session, so its calls settle now,
+    /// and ends the session.
+    pub fn page_hidden(&mut self) {
+        if let Some(session) = &self.session {
+            let bye = ControlOut::Shutdown {
+                id: self.ids.next_id(),
+                reason: Some("pagehide".to_owned()),
+                session_id: Some(session.id.clone()),
+            };
+            self.out
+                .push_back(AppOutput::Transmit(FromApp::Control(bye)));
+        }
+        self.transport_lost();
+    }
+
+    pub fn config(&self) -> &AppConfig {
+        &self.config
+    }
+
     fn end_session(&mut self) {
         self.hello = None;
         let mut ids: Vec<(u64, String)> = self.active.drain().map(|(id, a)| (a.seq, id)).collect();
@@ -1193,7 +1242,7 @@ impl<P: Wire> AppConn<P> {
         self.start_queued();
     }
 
-    pub fn poll(&mut self) -> Option<AppOutput<P>> {
+    pub(crate) fn poll(&mut self) -> Option<AppOutput<P>> {
         self.out.pop_front()
     }
 }

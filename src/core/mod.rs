@@ -5,6 +5,7 @@ pub mod agent;
 pub mod app;
 pub mod capability;
 pub mod codec;
+pub mod connection;
 pub mod dialect;
 #[cfg(feature = "discovery")]
 pub mod discovery;
@@ -18,6 +19,8 @@ pub mod timers;
 pub mod json;
 
 #[cfg(test)]
+mod connection_tests;
+#[cfg(test)]
 mod fastpath_tests;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -28,6 +31,7 @@ pub use agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
 };
 pub use app::{AppConfig, AppConn, AppOutput, Registry};
+pub use connection::{AgentConnection, AppConnection, Sent, Transmit};
 pub use error::{AbpError, ErrorCode};
 pub use message::{
     Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,

@@ -7,19 +7,19 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use super::agent::{
-    AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
-};
-use super::app::{AppConfig, AppConn, AppOutput, ElicitEnd, Registry};
-use super::codec::{decode, Hello, Ignored};
-use super::dialect::{Codec, DialectKind};
+use super::agent::{AbortKind, AgentConfig, AgentOutput, CallRequest, CancelAnswer, Settlement};
+use super::app::{AppConfig, AppOutput, ElicitEnd, Registry};
+use super::codec::{decode, Ignored};
+use super::connection::{AgentConnection, AppConnection};
+use super::dialect::{Carrier, Codec, DialectKind};
 use super::error::ErrorCode;
 use super::message::{Control, ElicitAnswer, Incoming, Outcome, ToAgent, ToApp};
 
 pub(crate) struct Pair {
     pub(crate) now: f64,
-    pub(crate) agent: AgentCore<Value>,
-    pub(crate) app: AppConn<Value>,
+    pub(crate) dialect: DialectKind,
+    pub(crate) agent: AgentConnection<Value>,
+    pub(crate) app: AppConnection<Value>,
     pub(crate) reg: Registry<Value>,
     pub(crate) to_app: VecDeque<Value>,
     pub(crate) to_agent: VecDeque<Value>,
@@ -29,8 +29,6 @@ pub(crate) struct Pair {
     pub(crate) agent_sent: Vec<Value>,
     /// Every message the app sent, in order.
     pub(crate) app_sent: Vec<Value>,
-    pub(crate) agent_codec: Codec<Value>,
-    pub(crate) app_codec: Codec<Value>,
 }
 
 impl Pair {
@@ -38,7 +36,7 @@ impl Pair {
         Pair::speaking(DialectKind::Abp, app_config)
     }
 
-    /// Both sides speaking `dialect` (its policy set on both cores).
+    /// Both sides speaking `dialect`, over a window (the agent re-sends its initialize).
     pub(crate) fn speaking(dialect: DialectKind, app_config: AppConfig) -> Pair {
         let mut reg = Registry::default();
         reg.register("echo", Some(json!({ "name": "echo" })))
@@ -49,20 +47,12 @@ impl Pair {
                 "properties": { "pages": { "type": "integer", "minimum": 1, "maximum": 500 } } } })),
         )
         .unwrap();
-        let agent_config = AgentConfig {
-            policy: dialect.policy(),
-            ..AgentConfig::default()
-        };
-        let app_config = AppConfig {
-            policy: dialect.policy(),
-            ..app_config
-        };
+        let app_info = json!({ "id": "com.test", "name": "test", "version": "1" });
         Pair {
             now: 1000.0,
-            agent: AgentCore::new(agent_config, "a"),
-            app: AppConn::new(app_config, "s"),
-            agent_codec: Codec::new(dialect, true),
-            app_codec: Codec::new(dialect, false),
+            dialect,
+            agent: Pair::agent_of(dialect, AgentConfig::default(), "a"),
+            app: AppConnection::new(dialect, Carrier::Window, app_config, app_info, "s"),
             reg,
             to_app: VecDeque::new(),
             to_agent: VecDeque::new(),
@@ -71,6 +61,21 @@ impl Pair {
             agent_sent: Vec::new(),
             app_sent: Vec::new(),
         }
+    }
+
+    /// An agent speaking `dialect` over a window, with `config` (its policy is the dialect's).
+    pub(crate) fn agent_of(
+        dialect: DialectKind,
+        config: AgentConfig,
+        prefix: &str,
+    ) -> AgentConnection<Value> {
+        let info = json!({ "name": "test-agent", "version": "1" });
+        AgentConnection::new(dialect, Carrier::Window, config, info, prefix)
+    }
+
+    /// A new agent in this pair's dialect (a reloaded agent page, or other settings).
+    pub(crate) fn new_agent(&mut self, config: AgentConfig, prefix: &str) {
+        self.agent = Pair::agent_of(self.dialect, config, prefix);
     }
 
     pub(crate) fn new() -> Pair {
@@ -88,63 +93,39 @@ impl Pair {
     }
 
     pub(crate) fn drain(&mut self) {
-        let agent_info = json!({ "name": "test-agent", "version": "1" });
-        let app_info = json!({ "id": "com.test", "name": "test", "version": "1" });
-        while let Some(o) = self.agent.poll() {
-            match o {
-                AgentOutput::Transmit(m) => {
-                    let hello = Hello {
-                        info: &agent_info,
-                        capabilities: None,
-                    };
-                    if let Some((v, _)) = self.agent_codec.encode_agent(m, &|| self.now, &hello) {
-                        self.agent_sent.push(v.clone());
-                        self.to_app.push_back(v);
-                    }
+        let now = self.now;
+        while let Some(o) = self.agent.poll(&|| now) {
+            match o.event() {
+                Err(t) => {
+                    self.agent_sent.push(t.message.clone());
+                    self.to_app.push_back(t.message);
                 }
-                e => self.agent_events.push(e),
+                Ok(e) => self.agent_events.push(e),
             }
         }
-        let caps = {
-            let list: Vec<Value> = self.reg.iter().map(|(_, d)| d.clone()).collect();
-            move || Value::Array(list.clone())
-        };
-        while let Some(o) = self.app.poll() {
-            match o {
-                AppOutput::Transmit(m) => {
-                    let hello = Hello {
-                        info: &app_info,
-                        capabilities: Some(&caps),
-                    };
-                    if let Some((v, _)) = self.app_codec.encode_app(m, &|| self.now, &hello) {
-                        self.app_sent.push(v.clone());
-                        self.to_agent.push_back(v);
-                    }
+        let reg = &self.reg;
+        let caps = || reg.list();
+        while let Some(o) = self.app.poll(&|| now, &caps) {
+            match o.event() {
+                Err(t) => {
+                    self.app_sent.push(t.message.clone());
+                    self.to_agent.push_back(t.message);
                 }
-                e => self.app_events.push(e),
+                Ok(e) => self.app_events.push(e),
             }
         }
     }
 
     pub(crate) fn deliver_to_app(&mut self) {
         if let Some(v) = self.to_app.pop_front() {
-            if let Some(m) = self.app_codec.decode(&v).ok().and_then(Incoming::for_app) {
-                self.app.handle(m, self.now, &self.reg);
-            }
+            let _ = self.app.receive(&v, self.now, &self.reg);
         }
         self.drain();
     }
 
     pub(crate) fn deliver_to_agent(&mut self) {
         if let Some(v) = self.to_agent.pop_front() {
-            if let Some(m) = self
-                .agent_codec
-                .decode(&v)
-                .ok()
-                .and_then(Incoming::for_agent)
-            {
-                self.agent.handle(m, self.now);
-            }
+            let _ = self.agent.receive(&v, self.now);
         }
         self.drain();
     }
@@ -890,7 +871,7 @@ fn after_a_lost_transport_reconnect_opens_a_new_session_but_not_after_shutdown()
 
 fn with_heartbeat(ms: f64) -> Pair {
     let mut p = Pair::new();
-    p.agent = AgentCore::new(
+    p.new_agent(
         AgentConfig {
             heartbeat: Some(ms),
             ..AgentConfig::default()
@@ -984,7 +965,7 @@ fn shutdown_aborts_handlers_and_allows_a_new_session() {
     assert_eq!(local(p.settled("c1")[0]).0, ErrorCode::Disconnected);
     assert!(p.app.session_id().is_none());
     // A reloaded agent starts again.
-    p.agent = AgentCore::new(AgentConfig::default(), "b");
+    p.new_agent(AgentConfig::default(), "b");
     p.agent.connect(p.now);
     p.run();
     assert!(p.agent.is_ready());
@@ -1260,7 +1241,7 @@ fn random_messages_never_panic_and_leave_both_sides_working() {
     p.to_app.clear();
     p.to_agent.clear();
     p.app.transport_lost();
-    p.agent = AgentCore::new(AgentConfig::default(), "z");
+    p.new_agent(AgentConfig::default(), "z");
     p.agent.connect(p.now);
     p.run();
     assert!(p.agent.is_ready(), "the app answers a new initialize");

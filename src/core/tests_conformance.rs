@@ -363,9 +363,8 @@ fn a_docs_shaped_list_changed_message_does_not_empty_the_agents_list() {
         json!({ "type": "notifications/capabilities/list_changed", "payload": { "changed": ["x"] } }),
     ] {
         let mut p = Pair::connected();
-        p.agent
-            .handle(decode(&raw).unwrap().for_agent().unwrap(), p.now);
-        let payload = std::iter::from_fn(|| p.agent.poll())
+        assert_eq!(p.agent.receive(&raw, p.now), Ok(true));
+        let payload = std::iter::from_fn(|| p.agent.poll(&|| 0.0))
             .find_map(|e| match e {
                 AgentOutput::CapabilitiesChanged { payload } => Some(payload),
                 _ => None,

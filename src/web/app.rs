@@ -20,14 +20,13 @@ use super::value::{
 };
 use crate::core::app::{outcome_of_return, outcome_of_throw};
 use crate::core::capability::{self, Changes};
-use crate::core::codec::{encode_error, Hello, Wire};
-use crate::core::dialect::{Codec, DialectKind};
+use crate::core::codec::{encode_error, Wire};
+use crate::core::dialect::{Carrier, DialectKind};
 use crate::core::message::text;
 use crate::core::message::IdGen;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
-    AbpError, AppConfig, AppConn, AppOutput, ControlOut, ErrorCode, FromApp, Incoming, Outcome,
-    Registry,
+    AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry, Sent, Transmit,
 };
 
 /// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
@@ -151,8 +150,7 @@ struct Running {
 
 pub(crate) struct AppConnInner {
     shared: Weak<AppShared>,
-    pub(crate) core: RefCell<AppConn<JsValue>>,
-    codec: RefCell<Codec<JsValue>>,
+    pub(crate) core: RefCell<AppConnection<JsValue>>,
     running: RefCell<Vec<Running>>,
     /// The `run` of the next handler started.
     next_run: Cell<u32>,
@@ -342,21 +340,10 @@ impl AbpApp {
         let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let dialect = dialect_option(&options, "AbpApp.listen")?;
         let target = take_target(transport, "AbpApp.listen")?;
-        let mut config = AppConfig {
-            policy: dialect.policy(),
-            ..self.shared.config.clone()
-        };
-        if dialect == DialectKind::Tesseron {
-            // Tesseron: about two progress updates a second at most.
-            config.progress_interval = config.progress_interval.max(500.0);
-        }
-        let conn = AppConnInner::with_dialect(&self.shared, config, dialect);
-        let link = Link::open(
-            target,
-            Rc::downgrade(&conn),
-            false,
-            dialect == DialectKind::Abp,
-        )?;
+        let config = self.shared.config.clone();
+        let conn = AppConnInner::new(&self.shared, config, dialect, target.carrier());
+        let abp_envelope = conn.core.borrow().policy().abp_envelope();
+        let link = Link::open(target, Rc::downgrade(&conn), false, abp_envelope)?;
         *conn.link.borrow_mut() = Some(link);
         // Dialects where the app speaks first (Tesseron's hello).
         conn.core.borrow_mut().connect();
@@ -430,7 +417,7 @@ impl AbpApp {
             reinitialize: true,
             ..self.shared.config.clone()
         };
-        let conn = AppConnInner::with_config(&self.shared, config);
+        let conn = AppConnInner::in_page(&self.shared, config);
         let global = GlobalSession::install(&conn)?;
         *conn.outlet.borrow_mut() = Some(global.clone());
         let api = global.api();
@@ -459,7 +446,7 @@ impl AbpApp {
             reinitialize: true,
             ..self.shared.config.clone()
         };
-        let conn = AppConnInner::with_config(&self.shared, config);
+        let conn = AppConnInner::in_page(&self.shared, config);
         let session = GlobalSession::private(&conn);
         *conn.outlet.borrow_mut() = Some(session.clone());
         let handle = match webmcp_expose(&session.api()) {
@@ -512,20 +499,22 @@ impl AbpApp {
 }
 
 impl AppConnInner {
-    /// A connection speaking ABP with `config` (`window.abp` is always ABP).
-    pub(crate) fn with_config(shared: &Rc<AppShared>, config: AppConfig) -> Rc<AppConnInner> {
-        Self::with_dialect(shared, config, DialectKind::Abp)
+    /// A connection in the page itself (`window.abp`, WebMCP), speaking ABP with `config`.
+    pub(crate) fn in_page(shared: &Rc<AppShared>, config: AppConfig) -> Rc<AppConnInner> {
+        Self::new(shared, config, DialectKind::Abp, Carrier::Stream)
     }
 
-    pub(crate) fn with_dialect(
+    pub(crate) fn new(
         shared: &Rc<AppShared>,
         config: AppConfig,
         dialect: DialectKind,
+        carrier: Carrier,
     ) -> Rc<AppConnInner> {
+        let info = shared.info.clone();
+        let core = AppConnection::new(dialect, carrier, config, info, id_prefix());
         let conn = Rc::new(AppConnInner {
             shared: Rc::downgrade(shared),
-            core: RefCell::new(AppConn::new(config, id_prefix())),
-            codec: RefCell::new(Codec::new(dialect, false)),
+            core: RefCell::new(core),
             running: RefCell::new(Vec::new()),
             next_run: Cell::new(0),
             elicits: RefCell::new(StrMap::new()),
@@ -605,7 +594,14 @@ impl AppConnInner {
 
     pub(crate) fn drive(self: &Rc<Self>) {
         loop {
-            let next = self.core.borrow_mut().poll();
+            let next = {
+                let shared = self.shared.upgrade();
+                let capabilities = || match &shared {
+                    Some(s) => s.capabilities(),
+                    None => Array::new().into(),
+                };
+                self.core.borrow_mut().poll(&timestamp, &capabilities)
+            };
             match next {
                 Some(out) => self.perform(out),
                 None => break,
@@ -617,7 +613,7 @@ impl AppConnInner {
         }
     }
 
-    fn perform(self: &Rc<Self>, out: AppOutput<JsValue>) {
+    fn perform(self: &Rc<Self>, out: AppOutput<JsValue, Transmit<JsValue>>) {
         match out {
             AppOutput::Transmit(m) => self.transmit(m),
             AppOutput::Start {
@@ -660,48 +656,21 @@ impl AppConnInner {
         }
     }
 
-    fn transmit(self: &Rc<Self>, m: FromApp<JsValue>) {
-        let Some(shared) = self.shared.upgrade() else {
-            return;
-        };
-        let result_ids = match &m {
-            FromApp::CallResult { id, call_id, .. } => Some((id.clone(), call_id.clone())),
-            _ => None,
-        };
-        let caps = || shared.capabilities();
-        let hello = Hello {
-            info: &shared.info,
-            capabilities: Some(&caps),
-        };
-        let encoded = self.codec.borrow_mut().encode_app(m, &timestamp, &hello);
-        let Some((msg, transfer)) = encoded else {
-            return; // nothing to send in this dialect
-        };
-        let sent = self.deliver(msg, transfer);
-        if let (Err(e), Some((id, call_id))) = (sent, result_ids) {
+    fn transmit(self: &Rc<Self>, t: Transmit<JsValue>) {
+        if t.sent == Sent::Shutdown {
+            // The page is going: on the window, not the channel, which may not get a message out in time.
+            if let Some(link) = self.link.borrow().as_ref() {
+                let _ = link.send_window(&t.message, None);
+                return;
+            }
+        }
+        if let Err(e) = self.deliver(t.message, t.transfer) {
             // The result could not be cloned (a function, a DOM node…): tell the agent instead of going quiet.
             let error = AbpError::new(
                 ErrorCode::OperationFailed,
                 text(&["The handler's result could not be sent: ", &to_str(&e)]),
             );
-            let failure = FromApp::CallResult {
-                id,
-                call_id,
-                outcome: Outcome::Failure(error),
-                duration: 0.0,
-                transfer: None,
-            };
-            let hello = Hello {
-                info: &shared.info,
-                capabilities: None,
-            };
-            let encoded = self
-                .codec
-                .borrow_mut()
-                .encode_app(failure, &timestamp, &hello);
-            if let Some((msg, _)) = encoded {
-                let _ = self.deliver(msg, None);
-            }
+            self.core.borrow_mut().unsent(&t.sent, error);
         }
     }
 
@@ -790,18 +759,17 @@ impl AppConnInner {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
-        let decoded = match data {
-            Received::Read(m) => Ok(m),
-            Received::Raw(data) => self.codec.borrow_mut().decode(&data),
-        };
-        match decoded.map(Incoming::for_app) {
-            Ok(Some(m)) => {
-                let registry = shared.registry.borrow();
-                self.core.borrow_mut().handle(m, now(), &registry);
+        let read = {
+            let registry = shared.registry.borrow();
+            let mut core = self.core.borrow_mut();
+            match data {
+                Received::Read(m) => Ok(core.receive_read(m, now(), &registry)),
+                Received::Raw(data) => core.receive(&data, now(), &registry),
             }
-            // An app's message (another app's, or ours seen on a shared window): not for this side.
-            Ok(None) => {}
-            Err(_) => self.ignored.set(self.ignored.get().saturating_add(1)),
+        };
+        // `Ok(false)`: an app's message (another app's, or ours seen on a shared window), not for this side.
+        if read.is_err() {
+            self.ignored.set(self.ignored.get().saturating_add(1));
         }
         self.drive();
     }
@@ -834,7 +802,7 @@ impl Sink for AppConnInner {
     fn on_message(self: Rc<Self>, data: Received, origin: &str, port: Option<MessagePort>) {
         // An `initialize` that offers a private channel: once it has opened the session, answer over it.
         let offer = match &data {
-            Received::Raw(data) => port.and_then(|p| opt_string(data, "id").map(|id| (p, id))),
+            Received::Raw(_) => port,
             Received::Read(_) => None,
         };
         if let Some(link) = self.link.borrow().as_ref() {
@@ -848,20 +816,10 @@ impl Sink for AppConnInner {
                 }
             }
         }
-        // Only a message that carried a port can be an offer (so ordinary messages skip reading `type` here).
-        let offered = offer.filter(|_| match &data {
-            Received::Raw(data) => {
-                opt_string(data, "type").as_deref() == Some(crate::core::message::types::INITIALIZE)
-            }
-            Received::Read(_) => false,
-        });
-        if let Some((port, id)) = offered {
+        // Only a message that carried a port can be an offer (so ordinary messages are not read twice).
+        if let (Some(port), Received::Raw(data)) = (offer, &data) {
             // Adopt before answering, so the initialize-result already travels over the channel.
-            let opens = {
-                let core = self.core.borrow();
-                core.session_init_id().is_none() || core.session_init_id() == Some(id.as_str())
-            };
-            if opens {
+            if self.core.borrow_mut().opens_session(data) {
                 if let Some(link) = self.link.borrow().as_ref() {
                     link.adopt_port(port, origin.to_owned());
                 }
@@ -892,32 +850,7 @@ impl Sink for AppConnInner {
 
     fn on_page_hide(self: Rc<Self>) {
         // Tell the agent this page is going (a reload or navigation), so its calls settle now.
-        let session_id = self.core.borrow().session_id().map(str::to_owned);
-        if session_id.is_some() {
-            let id = self.next_id();
-            let info = self.info();
-            let bye = FromApp::Control(ControlOut::Shutdown {
-                id,
-                reason: Some("pagehide".to_owned()),
-                session_id,
-            });
-            let hello = Hello {
-                info: &info,
-                capabilities: None,
-            };
-            let encoded = self.codec.borrow_mut().encode_app(bye, &timestamp, &hello);
-            // On the window, not the channel: a page that is unloading may not get a channel message out.
-            match (encoded, self.link.borrow().as_ref()) {
-                (None, _) => {}
-                (Some((msg, _)), Some(link)) => {
-                    let _ = link.send_window(&msg, None);
-                }
-                (Some((msg, _)), None) => {
-                    let _ = self.deliver(msg, None);
-                }
-            }
-        }
-        self.core.borrow_mut().transport_lost();
+        self.core.borrow_mut().page_hidden();
         self.drive();
     }
 }

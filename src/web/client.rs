@@ -13,20 +13,19 @@ use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{later, now, timestamp, when_settled, Timer};
 use super::options::{call, connect, OptionSpec};
-use super::transport::{take_target, Link, Received, Sink, Target};
+use super::transport::{take_target, Link, Received, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
     keep_id, local_call_response, new_call_id, opt_function, opt_number, opt_string,
     read_call_options, to_str, try_call, type_error, watch_abort, Deferred,
 };
-use crate::core::codec::{Hello, Wire};
-use crate::core::dialect::Codec;
+use crate::core::codec::Wire;
 use crate::core::message::text;
 use crate::core::schema::{Kind, Payload};
 use crate::core::{
-    AbortKind, AbpError, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Control,
-    ControlOut, ElicitAnswer, ErrorCode, FromAgent, Incoming, Settlement,
+    AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
+    ElicitAnswer, ErrorCode, Sent, Settlement, Transmit,
 };
 
 struct CallJs {
@@ -74,11 +73,6 @@ struct ClientJs {
 }
 
 impl ClientInner {
-    /// Whether `initialize` offers the private channel: only ABP apps of this SDK take it.
-    fn offers_channel(&self) -> bool {
-        self.codec.borrow().kind() == crate::core::dialect::DialectKind::Abp
-    }
-
     /// Warns (once per name, in the console) before the first call to a deprecated or experimental
     /// capability.
     fn warn_once(&self, capability: &str) {
@@ -130,16 +124,14 @@ impl ClientJs {
 type AbortHook = Closure<dyn FnMut(String, JsValue)>;
 
 pub(crate) struct ClientInner {
-    core: RefCell<AgentCore<JsValue>>,
-    /// The dialect's codec (ABP unless `dialect` says otherwise).
-    codec: RefCell<Codec<JsValue>>,
+    /// Speaking ABP unless `dialect` says otherwise.
+    core: RefCell<AgentConnection<JsValue>>,
     js: RefCell<ClientJs>,
     hooks: RefCell<Hooks>,
     // Boxed, like the timer: a closed client, kept until the garbage collector finds its handle, then holds
     // neither inline.
     link: RefCell<Option<Box<Link>>>,
     timer: RefCell<Option<Box<Timer>>>,
-    agent_info: JsValue,
     ignored: Cell<u32>,
     rejected: Cell<u32>,
     /// `(callId, reason)` from any call's signal (one closure for all calls; see `watchAbort`).
@@ -225,15 +217,7 @@ impl AbpClient {
         let info = agent_info(&options)?;
         let dialect = dialect_option(&options, "AbpClient.connect")?;
         let target = take_target(transport, "AbpClient.connect")?;
-        let mut config = AgentConfig {
-            policy: dialect.policy(),
-            ..AgentConfig::default()
-        };
-        if matches!(target, Target::Port(_) | Target::Socket(_)) {
-            // A port queues what is sent before the other end listens, and a socket is open: one initialize
-            // is enough (a JSON-RPC peer would take a re-sent one as a second request).
-            config.policy.resend_initialize = false;
-        }
+        let mut config = AgentConfig::default();
         if let Some(t) = opt_number(&options, connect::CONNECT_TIMEOUT.name)
             .filter(|t| t.is_finite() && *t >= 0.0)
         {
@@ -258,8 +242,13 @@ impl AbpClient {
             on_capabilities_changed: opt_function(&options, connect::ON_CAPABILITIES_CHANGED.name),
         };
         let inner = Rc::new(ClientInner {
-            core: RefCell::new(AgentCore::new(config, id_prefix())),
-            codec: RefCell::new(Codec::new(dialect, true)),
+            core: RefCell::new(AgentConnection::new(
+                dialect,
+                target.carrier(),
+                config,
+                info,
+                id_prefix(),
+            )),
             js: RefCell::new(ClientJs {
                 calls: StrMap::new(),
                 cancels: StrMap::new(),
@@ -273,7 +262,6 @@ impl AbpClient {
             hooks: RefCell::new(hooks),
             link: RefCell::new(None),
             timer: RefCell::new(None),
-            agent_info: info,
             ignored: Cell::new(0),
             rejected: Cell::new(0),
             on_abort: RefCell::new(None),
@@ -303,12 +291,8 @@ impl AbpClient {
                 inner.drive();
             }
         })));
-        let link = Link::open(
-            target,
-            Rc::downgrade(&inner),
-            true,
-            dialect == crate::core::dialect::DialectKind::Abp,
-        )?;
+        let abp_envelope = inner.core.borrow().policy().abp_envelope();
+        let link = Link::open(target, Rc::downgrade(&inner), true, abp_envelope)?;
         *inner.link.borrow_mut() = Some(Box::new(link));
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
         let connected = Deferred::new();
@@ -583,7 +567,7 @@ impl ClientInner {
     /// into user code, so callbacks may call back into the client.
     fn drive(self: &Rc<Self>) {
         loop {
-            let next = self.core.borrow_mut().poll();
+            let next = self.core.borrow_mut().poll(&timestamp);
             match next {
                 Some(out) => self.perform(out),
                 None => break,
@@ -595,7 +579,7 @@ impl ClientInner {
         }
     }
 
-    fn perform(self: &Rc<Self>, out: AgentOutput<JsValue>) {
+    fn perform(self: &Rc<Self>, out: AgentOutput<JsValue, Transmit<JsValue>>) {
         match out {
             AgentOutput::Transmit(m) => self.transmit(m),
             AgentOutput::Connected { payload, .. } => {
@@ -720,37 +704,23 @@ impl ClientInner {
         }
     }
 
-    fn transmit(self: &Rc<Self>, m: FromAgent<JsValue>) {
-        let call_id = match &m {
-            FromAgent::Call { call_id, .. } => Some(call_id.clone()),
-            _ => None,
-        };
-        let kind = match &m {
-            FromAgent::Initialize { .. } => 1,
-            FromAgent::Control(ControlOut::Shutdown { .. }) => 2,
-            _ => 0,
-        };
-        let hello = Hello {
-            info: &self.agent_info,
-            capabilities: None,
-        };
-        let encoded = self.codec.borrow_mut().encode_agent(m, &timestamp, &hello);
-        let Some((msg, transfer)) = encoded else {
-            return; // nothing to send in this dialect
-        };
+    fn transmit(self: &Rc<Self>, t: Transmit<JsValue>) {
         let link = self.link.borrow();
-        let sent = match link.as_ref() {
-            Some(link) if kind == 1 => link.send_initialize(&msg, self.offers_channel()),
-            Some(link) if kind == 2 && link.on_port() => {
-                // Also on the window: a page that is unloading may not get a channel message out.
-                let _ = link.send_window(&msg, None);
-                link.send(&msg, None)
+        let sent = match (link.as_ref(), &t.sent) {
+            (Some(link), Sent::Initialize) => {
+                let offer = self.core.borrow().policy().abp_envelope();
+                link.send_initialize(&t.message, offer)
             }
-            Some(link) => link.send(&msg, transfer.as_ref()),
-            None => Err(type_error("not connected")),
+            (Some(link), Sent::Shutdown) if link.on_port() => {
+                // Also on the window: a page that is unloading may not get a channel message out.
+                let _ = link.send_window(&t.message, None);
+                link.send(&t.message, None)
+            }
+            (Some(link), _) => link.send(&t.message, t.transfer.as_ref()),
+            (None, _) => Err(type_error("not connected")),
         };
         drop(link);
-        if let (Err(e), Some(call_id)) = (sent, call_id) {
+        if let (Err(e), Sent::Call { .. }) = (sent, &t.sent) {
             // The transport says why when it can (a WebSocket over its size limit: TRANSPORT_ERROR, with its
             // own message); otherwise what postMessage threw, as text ("DataCloneError: …", the same whether
             // it was thrown on a window or a port, where it arrives as text).
@@ -761,7 +731,7 @@ impl ClientInner {
             };
             let code = code.unwrap_or(ErrorCode::InvalidParams);
             let error = AbpError::new(code, text(&["The call could not be sent: ", &message]));
-            self.core.borrow_mut().fail_call(&call_id, error);
+            self.core.borrow_mut().unsent(&t.sent, error);
         }
     }
 
@@ -851,17 +821,14 @@ impl ClientInner {
 
 impl Sink for ClientInner {
     fn on_message(self: Rc<Self>, data: Received, _origin: &str, _port: Option<MessagePort>) {
-        let decoded = match data {
-            Received::Read(m) => Ok(m),
-            Received::Raw(data) => self.codec.borrow_mut().decode(&data),
+        let read = match data {
+            Received::Read(m) => Ok(self.core.borrow_mut().receive_read(m, now())),
+            Received::Raw(data) => self.core.borrow_mut().receive(&data, now()),
         };
-        match decoded.map(Incoming::for_agent) {
-            Ok(Some(m)) => {
-                self.core.borrow_mut().handle(m, now());
-                self.drive();
-            }
+        match read {
+            Ok(true) => self.drive(),
             // An agent's message (another agent's, or ours seen on a shared window): not for this side.
-            Ok(None) => {}
+            Ok(false) => {}
             Err(_) => self.ignored.set(self.ignored.get().saturating_add(1)),
         }
     }
@@ -884,14 +851,12 @@ impl Sink for ClientInner {
     }
 
     fn on_orphan(self: Rc<Self>, data: JsValue) {
-        let decoded = self.codec.borrow_mut().decode(&data);
-        match decoded {
-            // Only the app of this session can name it: orphans cannot be traced to a window otherwise.
-            Ok(Incoming::Control(Control::Shutdown {
-                session_id: Some(s),
-                ..
-            })) if self.core.borrow().session_id() == Some(s.as_str()) => self.on_lost(),
-            _ => self.rejected.set(self.rejected.get().saturating_add(1)),
+        // Only the app of this session can name it: orphans cannot be traced to a window otherwise.
+        let ours = self.core.borrow_mut().names_session(&data);
+        if ours {
+            self.on_lost();
+        } else {
+            self.rejected.set(self.rejected.get().saturating_add(1));
         }
     }
 

@@ -19,6 +19,7 @@ use super::types::{IframeOptions, ParentOptions, WindowOptions};
 use super::value::{abp_port_listener, console_warn, keep_id, opt_string, port_post, type_error};
 #[cfg(feature = "mcp")]
 use super::value::{mcpb_payload, mcpb_wrap};
+use crate::core::dialect::Carrier;
 use crate::core::message::{Incoming, ToAgent, ToApp};
 use crate::core::schema::Payload;
 
@@ -40,6 +41,19 @@ pub(crate) enum Target {
     },
     Port(MessagePort),
     Socket(Rc<Socket>),
+}
+
+impl Target {
+    /// What the connection's policy needs to know of it: a frame or window may not be listening yet; a port
+    /// queues what is sent before the other end listens, and a socket is open.
+    pub(crate) fn carrier(&self) -> Carrier {
+        match self {
+            Target::Iframe { .. } | Target::Window { .. } | Target::Parent { .. } => {
+                Carrier::Window
+            }
+            Target::Port(_) | Target::Socket(_) => Carrier::Stream,
+        }
+    }
 }
 
 /// The MCP-B envelope `{ channel, type: 'mcp', direction, payload }` that `@mcp-b/transports`'

@@ -13,6 +13,8 @@ pub const POLICY: Policy = Policy {
     cancel_nested: false,
     app_speaks_first: false,
     app_timeouts: false,
+    abp_envelope: true,
+    min_progress_interval: 0,
 };
 
 /// ABP keeps no state per connection: every message is read and written on its own.

@@ -46,6 +46,8 @@ pub const POLICY: Policy = Policy {
     cancel_nested: true,
     app_speaks_first: false,
     app_timeouts: false,
+    abp_envelope: false,
+    min_progress_interval: 0,
 };
 
 jsonrpc_dialect_codec!(AcpCodec, |agent| AcpCodec::new(agent));

@@ -211,10 +211,9 @@ fn abp_errors_travel_in_the_json_rpc_error_data() {
 #[test]
 fn the_heartbeat_probes_with_a_request_any_answer_counts() {
     let mut p = Pair::speaking(DialectKind::Acp, AppConfig::default());
-    p.agent = crate::core::agent::AgentCore::new(
+    p.new_agent(
         crate::core::agent::AgentConfig {
             heartbeat: Some(100.0),
-            policy: DialectKind::Acp.policy(),
             ..Default::default()
         },
         "a",

@@ -144,6 +144,8 @@ pub const POLICY: Policy = Policy {
     cancel_nested: true,
     app_speaks_first: false,
     app_timeouts: false,
+    abp_envelope: false,
+    min_progress_interval: 0,
 };
 
 jsonrpc_dialect_codec!(McpCodec, |agent| McpCodec::new(agent));

@@ -91,7 +91,8 @@ macro_rules! jsonrpc_dialect_codec {
 macro_rules! dialects {
     ($(
         $(#[doc = $doc:literal])*
-        $variant:ident = $name:literal, mod $module:ident, $codec:ty $(, feature = $feature:literal)?;
+        $variant:ident = $name:literal, mod $module:ident, $codec:ty, subprotocol = $sub:expr
+        $(, feature = $feature:literal)?;
     )*) => {
         $( $(#[cfg(feature = $feature)])? pub mod $module; )*
         /// The JSON-RPC framing the dialects besides ABP share.
@@ -112,6 +113,13 @@ macro_rules! dialects {
             pub fn name(self) -> &'static str {
                 match self {
                     $( DialectKind::$variant => $name, )*
+                }
+            }
+
+            /// The WebSocket subprotocol that names the dialect, if it has one.
+            pub fn subprotocol(self) -> Option<&'static str> {
+                match self {
+                    $( DialectKind::$variant => $sub, )*
                 }
             }
 
@@ -208,19 +216,28 @@ macro_rules! dialects {
 
 dialects! {
     /// The Agentic Browser Protocol.
-    Abp = "abp", mod abp, abp::AbpCodec;
+    Abp = "abp", mod abp, abp::AbpCodec, subprotocol = Some("abp");
     /// The Model Context Protocol: capabilities as tools.
-    Mcp = "mcp", mod mcp, mcp::McpCodec<P>, feature = "mcp";
-    /// The Agent Client Protocol: a request per capability.
-    Acp = "acp", mod acp, acp::AcpCodec<P>, feature = "acp";
+    Mcp = "mcp", mod mcp, mcp::McpCodec<P>, subprotocol = Some("mcp"), feature = "mcp";
+    /// The Agent Client Protocol: a request per capability (over stdio in its own world: no subprotocol).
+    Acp = "acp", mod acp, acp::AcpCodec<P>, subprotocol = None, feature = "acp";
     /// Tesseron: the app says hello first, capabilities as actions.
-    Tesseron = "tesseron", mod tesseron, tesseron::TesseronCodec<P>, feature = "tesseron";
+    Tesseron = "tesseron", mod tesseron, tesseron::TesseronCodec<P>, subprotocol = Some("tesseron-gateway"),
+        feature = "tesseron";
 }
 
 impl DialectKind {
     /// The dialect a name (`dialect: 'mcp'`) stands for, built or not.
     pub fn parse(name: &str) -> Option<DialectKind> {
         DialectKind::ALL.iter().copied().find(|d| d.name() == name)
+    }
+
+    /// The dialect a WebSocket subprotocol names, built or not.
+    pub fn of_subprotocol(protocol: &str) -> Option<DialectKind> {
+        DialectKind::ALL
+            .iter()
+            .copied()
+            .find(|d| d.subprotocol() == Some(protocol))
     }
 }
 
@@ -250,10 +267,36 @@ pub struct Policy {
     /// The app ends a call that outlives its capability's `timeoutMs` (default one minute) with TIMEOUT
     /// (Tesseron's per-action timeout, -32002).
     pub app_timeouts: bool,
+    /// Messages are ABP envelopes: the agent offers a private `MessageChannel` with its `initialize`, and a
+    /// port reads calls and results in one pass. (A JSON-RPC peer would not know what to do with the port.)
+    pub abp_envelope: bool,
+    /// The app sends progress for one call at most once per this many milliseconds, whatever the app's own
+    /// setting (Tesseron: about two updates a second).
+    pub min_progress_interval: u32,
 }
 
 impl Policy {
     pub const ABP: Policy = abp::POLICY;
+
+    /// The rules of one connection: the dialect's, with what its carrier changes.
+    pub fn of(dialect: DialectKind, carrier: Carrier) -> Policy {
+        let mut policy = dialect.policy();
+        if carrier == Carrier::Stream {
+            // What is sent before the other end listens waits for it: one initialize is enough (and a
+            // JSON-RPC peer would take a re-sent one as a second request).
+            policy.resend_initialize = false;
+        }
+        policy
+    }
+}
+
+/// What a connection's policy needs to know of its transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    /// A frame or window, whose page may not be listening yet (an iframe still loading).
+    Window,
+    /// A `MessagePort`, a WebSocket, stdio: open, and what is sent before the other end listens waits for it.
+    Stream,
 }
 
 /// What the cores read: the field, or ABP's value in a build that speaks ABP only. There it is a constant, so
@@ -274,6 +317,7 @@ macro_rules! folded {
 }
 
 folded!(
+    abp_envelope,
     cancel_answered,
     cancelled_call_answered,
     list_capabilities,

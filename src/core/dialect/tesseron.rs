@@ -104,6 +104,8 @@ pub const POLICY: Policy = Policy {
     cancel_nested: false,
     app_speaks_first: true,
     app_timeouts: true,
+    abp_envelope: false,
+    min_progress_interval: 500,
 };
 
 jsonrpc_dialect_codec!(TesseronCodec, |agent| TesseronCodec::new(agent));

@@ -5,15 +5,14 @@
 
 use serde_json::{json, Value};
 
-use crate::core::agent::{AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, Settlement};
-use crate::core::codec::Hello;
-use crate::core::dialect::{Codec, DialectKind};
+use crate::core::agent::{AbortKind, AgentConfig, AgentOutput, CallRequest, Settlement};
+use crate::core::connection::AgentConnection;
+use crate::core::dialect::{Carrier, DialectKind};
 use crate::core::error::ErrorCode;
 use crate::core::tests::request;
 
 struct Gateway {
-    core: AgentCore<Value>,
-    codec: Codec<Value>,
+    core: AgentConnection<Value>,
     sent: Vec<Value>,
     events: Vec<AgentOutput<Value>>,
     now: f64,
@@ -21,13 +20,15 @@ struct Gateway {
 
 impl Gateway {
     fn new() -> Gateway {
-        let config = AgentConfig {
-            policy: DialectKind::Tesseron.policy(),
-            ..AgentConfig::default()
-        };
+        let info = json!({ "name": "abp-gateway", "version": "1" });
         let mut g = Gateway {
-            core: AgentCore::new(config, "g"),
-            codec: Codec::new(DialectKind::Tesseron, true),
+            core: AgentConnection::new(
+                DialectKind::Tesseron,
+                Carrier::Stream,
+                AgentConfig::default(),
+                info,
+                "g",
+            ),
             sent: Vec::new(),
             events: Vec::new(),
             now: 0.0,
@@ -38,27 +39,17 @@ impl Gateway {
     }
 
     fn drain(&mut self) {
-        let info = json!({ "name": "abp-gateway", "version": "1" });
-        while let Some(o) = self.core.poll() {
-            match o {
-                AgentOutput::Transmit(m) => {
-                    let hello = Hello {
-                        info: &info,
-                        capabilities: None,
-                    };
-                    if let Some((v, _)) = self.codec.encode_agent(m, &|| self.now, &hello) {
-                        self.sent.push(v);
-                    }
-                }
-                e => self.events.push(e),
+        let now = self.now;
+        while let Some(o) = self.core.poll(&|| now) {
+            match o.event() {
+                Err(t) => self.sent.push(t.message),
+                Ok(e) => self.events.push(e),
             }
         }
     }
 
     fn feed(&mut self, raw: Value) {
-        if let Some(m) = self.codec.decode(&raw).ok().and_then(|m| m.for_agent()) {
-            self.core.handle(m, self.now);
-        }
+        let _ = self.core.receive(&raw, self.now);
         self.drain();
     }
 

@@ -407,10 +407,9 @@ fn elicitation_goes_both_ways_and_ends_with_its_call() {
 #[test]
 fn ping_both_ways_and_the_heartbeat_uses_it() {
     let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
-    p.agent = crate::core::agent::AgentCore::new(
+    p.new_agent(
         crate::core::agent::AgentConfig {
             heartbeat: Some(100.0),
-            policy: DialectKind::Mcp.policy(),
             ..Default::default()
         },
         "a",
