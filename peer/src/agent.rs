@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abp_wasm::core::codec::encode_error;
 use abp_wasm::core::dialect::{Carrier, DialectKind};
+use abp_wasm::core::error::encode_error;
 use abp_wasm::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, Settlement,

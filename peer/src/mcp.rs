@@ -24,8 +24,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abp_wasm::core::codec::encode_error;
 use abp_wasm::core::dialect::{Carrier, DialectKind};
+use abp_wasm::core::error::encode_error;
 use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};

@@ -6,14 +6,14 @@ use std::collections::VecDeque;
 
 use super::map::StrMap;
 
-use super::codec::Wire;
 use super::dialect::Policy;
 use super::error::{AbpError, ErrorCode};
 use super::message::{
-    text, CancelVerdict, Control, ControlOut, ElicitAnswer, FromAgent, IdGen, ToAgent,
-    REASON_NOT_FOUND,
+    CancelVerdict, Control, ControlOut, ElicitAnswer, FromAgent, ToAgent, REASON_NOT_FOUND,
 };
-use super::schema::Kind;
+use super::payload::Kind;
+use super::payload::Wire;
+use super::text::{text, IdGen};
 use super::timers::{TimerId, Timers};
 
 #[derive(Clone, Debug)]

@@ -4,145 +4,16 @@
 
 use std::collections::VecDeque;
 
-use super::map::{str_hash, StrMap, StrSet};
-
-use super::capability::{self, Changes};
-use super::codec::{decode_error, Wire};
+use super::capability::{Changes, Registry, PROTOCOL_VERSION};
 use super::dialect::Policy;
-use super::error::{AbpError, ErrorCode};
+use super::error::{encode_error, AbpError, ErrorCode};
+use super::map::{str_hash, StrMap, StrSet};
 use super::message::{
-    text, CancelVerdict, Control, ControlOut, FromApp, IdGen, MalformedKind, Outcome, ToApp,
-    PROTOCOL_VERSION,
+    CancelVerdict, Control, ControlOut, Features, FromApp, MalformedKind, Outcome, ToApp,
 };
-use super::schema::{validate, Kind, Payload};
+use super::payload::Wire;
+use super::text::{text, IdGen};
 use super::timers::{TimerId, Timers};
-
-/// Registered capabilities: name → descriptor, with the reference's defaults filled in.
-pub struct Registry<P> {
-    order: Vec<String>,
-    caps: StrMap<Entry<P>>,
-}
-
-/// A registered capability: its descriptor, and what a call reads of it, taken when it is registered or
-/// updated (so a call reads nothing from the descriptor object: in the browser each read is a step into JS,
-/// and there were ten per call).
-struct Entry<P> {
-    descriptor: P,
-    /// Calls are refused (not available, or a requirement not met); `capability::gate` says why when one is.
-    refused: bool,
-    input_schema: Option<P>,
-    timeout_ms: Option<f64>,
-}
-
-impl<P: Wire> Entry<P> {
-    fn new(name: &str, descriptor: P) -> Entry<P> {
-        Entry {
-            refused: capability::gate(name, &descriptor).is_err(),
-            input_schema: descriptor.get("inputSchema"),
-            timeout_ms: descriptor
-                .get_f64("timeoutMs")
-                .filter(|t| t.is_finite() && *t >= 0.0),
-            descriptor,
-        }
-    }
-}
-
-impl<P: Wire> Default for Registry<P> {
-    fn default() -> Self {
-        Registry {
-            order: Vec::new(),
-            caps: StrMap::new(),
-        }
-    }
-}
-
-impl<P: Wire> Registry<P> {
-    /// Adds or replaces a capability. `Err` names a descriptor field of the wrong type. `Ok(true)` if the name
-    /// is new, `Ok(false)` if it replaced one.
-    pub fn register(&mut self, name: &str, descriptor: Option<P>) -> Result<bool, String> {
-        let d = capability::descriptor(name, descriptor.as_ref())?;
-        let added = self
-            .caps
-            .insert(name.to_owned(), Entry::new(name, d))
-            .is_none();
-        if added {
-            self.order.push(name.to_owned());
-        }
-        Ok(added)
-    }
-
-    pub fn unregister(&mut self, name: &str) -> bool {
-        if self.caps.remove(name).is_some() {
-            self.order.retain(|n| n != name);
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Lays `patch` over a registered descriptor (`available`, `requirements`, …). `Err` for an unknown name
-    /// or a field of the wrong type.
-    pub fn update(&mut self, name: &str, patch: &P) -> Result<(), String> {
-        let Some(entry) = self.caps.get(name) else {
-            return Err(text(&["No capability named '", name, "' is registered"]));
-        };
-        let d = capability::patched(&entry.descriptor, patch)?;
-        self.caps.insert(name.to_owned(), Entry::new(name, d));
-        Ok(())
-    }
-
-    pub fn contains(&self, name: &str) -> bool {
-        self.caps.contains_key(name)
-    }
-
-    pub fn descriptor(&self, name: &str) -> Option<&P> {
-        self.caps.get(name).map(|e| &e.descriptor)
-    }
-
-    /// The descriptor's `timeoutMs`, if it is a number of milliseconds.
-    pub fn timeout_ms(&self, name: &str) -> Option<f64> {
-        self.caps.get(name).and_then(|e| e.timeout_ms)
-    }
-
-    /// Names and descriptors in registration order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &P)> {
-        self.order
-            .iter()
-            .filter_map(|n| self.caps.get(n).map(|e| (n.as_str(), &e.descriptor)))
-    }
-
-    /// The descriptors, in registration order.
-    pub fn list(&self) -> P {
-        P::array(self.iter().map(|(_, d)| d.clone()).collect())
-    }
-
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-
-    /// What a call must pass before its handler runs: the capability exists, is available, has its
-    /// requirements met, and its params fit the `inputSchema`.
-    pub fn check_call(&self, name: &str, params: &P) -> Result<(), AbpError<P>> {
-        let Some(entry) = self.caps.get(name) else {
-            return Err(AbpError::new(
-                ErrorCode::UnknownCapability,
-                text(&["Unknown capability '", name, "'"]),
-            ));
-        };
-        if entry.refused {
-            capability::gate(name, &entry.descriptor)?;
-        }
-        match &entry.input_schema {
-            Some(schema) => validate(schema, params)
-                .map_err(|problem| AbpError::new(ErrorCode::InvalidParams, problem)),
-            None => Ok(()),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct AppConfig {
@@ -256,65 +127,8 @@ impl<P: Wire> ElicitEnd<P> {
         P::object_of(&mut [
             ("success", Some(P::boolean(false))),
             ("cancelled", cancelled.then(|| P::boolean(true))),
-            ("error", Some(super::codec::encode_error(error))),
+            ("error", Some(encode_error(error))),
         ])
-    }
-}
-
-/// What the agent enabled in `initialize.features` (absent fields count as enabled), and which elicitation
-/// methods it allows (`agentCapabilities.allowedRequests`; `None`: any).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Features {
-    pub notifications: bool,
-    pub progress: bool,
-    pub elicitation: bool,
-    pub allowed_requests: Option<Vec<String>>,
-}
-
-impl Default for Features {
-    fn default() -> Self {
-        Features {
-            notifications: true,
-            progress: true,
-            elicitation: true,
-            allowed_requests: None,
-        }
-    }
-}
-
-impl Features {
-    /// Reads `features` and `agentCapabilities.allowedRequests` from an `initialize` payload.
-    pub fn from_initialize<P: Payload>(payload: &P) -> Features {
-        let f = payload.get_object("features");
-        let on = |key: &str| {
-            f.as_ref()
-                .and_then(|f| f.get(key))
-                .and_then(|v| v.as_bool())
-                != Some(false)
-        };
-        let allowed = payload
-            .get_object("agentCapabilities")
-            .and_then(|a| a.get("allowedRequests"))
-            .filter(|a| a.kind() == Kind::Array)
-            .map(|a| {
-                (0..a.array_len().unwrap_or(0))
-                    .filter_map(|i| a.index(i)?.as_string())
-                    .collect()
-            });
-        Features {
-            notifications: on("notifications"),
-            progress: on("progress"),
-            elicitation: on("elicitation"),
-            allowed_requests: allowed,
-        }
-    }
-
-    fn allows(&self, method: &str) -> bool {
-        self.elicitation
-            && self
-                .allowed_requests
-                .as_ref()
-                .is_none_or(|a| a.iter().any(|m| m == method))
     }
 }
 
@@ -1224,7 +1038,7 @@ impl<P: Wire> AppConn<P> {
                 reason: Some("timeout".to_owned()),
             });
             let mut ms = String::new();
-            super::message::push_u64(&mut ms, active.timeout_ms.unwrap_or(0.0) as u64);
+            super::text::push_u64(&mut ms, active.timeout_ms.unwrap_or(0.0) as u64);
             let error = AbpError::new(
                 ErrorCode::Timeout,
                 text(&["Invocation ", &call_id, " exceeded ", &ms, " ms"]),
@@ -1263,65 +1077,6 @@ fn unsupported_version<P: Wire>(payload: &P) -> Option<AbpError<P>> {
             PROTOCOL_VERSION,
         ]),
     ))
-}
-
-/// What a handler's return value means. A ready-made `ABPResponse` (an object whose keys are only among
-/// `success` (a boolean, required), `data`, `error`, `metadata`, `cancelled`), as the ABP docs' app examples
-/// return, is taken as the response; anything else is the result's `data`. `aborted`: the call's signal had
-/// aborted, so the call counts as cancelled whatever the handler returned.
-pub fn outcome_of_return<P: Wire>(value: P, aborted: bool) -> Outcome<P> {
-    if aborted {
-        return Outcome::Cancelled { reason: None };
-    }
-    let success = match value.get("success").and_then(|s| s.as_bool()) {
-        Some(s) if value.kind() == Kind::Object => s,
-        _ => return Outcome::Success { data: value },
-    };
-    const RESPONSE_KEYS: [&str; 5] = ["success", "data", "error", "metadata", "cancelled"];
-    if !value
-        .keys()
-        .iter()
-        .all(|k| RESPONSE_KEYS.contains(&k.as_str()))
-    {
-        return Outcome::Success { data: value };
-    }
-    let error = value.get_object("error").map(|e| decode_error(&e));
-    if value.get("cancelled").and_then(|c| c.as_bool()) == Some(true) {
-        return Outcome::Cancelled {
-            reason: error.map(|e| e.message).filter(|m| !m.is_empty()),
-        };
-    }
-    if success {
-        return Outcome::Success {
-            data: value.get("data").unwrap_or_else(P::undefined),
-        };
-    }
-    Outcome::Failure(error.unwrap_or_else(|| {
-        AbpError::new(
-            ErrorCode::OperationFailed,
-            "The handler reported failure without an error",
-        )
-    }))
-}
-
-/// What a value a handler threw means: a cancellation if the signal had aborted or it is an `AbortError`;
-/// the ABP error it describes if it has a string `code` (with `retryable`, `details`, `retryAfter` and
-/// `alternatives` kept); else OPERATION_FAILED with its `message` (or `describe()` of it).
-pub fn outcome_of_throw<P: Wire>(
-    thrown: &P,
-    aborted: bool,
-    describe: impl FnOnce() -> String,
-) -> Outcome<P> {
-    if aborted || thrown.get_string("name").as_deref() == Some("AbortError") {
-        return Outcome::Cancelled {
-            reason: thrown.get_string("message"),
-        };
-    }
-    if thrown.get_string("code").is_some() {
-        return Outcome::Failure(decode_error(thrown));
-    }
-    let message = thrown.get_string("message").unwrap_or_else(describe);
-    Outcome::Failure(AbpError::new(ErrorCode::OperationFailed, message))
 }
 
 #[cfg(test)]

@@ -5,10 +5,14 @@
 //! Descriptors stay payload values (`JsValue` in the browser), so whatever else an app puts in one reaches the
 //! agent unchanged; these functions read and write only the fields the reference names.
 
-use super::codec::Wire;
 use super::error::{AbpError, ErrorCode};
-use super::message::{text, PROTOCOL_VERSION};
-use super::schema::{Kind, Payload};
+use super::map::StrMap;
+use super::payload::{Kind, Payload, Wire};
+use super::schema::validate;
+use super::text::text;
+
+/// The ABP version this SDK speaks: in `initialize`, its answer, and manifests.
+pub const PROTOCOL_VERSION: &str = "0.1";
 
 /// The requirement types of the ABP reference.
 pub const REQUIREMENT_TYPES: [&str; 6] = [
@@ -77,7 +81,7 @@ pub fn check_descriptor_fields<P: Payload>(d: &P) -> Result<(), String> {
 
 fn check_requirement<P: Payload>(r: &P, i: usize) -> Result<(), String> {
     let mut at = String::from("descriptor.requirements[");
-    super::message::push_u64(&mut at, i as u64);
+    super::text::push_u64(&mut at, i as u64);
     at.push(']');
     if r.kind() != Kind::Object {
         return Err(text(&[
@@ -405,4 +409,131 @@ pub fn manifest<'a, P: Wire + 'a>(
     m.set("app", app);
     m.set("capabilities", P::array(caps));
     Ok(m)
+}
+
+/// Registered capabilities: name → descriptor, with the reference's defaults filled in.
+pub struct Registry<P> {
+    order: Vec<String>,
+    caps: StrMap<Entry<P>>,
+}
+
+/// A registered capability: its descriptor, and what a call reads of it, taken when it is registered or
+/// updated (so a call reads nothing from the descriptor object: in the browser each read is a step into JS,
+/// and there were ten per call).
+struct Entry<P> {
+    descriptor: P,
+    /// Calls are refused (not available, or a requirement not met); `capability::gate` says why when one is.
+    refused: bool,
+    input_schema: Option<P>,
+    timeout_ms: Option<f64>,
+}
+
+impl<P: Wire> Entry<P> {
+    fn new(name: &str, descriptor: P) -> Entry<P> {
+        Entry {
+            refused: gate(name, &descriptor).is_err(),
+            input_schema: descriptor.get("inputSchema"),
+            timeout_ms: descriptor
+                .get_f64("timeoutMs")
+                .filter(|t| t.is_finite() && *t >= 0.0),
+            descriptor,
+        }
+    }
+}
+
+impl<P: Wire> Default for Registry<P> {
+    fn default() -> Self {
+        Registry {
+            order: Vec::new(),
+            caps: StrMap::new(),
+        }
+    }
+}
+
+impl<P: Wire> Registry<P> {
+    /// Adds or replaces a capability. `Err` names a descriptor field of the wrong type. `Ok(true)` if the name
+    /// is new, `Ok(false)` if it replaced one.
+    pub fn register(&mut self, name: &str, descriptor: Option<P>) -> Result<bool, String> {
+        let d = self::descriptor(name, descriptor.as_ref())?;
+        let added = self
+            .caps
+            .insert(name.to_owned(), Entry::new(name, d))
+            .is_none();
+        if added {
+            self.order.push(name.to_owned());
+        }
+        Ok(added)
+    }
+
+    pub fn unregister(&mut self, name: &str) -> bool {
+        if self.caps.remove(name).is_some() {
+            self.order.retain(|n| n != name);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Lays `patch` over a registered descriptor (`available`, `requirements`, …). `Err` for an unknown name
+    /// or a field of the wrong type.
+    pub fn update(&mut self, name: &str, patch: &P) -> Result<(), String> {
+        let Some(entry) = self.caps.get(name) else {
+            return Err(text(&["No capability named '", name, "' is registered"]));
+        };
+        let d = patched(&entry.descriptor, patch)?;
+        self.caps.insert(name.to_owned(), Entry::new(name, d));
+        Ok(())
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.caps.contains_key(name)
+    }
+
+    pub fn descriptor(&self, name: &str) -> Option<&P> {
+        self.caps.get(name).map(|e| &e.descriptor)
+    }
+
+    /// The descriptor's `timeoutMs`, if it is a number of milliseconds.
+    pub fn timeout_ms(&self, name: &str) -> Option<f64> {
+        self.caps.get(name).and_then(|e| e.timeout_ms)
+    }
+
+    /// Names and descriptors in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &P)> {
+        self.order
+            .iter()
+            .filter_map(|n| self.caps.get(n).map(|e| (n.as_str(), &e.descriptor)))
+    }
+
+    /// The descriptors, in registration order.
+    pub fn list(&self) -> P {
+        P::array(self.iter().map(|(_, d)| d.clone()).collect())
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// What a call must pass before its handler runs: the capability exists, is available, has its
+    /// requirements met, and its params fit the `inputSchema`.
+    pub fn check_call(&self, name: &str, params: &P) -> Result<(), AbpError<P>> {
+        let Some(entry) = self.caps.get(name) else {
+            return Err(AbpError::new(
+                ErrorCode::UnknownCapability,
+                text(&["Unknown capability '", name, "'"]),
+            ));
+        };
+        if entry.refused {
+            gate(name, &entry.descriptor)?;
+        }
+        match &entry.input_schema {
+            Some(schema) => validate(schema, params)
+                .map_err(|problem| AbpError::new(ErrorCode::InvalidParams, problem)),
+            None => Ok(()),
+        }
+    }
 }

@@ -22,11 +22,13 @@ use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 
 use super::agent::{AgentConfig, AgentCore, AgentOutput};
-use super::app::{AppConfig, AppConn, AppOutput, Registry};
-use super::codec::{Hello, Ignored, Timestamp, Wire};
+use super::app::{AppConfig, AppConn, AppOutput};
+use super::capability::Registry;
 use super::dialect::{Carrier, Codec, DialectKind, Policy};
+use super::dialect::{Hello, Ignored};
 use super::error::AbpError;
 use super::message::{Control, ControlOut, FromAgent, FromApp, Incoming, Outcome, ToApp};
+use super::payload::{Timestamp, Wire};
 
 /// One encoded message to send.
 #[derive(Clone, Debug)]

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use super::agent::{AgentConfig, Settlement};
-use super::app::{AppConfig, Registry};
+use super::app::AppConfig;
+use super::capability::Registry;
 use super::connection::{AgentConnection, AppConnection, Sent, Transmit};
 use super::dialect::{Carrier, DialectKind, Policy};
 use super::error::{AbpError, ErrorCode};

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::payload::{Kind, Payload, Wire};
+
 /// The error codes of the ABP error table, with their `retryable` defaults.
 ///
 /// Codes this SDK does not know (an app may throw `{ code: 'MY_CODE' }`) are kept as [`ErrorCode::Other`]
@@ -157,6 +159,49 @@ impl<P> AbpError<P> {
     pub fn not_initialized() -> Self {
         AbpError::new(ErrorCode::NotInitialized, "No active ABP session")
     }
+}
+
+/// Reads an ABP error object.
+pub fn decode_error<P: Wire>(e: &P) -> AbpError<P> {
+    let code = opt_string(e, "code")
+        .map(|c| ErrorCode::parse(&c))
+        .unwrap_or(ErrorCode::OperationFailed);
+    let retryable = e
+        .get("retryable")
+        .and_then(|r| r.as_bool())
+        .unwrap_or_else(|| code.retryable());
+    AbpError {
+        message: opt_string(e, "message").unwrap_or_default(),
+        retryable,
+        details: e.get("details"),
+        retry_after: opt_number(e, "retryAfter"),
+        alternatives: e.get("alternatives").filter(|a| a.kind() == Kind::Array),
+        code,
+    }
+}
+
+pub fn encode_error<P: Wire>(e: AbpError<P>) -> P {
+    let mut o = P::object_of(&mut [
+        ("code", Some(P::string(e.code.as_str()))),
+        ("message", Some(P::string(&e.message))),
+        ("retryable", Some(P::boolean(e.retryable))),
+        ("details", e.details),
+    ]);
+    if let Some(r) = e.retry_after {
+        o.set("retryAfter", P::number(r));
+    }
+    if let Some(a) = e.alternatives {
+        o.set("alternatives", a);
+    }
+    o
+}
+
+fn opt_string<P: Payload>(v: &P, key: &str) -> Option<String> {
+    v.get_string(key)
+}
+
+fn opt_number<P: Payload>(v: &P, key: &str) -> Option<f64> {
+    v.get_f64(key).filter(|n| n.is_finite())
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use super::codec::{decode, encode_app, CallFields, Hello, Wire};
+use super::dialect::abp::{call_message, decode, encode_app};
+use super::dialect::Hello;
 use super::message::{FromApp, Incoming, Outcome, ToAgent, ToApp};
+use super::payload::{CallFields, Wire};
 
 /// Runs `cases` through glue.js in Node: each case is `{ kind, ... }`, each answer what the function gave.
 fn in_node(cases: &Value) -> Vec<Value> {
@@ -74,7 +76,7 @@ fn call(timeout: Option<f64>, token: Option<&str>) -> Value {
         timeout,
         progress_token: token,
     };
-    Value::call_message(&fields, &|| 0.0, json!({ "q": "x", "n": [1, 2] }))
+    call_message(&fields, &|| 0.0, json!({ "q": "x", "n": [1, 2] }))
 }
 
 #[test]

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::codec::Wire;
-use super::schema::{Kind, Payload};
+use super::payload::Wire;
+use super::payload::{Kind, Payload};
 
 impl Payload for Value {
     fn kind(&self) -> Kind {
@@ -108,9 +108,9 @@ impl super::discovery::ParseJson for Value {
                 _ => "unreadable",
             });
             s.push_str(" at line ");
-            super::message::push_u64(&mut s, e.line() as u64);
+            super::text::push_u64(&mut s, e.line() as u64);
             s.push_str(", column ");
-            super::message::push_u64(&mut s, e.column() as u64);
+            super::text::push_u64(&mut s, e.column() as u64);
             s
         })
     }

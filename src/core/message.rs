@@ -1,31 +1,15 @@
 //! The ABP messages as the state machines see them.
 //!
-//! A codec (the JS envelope codec in `web/`, a JSON one in tests) turns wire messages into [`Incoming`] and
-//! [`Outgoing`] into wire messages. The state machines read only the control fields (ids, names, flags);
-//! everything the user sees (`params`, `data`, progress details, whole responses) stays an opaque `P`.
+//! A dialect's codec (`core::dialect`) turns wire messages into [`Incoming`], and [`FromAgent`] and
+//! [`FromApp`] into wire messages. Each message is declared once, by who reads it ([`ToAgent`], [`ToApp`]) or
+//! who sends it ([`FromAgent`], [`FromApp`]); [`Control`] and [`ControlOut`] are either side's. The state
+//! machines read only the control fields (ids, names, flags); everything the user sees (`params`, `data`,
+//! progress details, whole responses) stays an opaque `P`. Also here: what an agent enabled ([`Features`]) and
+//! what a handler's return value or throw means ([`Outcome`]).
 
-use super::app::Features;
 use super::capability::Changes;
-use super::error::AbpError;
-
-/// Wire `type` strings.
-pub mod types {
-    pub const INITIALIZE: &str = "initialize";
-    pub const INITIALIZE_RESULT: &str = "initialize-result";
-    pub const CALL: &str = "capabilities/call";
-    pub const CALL_RESULT: &str = "capabilities/call-result";
-    pub const CANCEL: &str = "capabilities/cancel";
-    pub const CANCEL_RESULT: &str = "capabilities/cancel-result";
-    pub const PROGRESS: &str = "progress";
-    pub const NOTIFICATION: &str = "notification";
-    pub const ELICITATION_REQUEST: &str = "elicitation/request";
-    pub const ELICITATION_RESPONSE: &str = "elicitation/response";
-    pub const SHUTDOWN: &str = "shutdown";
-    /// Sent as a `notification` event (and accepted as a message type) when the app's capabilities change.
-    pub const CAPABILITIES_CHANGED: &str = "notifications/capabilities/list_changed";
-}
-
-pub const PROTOCOL_VERSION: &str = "0.1";
+use super::error::{decode_error, AbpError, ErrorCode};
+use super::payload::{Kind, Payload, Wire};
 
 /// Cancel-result reasons of the cancel table.
 pub const REASON_NOT_FOUND: &str = "Operation not found";
@@ -401,93 +385,118 @@ impl<P> From<ControlOut> for FromApp<P> {
     }
 }
 
-/// Makes message ids and session ids. Ids only need to be unique per connection; a random prefix keeps two
-/// connections (or a reloaded page) from colliding.
-#[derive(Clone, Debug)]
-pub struct IdGen {
-    prefix: String,
-    next: u64,
+/// What the agent enabled in `initialize.features` (absent fields count as enabled), and which elicitation
+/// methods it allows (`agentCapabilities.allowedRequests`; `None`: any).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Features {
+    pub notifications: bool,
+    pub progress: bool,
+    pub elicitation: bool,
+    pub allowed_requests: Option<Vec<String>>,
 }
 
-impl IdGen {
-    pub fn new(prefix: impl Into<String>) -> Self {
-        IdGen {
-            prefix: prefix.into(),
-            next: 0,
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            notifications: true,
+            progress: true,
+            elicitation: true,
+            allowed_requests: None,
         }
-    }
-
-    pub fn next_id(&mut self) -> String {
-        self.next += 1;
-        let mut s = String::with_capacity(self.prefix.len() + 8);
-        s.push_str(&self.prefix);
-        push_u64(&mut s, self.next);
-        s
     }
 }
 
-/// Appends a number without the formatting machinery (keeps the wasm small).
-pub fn push_u64(s: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+impl Features {
+    /// Reads `features` and `agentCapabilities.allowedRequests` from an `initialize` payload.
+    pub fn from_initialize<P: Payload>(payload: &P) -> Features {
+        let f = payload.get_object("features");
+        let on = |key: &str| {
+            f.as_ref()
+                .and_then(|f| f.get(key))
+                .and_then(|v| v.as_bool())
+                != Some(false)
+        };
+        let allowed = payload
+            .get_object("agentCapabilities")
+            .and_then(|a| a.get("allowedRequests"))
+            .filter(|a| a.kind() == Kind::Array)
+            .map(|a| {
+                (0..a.array_len().unwrap_or(0))
+                    .filter_map(|i| a.index(i)?.as_string())
+                    .collect()
+            });
+        Features {
+            notifications: on("notifications"),
+            progress: on("progress"),
+            elicitation: on("elicitation"),
+            allowed_requests: allowed,
         }
     }
-    for &b in &buf[i..] {
-        s.push(b as char);
+
+    pub(crate) fn allows(&self, method: &str) -> bool {
+        self.elicitation
+            && self
+                .allowed_requests
+                .as_ref()
+                .is_none_or(|a| a.iter().any(|m| m == method))
     }
 }
 
-/// Joins pieces of text. Used instead of `format!` so the wasm build carries no formatting machinery.
-pub fn text(parts: &[&str]) -> String {
-    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
-    for p in parts {
-        s.push_str(p);
+/// What a handler's return value means. A ready-made `ABPResponse` (an object whose keys are only among
+/// `success` (a boolean, required), `data`, `error`, `metadata`, `cancelled`), as the ABP docs' app examples
+/// return, is taken as the response; anything else is the result's `data`. `aborted`: the call's signal had
+/// aborted, so the call counts as cancelled whatever the handler returned.
+pub fn outcome_of_return<P: Wire>(value: P, aborted: bool) -> Outcome<P> {
+    if aborted {
+        return Outcome::Cancelled { reason: None };
     }
-    s
+    let success = match value.get("success").and_then(|s| s.as_bool()) {
+        Some(s) if value.kind() == Kind::Object => s,
+        _ => return Outcome::Success { data: value },
+    };
+    const RESPONSE_KEYS: [&str; 5] = ["success", "data", "error", "metadata", "cancelled"];
+    if !value
+        .keys()
+        .iter()
+        .all(|k| RESPONSE_KEYS.contains(&k.as_str()))
+    {
+        return Outcome::Success { data: value };
+    }
+    let error = value.get_object("error").map(|e| decode_error(&e));
+    if value.get("cancelled").and_then(|c| c.as_bool()) == Some(true) {
+        return Outcome::Cancelled {
+            reason: error.map(|e| e.message).filter(|m| !m.is_empty()),
+        };
+    }
+    if success {
+        return Outcome::Success {
+            data: value.get("data").unwrap_or_else(P::undefined),
+        };
+    }
+    Outcome::Failure(error.unwrap_or_else(|| {
+        AbpError::new(
+            ErrorCode::OperationFailed,
+            "The handler reported failure without an error",
+        )
+    }))
 }
 
-/// Writes a number the way JavaScript would for the values schemas use: integers exactly, other values
-/// with up to six decimals. (No float formatting machinery in the wasm build.)
-pub fn number(n: f64) -> String {
-    let mut s = String::new();
-    if !n.is_finite() {
-        s.push_str(if n.is_nan() {
-            "NaN"
-        } else if n > 0.0 {
-            "Infinity"
-        } else {
-            "-Infinity"
-        });
-        return s;
+/// What a value a handler threw means: a cancellation if the signal had aborted or it is an `AbortError`;
+/// the ABP error it describes if it has a string `code` (with `retryable`, `details`, `retryAfter` and
+/// `alternatives` kept); else OPERATION_FAILED with its `message` (or `describe()` of it).
+pub fn outcome_of_throw<P: Wire>(
+    thrown: &P,
+    aborted: bool,
+    describe: impl FnOnce() -> String,
+) -> Outcome<P> {
+    if aborted || thrown.get_string("name").as_deref() == Some("AbortError") {
+        return Outcome::Cancelled {
+            reason: thrown.get_string("message"),
+        };
     }
-    if n < 0.0 {
-        s.push('-');
+    if thrown.get_string("code").is_some() {
+        return Outcome::Failure(decode_error(thrown));
     }
-    let a = n.abs();
-    if a >= 1e18 {
-        s.push_str("a very large number");
-        return s;
-    }
-    let scaled = (a * 1e6).round() as u64;
-    push_u64(&mut s, scaled / 1_000_000);
-    let mut frac = scaled % 1_000_000;
-    if frac != 0 {
-        s.push('.');
-        let mut digits = [b'0'; 6];
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (frac % 10) as u8;
-            frac /= 10;
-        }
-        let end = digits.iter().rposition(|&d| d != b'0').map_or(0, |i| i + 1);
-        for &d in &digits[..end] {
-            s.push(d as char);
-        }
-    }
-    s
+    let message = thrown.get_string("message").unwrap_or_else(describe);
+    Outcome::Failure(AbpError::new(ErrorCode::OperationFailed, message))
 }

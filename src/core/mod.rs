@@ -4,7 +4,6 @@
 pub mod agent;
 pub mod app;
 pub mod capability;
-pub mod codec;
 pub mod connection;
 pub mod dialect;
 #[cfg(feature = "discovery")]
@@ -12,7 +11,9 @@ pub mod discovery;
 pub mod error;
 pub mod map;
 pub mod message;
+pub mod payload;
 pub mod schema;
+pub mod text;
 pub mod timers;
 
 #[cfg(any(test, feature = "json"))]
@@ -23,6 +24,8 @@ mod connection_tests;
 #[cfg(test)]
 mod fastpath_tests;
 #[cfg(test)]
+mod layers_tests;
+#[cfg(test)]
 pub(crate) mod tests;
 #[cfg(test)]
 mod tests_conformance;
@@ -30,7 +33,8 @@ mod tests_conformance;
 pub use agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
 };
-pub use app::{AppConfig, AppConn, AppOutput, Registry};
+pub use app::{AppConfig, AppConn, AppOutput};
+pub use capability::Registry;
 pub use connection::{AgentConnection, AppConnection, Sent, Transmit};
 pub use error::{AbpError, ErrorCode};
 pub use message::{

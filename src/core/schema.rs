@@ -3,61 +3,8 @@
 //! payload type through [`Payload`], so the browser validates `JsValue`s in place and tests validate
 //! `serde_json::Value`s.
 
-use super::message::{number, text};
-
-/// The JSON kinds a payload can have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Undefined,
-    Null,
-    Bool,
-    Number,
-    String,
-    Array,
-    Object,
-    /// Functions, symbols, bigints, class instances that are not plain data.
-    Other,
-}
-
-/// Read access to a payload value, enough to validate it against a schema.
-pub trait Payload: Clone {
-    fn kind(&self) -> Kind;
-    /// An own property of an object; `None` when missing or `undefined`.
-    fn get(&self, key: &str) -> Option<Self>;
-    /// `get(key)` if it is a string (one step where the payload type can do it in one).
-    fn get_string(&self, key: &str) -> Option<String> {
-        self.get(key).and_then(|v| v.as_string())
-    }
-    /// `get_string(key)` for a short string the receiver is likely to send back (message and call ids, cancel
-    /// reasons): a payload type whose strings are costly to make from Rust keeps the original for the reply.
-    fn get_id(&self, key: &str) -> Option<String> {
-        self.get_string(key)
-    }
-    /// `get(key)` if it is an object (not null, not an array).
-    fn get_object(&self, key: &str) -> Option<Self> {
-        self.get(key).filter(|v| v.kind() == Kind::Object)
-    }
-    /// `get(key)` if it is a number.
-    fn get_f64(&self, key: &str) -> Option<f64> {
-        self.get(key).and_then(|v| v.as_f64())
-    }
-    fn as_f64(&self) -> Option<f64>;
-    fn as_bool(&self) -> Option<bool>;
-    fn as_string(&self) -> Option<String>;
-    /// Length of a string as JavaScript counts it (UTF-16 code units).
-    fn string_len(&self) -> Option<usize>;
-    fn array_len(&self) -> Option<usize>;
-    fn index(&self, i: usize) -> Option<Self>;
-    /// Own enumerable keys of an object.
-    fn keys(&self) -> Vec<String>;
-    /// Equality of primitives (for `enum`).
-    fn same_value(&self, other: &Self) -> bool;
-    /// Whether this string matches `pattern` as the platform's regular expressions read it. `None`: not a
-    /// string, a pattern the platform cannot read, or no regular expressions here (the check is skipped).
-    fn matches_pattern(&self, _pattern: &str) -> Option<bool> {
-        None
-    }
-}
+use super::payload::{Kind, Payload};
+use super::text::{number, text};
 
 /// Structural equality of JSON values (for `const`).
 fn deep_equal<P: Payload>(a: &P, b: &P, depth: usize) -> bool {
@@ -247,7 +194,7 @@ fn check_items<P: Payload>(
             let Some(v) = value.index(i) else { continue };
             let len = path.len();
             path.push('[');
-            super::message::push_u64(path, i as u64);
+            super::text::push_u64(path, i as u64);
             path.push(']');
             check(&items, &v, path, depth + 1)?;
             path.truncate(len);

@@ -8,9 +8,11 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 use super::agent::{AbortKind, AgentConfig, AgentOutput, CallRequest, CancelAnswer, Settlement};
-use super::app::{AppConfig, AppOutput, ElicitEnd, Registry};
-use super::codec::{decode, Ignored};
+use super::app::{AppConfig, AppOutput, ElicitEnd};
+use super::capability::Registry;
 use super::connection::{AgentConnection, AppConnection};
+use super::dialect::abp::decode;
+use super::dialect::Ignored;
 use super::dialect::{Carrier, Codec, DialectKind};
 use super::error::ErrorCode;
 use super::message::{Control, ElicitAnswer, Incoming, Outcome, ToAgent, ToApp};
@@ -1101,7 +1103,7 @@ fn a_timed_out_call_reports_timeout_even_when_the_result_overtakes_the_cancel_re
 
 #[test]
 fn numbers_in_messages_are_written_like_javascript_writes_them() {
-    use super::message::number;
+    use super::text::number;
     let cases = [
         (0.0, "0"),
         (500.0, "500"),

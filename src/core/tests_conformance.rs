@@ -7,13 +7,15 @@
 use serde_json::{json, Value};
 
 use super::agent::AgentOutput;
-use super::app::{
-    outcome_of_return, outcome_of_throw, AppConfig, AppConn, AppOutput, ElicitEnd, Registry,
-};
+use super::app::{AppConfig, AppConn, AppOutput, ElicitEnd};
+use super::capability::Registry;
 use super::capability::{apply_changes, descriptor, manifest, support_info, Changes};
-use super::codec::{decode, encode_app, encode_error, Hello};
+use super::dialect::abp::{decode, encode_app};
+use super::dialect::Hello;
+use super::error::encode_error;
 use super::error::{AbpError, ErrorCode};
 use super::message::Outcome;
+use super::message::{outcome_of_return, outcome_of_throw};
 use super::schema::{format_ok, validate};
 use super::tests::{remote, Pair};
 
@@ -673,7 +675,7 @@ fn error_codes_round_trip_through_the_codec() {
     let e: AbpError<Value> = AbpError::new(ErrorCode::PermissionDenied, "no");
     let wire = encode_error(e);
     assert_eq!(wire["retryable"], true);
-    let back = super::codec::decode_error(&wire);
+    let back = super::error::decode_error(&wire);
     assert_eq!(back.code, ErrorCode::PermissionDenied);
     assert!(back.retry_after.is_none() && back.alternatives.is_none());
 }

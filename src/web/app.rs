@@ -18,13 +18,14 @@ use super::value::{
     abort_with, console_warn, ctx_hooks, dialect_option, id_prefix, js_string, opt_number,
     opt_string, run_handler, to_str, type_error, webmcp_expose, Deferred, HandlerCancel,
 };
-use crate::core::app::{outcome_of_return, outcome_of_throw};
 use crate::core::capability::{self, Changes};
-use crate::core::codec::{encode_error, Wire};
 use crate::core::dialect::{Carrier, DialectKind};
-use crate::core::message::text;
-use crate::core::message::IdGen;
-use crate::core::schema::{Kind, Payload};
+use crate::core::error::encode_error;
+use crate::core::message::{outcome_of_return, outcome_of_throw};
+use crate::core::payload::Wire;
+use crate::core::payload::{Kind, Payload};
+use crate::core::text::text;
+use crate::core::text::IdGen;
 use crate::core::{
     AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry, Sent, Transmit,
 };

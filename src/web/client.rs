@@ -20,9 +20,9 @@ use super::value::{
     keep_id, local_call_response, new_call_id, opt_function, opt_number, opt_string,
     read_call_options, to_str, try_call, type_error, watch_abort, Deferred,
 };
-use crate::core::codec::Wire;
-use crate::core::message::text;
-use crate::core::schema::{Kind, Payload};
+use crate::core::payload::Wire;
+use crate::core::payload::{Kind, Payload};
+use crate::core::text::text;
 use crate::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, ErrorCode, Sent, Settlement, Transmit,
@@ -558,7 +558,7 @@ fn cancel_failure(call_id: &str, error: AbpError<JsValue>) -> JsValue {
     let mut r = JsValue::object();
     r.set("callId", js_string(call_id));
     r.set("cancelled", JsValue::FALSE);
-    r.set("error", crate::core::codec::encode_error(error));
+    r.set("error", crate::core::error::encode_error(error));
     r
 }
 

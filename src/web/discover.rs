@@ -46,8 +46,8 @@ use super::value::{to_str, type_error};
 use crate::core::discovery::{
     Discovery, DiscoveryResult, Failure, ParseJson, Request, ResponseHead, Url, TIMEOUT_MS,
 };
-use crate::core::message::text;
-use crate::core::schema::{Kind, Payload};
+use crate::core::payload::{Kind, Payload};
+use crate::core::text::text;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_DISCOVERY: &'static str = r#"

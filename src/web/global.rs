@@ -18,10 +18,12 @@ use super::value::{
     ask_global, emit_global, js_string, local_call_response, local_response, make_global,
     new_call_id, opt_string, type_error, Deferred,
 };
+use crate::core::capability::PROTOCOL_VERSION;
 use crate::core::capability::{apply_changes, support_info};
-use crate::core::codec::Wire;
-use crate::core::message::{text, types, PROTOCOL_VERSION};
-use crate::core::schema::{Kind, Payload};
+use crate::core::dialect::abp::types;
+use crate::core::payload::Wire;
+use crate::core::payload::{Kind, Payload};
+use crate::core::text::text;
 use crate::core::{AbpError, ErrorCode};
 
 /// The one closure behind every `window.abp` method: `(method name, a, b, c)`.

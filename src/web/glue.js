@@ -437,7 +437,7 @@ export function abpPortListener(onCall, onResult, onOther) {
 }
 
 // ---- The two messages of every call, built in one step each (object literals of one shape; the same
-// fields in the same order as the generic build in src/core/codec.rs; src/core/fastpath_tests.rs runs these
+// fields in the same order as the generic build in src/core/dialect/abp.rs; src/core/fastpath_tests.rs runs these
 // and abpPortListener in Node against the codec) ----
 
 /** `{ type: 'capabilities/call', id, timestamp, payload: { callId, capability, params[, options] } }`, with

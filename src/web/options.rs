@@ -163,7 +163,10 @@ pub(crate) mod connect {
     pub(crate) const AGENT: OptionSpec = OptionSpec::new("agent", Given::Object, "AgentInfo")
         .doc(&["Who is calling, as the app sees it (default `{ name: 'abp-wasm', version: <this package's> }`)."]);
     pub(crate) const DIALECT: OptionSpec = OptionSpec::new("dialect", Given::String, "Dialect")
-        .doc(&["`'mcp'`: call the tools of an MCP server (default `'abp'`)."]);
+        .doc(&[
+            "The protocol the app speaks: `'abp'` (the default), `'mcp'` (the tools of an MCP server), `'acp'` (an",
+            "ACP agent's methods) or `'tesseron'` (a Tesseron app, dialled as its gateway).",
+        ]);
     pub(crate) const CONNECT_TIMEOUT: OptionSpec =
         OptionSpec::new("connectTimeout", Given::Number, "number").doc(&[
             "How long to keep (re)sending `initialize` before giving up, ms (default 10000).",

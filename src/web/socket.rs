@@ -18,8 +18,8 @@ use super::dom::{later, now, Listener, Timer};
 use super::transport::{Received, Sink};
 use super::types::WebSocketOptions;
 use super::value::{error_with_code, opt_number, type_error, ws_decode, ws_encode, Deferred};
-use crate::core::message::text;
-use crate::core::schema::{Kind, Payload};
+use crate::core::payload::{Kind, Payload};
+use crate::core::text::text;
 
 /// Default limit for one frame, either way: 16 MiB of UTF-8 text.
 const DEFAULT_MAX_BYTES: f64 = 16.0 * 1024.0 * 1024.0;

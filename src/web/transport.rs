@@ -21,7 +21,7 @@ use super::value::{abp_port_listener, console_warn, keep_id, opt_string, port_po
 use super::value::{mcpb_payload, mcpb_wrap};
 use crate::core::dialect::Carrier;
 use crate::core::message::{Incoming, ToAgent, ToApp};
-use crate::core::schema::Payload;
+use crate::core::payload::Payload;
 
 #[derive(Clone)]
 pub(crate) enum Target {
@@ -144,14 +144,14 @@ impl Envelope {
 fn channel_option(options: &JsValue, what: &str) -> Result<Option<String>, JsValue> {
     match options.get("channel") {
         None => Ok(None),
-        Some(_) if !cfg!(feature = "mcp") => Err(type_error(&crate::core::message::text(&[
+        Some(_) if !cfg!(feature = "mcp") => Err(type_error(&crate::core::text::text(&[
             "PostMessageTransport.",
             what,
             ": options.channel is the MCP-B envelope of the MCP dialect, and this build of abp-wasm speaks ABP only; import 'abp-wasm' (the full package) for it",
         ]))),
         Some(c) => match c.as_string().filter(|c| !c.is_empty()) {
             Some(c) => Ok(Some(c)),
-            None => Err(type_error(&crate::core::message::text(&[
+            None => Err(type_error(&crate::core::text::text(&[
                 "PostMessageTransport.",
                 what,
                 ": options.channel must be a non-empty string (the MCP-B channel, e.g. 'mcp-iframe')",
@@ -169,7 +169,7 @@ pub struct PostMessageTransport {
 
 fn target_origin(options: &JsValue, what: &str) -> Result<String, JsValue> {
     let origin = opt_string(options, "targetOrigin").ok_or_else(|| {
-        type_error(&crate::core::message::text(&[
+        type_error(&crate::core::text::text(&[
             "PostMessageTransport.",
             what,
             ": options.targetOrigin is required (the app's origin, e.g. 'https://app.example'; '*' only if you mean it)",
@@ -302,7 +302,7 @@ pub(crate) fn take_target(transport: JsValue, who: &str) -> Result<Target, JsVal
     };
     match WebSocketTransport::try_from_js_value(transport) {
         Ok(t) => t.take().map(Target::Socket),
-        Err(_) => Err(type_error(&crate::core::message::text(&[
+        Err(_) => Err(type_error(&crate::core::text::text(&[
             who,
             ": expected a PostMessageTransport or a WebSocketTransport (one per connection; this one may be in use already)",
         ]))),

@@ -6,9 +6,10 @@ use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::core::codec::{encode_error, CallFields, Timestamp, Wire};
+use crate::core::error::encode_error;
 use crate::core::map::{str_hash, StrMap};
-use crate::core::schema::{Kind, Payload};
+use crate::core::payload::{CallFields, Timestamp, Wire};
+use crate::core::payload::{Kind, Payload};
 use crate::core::AbpError;
 
 #[wasm_bindgen(module = "/src/web/glue.js")]
@@ -286,17 +287,17 @@ impl Wire for JsValue {
         key_js(s)
     }
     // The builders read `Date.now()` in JS for the timestamp.
-    fn call_message(call: &CallFields<'_>, _: Timestamp<'_>, params: Self) -> Self {
+    fn call_message(call: &CallFields<'_>, _: Timestamp<'_>, params: Self) -> Result<Self, Self> {
         let (id, call_id) = (js_string(call.id), js_string(call.call_id));
         let token = call.progress_token.map(js_string);
-        call_message(
+        Ok(call_message(
             &id,
             &call_id,
             &js_string(call.capability),
             &params,
             call.timeout,
             token.as_ref().unwrap_or(&JsValue::UNDEFINED),
-        )
+        ))
     }
     fn success_message(
         id: &str,
@@ -304,8 +305,13 @@ impl Wire for JsValue {
         call_id: &str,
         data: Self,
         duration: f64,
-    ) -> Self {
-        success_message(&js_string(id), &js_string(call_id), &data, duration)
+    ) -> Result<Self, Self> {
+        Ok(success_message(
+            &js_string(id),
+            &js_string(call_id),
+            &data,
+            duration,
+        ))
     }
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
         // The first batch makes the object (`setFields` with no object); later ones add to it.
@@ -528,14 +534,14 @@ pub(crate) fn dialect_option(
     let name = d.as_string().unwrap_or_default();
     match DialectKind::parse(&name) {
         Some(kind) if kind.built() => Ok(kind),
-        Some(_) => Err(type_error(&crate::core::message::text(&[
+        Some(_) => Err(type_error(&crate::core::text::text(&[
             what,
             ": this build of abp-wasm speaks ABP only; import 'abp-wasm' (the full package) for dialect '",
             &name,
             "'",
         ]))),
         None => {
-            let mut message = crate::core::message::text(&[what, ": options.dialect must be one of"]);
+            let mut message = crate::core::text::text(&[what, ": options.dialect must be one of"]);
             for d in DialectKind::ALL {
                 message.push_str(if message.ends_with("of") { " '" } else { ", '" });
                 message.push_str(d.name());

@@ -12,12 +12,12 @@
 //! - An ABP error of an app of this SDK travels as the JSON-RPC error's `data`, so another ABP-aware side gets
 //!   its code back.
 
-use super::super::codec::{encode_error, Hello, Ignored, Wire};
+use super::super::error::encode_error;
+use super::super::dialect::{Hello, Ignored};
+use super::super::payload::Wire;
 use super::super::error::{AbpError, ErrorCode};
-use super::super::message::{
-    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
-};
-use super::super::schema::Kind;
+use super::super::message::{Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp};
+use super::super::payload::Kind;
 use super::jsonrpc::{
     abp_error_of, cancel_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
@@ -306,7 +306,7 @@ impl<P: Wire> AcpCodec<P> {
             ElicitAnswer::Answer(r) => {
                 let error = r
                     .get_object("error")
-                    .map(|e| super::super::codec::decode_error(&e))
+                    .map(|e| super::super::error::decode_error(&e))
                     .unwrap_or_else(|| AbpError::new(ErrorCode::OperationFailed, "Declined"));
                 let message = error.message.clone();
                 self.peer.error(

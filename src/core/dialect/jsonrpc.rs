@@ -5,11 +5,13 @@
 //! peer that uses numbers gets numbers back. A response is read only if it answers a request of ours that is
 //! still open: late and duplicated responses are dropped here.
 
-use super::super::codec::{Ignored, Wire};
+use super::super::dialect::Ignored;
+use super::super::payload::Wire;
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{number, push_u64, Control, ControlOut, Incoming, ToAgent, ToApp};
-use super::super::schema::{Kind, Payload};
+use super::super::text::{number, push_u64};
+use super::super::message::{Control, ControlOut, Incoming, ToAgent, ToApp};
+use super::super::payload::{Kind, Payload};
 
 /// JSON-RPC error codes.
 pub mod rpc {
@@ -284,7 +286,7 @@ pub fn abp_error_of<P: Wire>(e: &P) -> AbpError<P> {
         .get_object("data")
         .filter(|d| d.get_string("code").is_some())
     {
-        Some(data) => super::super::codec::decode_error(&data),
+        Some(data) => super::super::error::decode_error(&data),
         None => AbpError::new(abp, e.get_string("message").unwrap_or_default()),
     };
     if let Some(own) = error.details.take().filter(|d| d.kind() == Kind::Object) {
@@ -302,7 +304,7 @@ pub fn elicitation_answer<P: Wire>(result: Option<P>, error: Option<AbpError<P>>
     match error {
         Some(e) => P::object_of(&mut [
             ("success", Some(P::boolean(false))),
-            ("error", Some(super::super::codec::encode_error(e))),
+            ("error", Some(super::super::error::encode_error(e))),
         ]),
         None => P::object_of(&mut [("success", Some(P::boolean(true))), ("data", result)]),
     }

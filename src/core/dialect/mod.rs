@@ -1,9 +1,10 @@
 //! Dialects: the wire spellings of the protocols the same state machines speak, and the few rules in which
 //! their cancellation contracts differ.
 //!
-//! A dialect is a codec (wire message ⇄ [`Incoming`], [`FromAgent`]/[`FromApp`] → wire message) plus a [`Policy`] that `AgentCore` and
-//! `AppConn` consult (is a cancel answered? does a cancelled call still get a response? …). There is one
-//! agent state machine and one app state machine; a rule fixed there is fixed for every dialect.
+//! A dialect is a codec (wire message → [`Incoming`], [`FromAgent`]/[`FromApp`] → wire message) plus a
+//! [`Policy`] that the state machines consult (is a cancel answered? does a cancelled call still get a
+//! response? …). There is one agent state machine and one app state machine; a rule fixed there is fixed for
+//! every dialect. A connection (`core::connection`) pairs a machine with its dialect's codec.
 //!
 //! | | ABP | MCP |
 //! |---|---|---|
@@ -17,11 +18,31 @@
 //! the requests its handler made) is in `acp.rs`.
 //!
 //! Adding a dialect: a module with its `POLICY` and a codec implementing [`DialectCodec`], one entry in
-//! `dialects!` below, its cargo feature in Cargo.toml, and its name in the TypeScript `Dialect` union of
-//! `src/web/types.rs` (a test fails until the union matches the list). Nothing else names the dialects.
+//! `dialects!` below (its name, module, WebSocket subprotocol and cargo feature), the feature in Cargo.toml,
+//! and its name in the TypeScript `Dialect` union and the `dialect` option's doc (`src/web/types.rs`,
+//! `src/web/options.rs`; tests fail until they match the list). Beyond that, a dialect is named only where it
+//! has something of its own: a framing (the MCP-B envelope in the web transport), or a role `abp-peer` plays in
+//! it (`peer/src/server.rs`, `peer/src/mcp.rs`).
 
-use super::codec::{Hello, Ignored, Timestamp, Wire};
 use super::message::{FromAgent, FromApp, Incoming};
+use super::payload::{Timestamp, Wire};
+
+/// Why a received value was not a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// Not an object, or no string `type`.
+    NotAMessage,
+    /// A `type` this SDK does not speak.
+    UnknownType,
+}
+
+/// What the encoder needs besides the message: who we are.
+pub struct Hello<'a, P> {
+    /// Agent side: `{ name, version }`. App side: `{ id, name, version, description? }`.
+    pub info: &'a P,
+    /// App side: the capability descriptors, for `initialize-result` and `list_changed`.
+    pub capabilities: Option<&'a dyn Fn() -> P>,
+}
 
 /// One dialect's wire codec: wire message → [`Incoming`], each role's messages → wire message. Each dialect module implements it
 /// once, next to its `POLICY`, and is listed once in [`dialects!`] below; that list makes everything else
@@ -61,15 +82,15 @@ macro_rules! jsonrpc_dialect_codec {
             fn decode(
                 &mut self,
                 msg: &P,
-            ) -> Result<super::super::message::Incoming<P>, super::super::codec::Ignored> {
+            ) -> Result<super::super::message::Incoming<P>, super::Ignored> {
                 $codec::decode(self, msg)
             }
 
             fn encode_agent(
                 &mut self,
                 msg: super::super::message::FromAgent<P>,
-                _clock: super::super::codec::Timestamp<'_>,
-                hello: &super::super::codec::Hello<'_, P>,
+                _clock: super::super::payload::Timestamp<'_>,
+                hello: &super::Hello<'_, P>,
             ) -> Option<(P, Option<P>)> {
                 $codec::encode_agent(self, msg, hello).map(|m| (m, None))
             }
@@ -77,8 +98,8 @@ macro_rules! jsonrpc_dialect_codec {
             fn encode_app(
                 &mut self,
                 msg: super::super::message::FromApp<P>,
-                _clock: super::super::codec::Timestamp<'_>,
-                hello: &super::super::codec::Hello<'_, P>,
+                _clock: super::super::payload::Timestamp<'_>,
+                hello: &super::Hello<'_, P>,
             ) -> Option<(P, Option<P>)> {
                 $codec::encode_app(self, msg, hello).map(|m| (m, None))
             }

@@ -13,9 +13,10 @@
 
 use super::url::{excerpt, excerpt_n};
 use super::MAX_CAPABILITIES;
-use crate::core::codec::Wire;
-use crate::core::message::{push_u64, text, PROTOCOL_VERSION};
-use crate::core::schema::{Kind, Payload};
+use crate::core::capability::PROTOCOL_VERSION;
+use crate::core::payload::Wire;
+use crate::core::payload::{Kind, Payload};
+use crate::core::text::{push_u64, text};
 
 /// A payload type that can read JSON text: the browser's `JSON.parse` for `JsValue`, serde_json for
 /// `serde_json::Value`.

@@ -34,8 +34,8 @@ pub use manifest::{
 };
 pub use url::Url;
 
-use crate::core::codec::Wire;
-use crate::core::message::{push_u64, text};
+use crate::core::payload::Wire;
+use crate::core::text::{push_u64, text};
 use url::{excerpt, excerpt_n};
 
 /// How much of the page is read: at most this many bytes, up to `</head>`.

@@ -8,7 +8,7 @@
 //! carry are percent-encoded. Not supported (refused with a reason): schemes other than http and https,
 //! credentials in the URL, non-ASCII (internationalised) host names.
 
-use crate::core::message::{push_u64, text};
+use crate::core::text::{push_u64, text};
 
 /// An absolute http or https URL, without fragment.
 #[derive(Clone, Debug, PartialEq, Eq)]
