@@ -20,15 +20,7 @@ pub mod timers;
 pub mod json;
 
 #[cfg(test)]
-mod connection_tests;
-#[cfg(test)]
-mod fastpath_tests;
-#[cfg(test)]
-mod layers_tests;
-#[cfg(test)]
-pub(crate) mod tests;
-#[cfg(test)]
-mod tests_conformance;
+mod tests;
 
 pub use agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,

@@ -1,5 +1,5 @@
 //! `AbpApp`: the app side. A registry of capability handlers; each call gets a `ctx` with its own
-//! `AbortSignal`, made by the SDK when the handler first reads it (glue.js `HandlerCancel`).
+//! `AbortSignal`, made by the SDK when the handler first reads it (app.js `HandlerCancel`).
 
 use crate::core::map::StrMap;
 use std::cell::{Cell, RefCell};
@@ -11,12 +11,11 @@ use wasm_bindgen::JsCast;
 use web_sys::MessagePort;
 
 use super::dom::{later, now, timestamp, Timer};
-use super::global::GlobalSession;
-use super::transport::{take_target, Link, Received, Sink};
+use super::link::{take_target, Link, Received, Sink};
 use super::types::{AppInfo, AppOptions, CapabilityHandler, CapabilityOptions, ListenOptions};
 use super::value::{
-    abort_with, console_warn, ctx_hooks, dialect_option, id_prefix, js_string, opt_number,
-    opt_string, run_handler, to_str, type_error, webmcp_expose, Deferred, HandlerCancel,
+    console_warn, dialect_option, id_prefix, js_string, opt_number, opt_string, to_str, type_error,
+    Deferred,
 };
 use crate::core::capability::{self, Changes};
 use crate::core::dialect::{Carrier, DialectKind};
@@ -30,12 +29,45 @@ use crate::core::{
     AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry, Sent, Transmit,
 };
 
-/// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
+#[wasm_bindgen(module = "/src/web/app.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = ctxHooks)]
+    pub(crate) fn ctx_hooks(
+        progress: &JsValue,
+        elicit: &JsValue,
+        notify: &JsValue,
+        transfer: &JsValue,
+        resolved: &JsValue,
+        rejected: &JsValue,
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = runHandler)]
+    pub(crate) fn run_handler(
+        f: &js_sys::Function,
+        params: &JsValue,
+        hooks: &JsValue,
+        call_id: &JsValue,
+        progress_token: &JsValue,
+        cancel: &HandlerCancel,
+        run: u32,
+    );
+    /// How a running handler is told it was cancelled: `ctx.signal`, made when the handler first reads it
+    /// (app.js `HandlerCancel`).
+    #[derive(Clone)]
+    pub(crate) type HandlerCancel;
+    /// Never throws: it makes no AbortController yet.
+    #[wasm_bindgen(constructor)]
+    pub(crate) fn new() -> HandlerCancel;
+    /// Aborts `cancel` with an `AbortError` carrying `message` (the handler's signal fires if it was read).
+    #[wasm_bindgen(js_name = abortWith)]
+    pub(crate) fn abort_with(cancel: &HandlerCancel, message: &JsValue);
+}
+
+/// One hook of a connection's `ctx` (app.js `ctxHooks`): `(callId or event, argument)`.
 type CtxHook = Closure<dyn Fn(JsValue, JsValue) -> JsValue>;
-/// How a handler ended (glue.js `runHandler`): `(run, value or error, flags)`, `run` as in [`Running`].
+/// How a handler ended (app.js `runHandler`): `(run, value or error, flags)`, `run` as in [`Running`].
 type SettleHook = Closure<dyn Fn(u32, JsValue, u32)>;
 
-/// `runHandler`'s flags (glue.js): the handler's signal had aborted when it settled; the value is an object
+/// `runHandler`'s flags (app.js): the handler's signal had aborted when it settled; the value is an object
 /// with a boolean `success` (it may be a whole ABPResponse).
 const ABORTED: u32 = 1;
 const RESPONSE: u32 = 2;
@@ -113,10 +145,18 @@ pub(crate) struct AppShared {
     pub(crate) config: AppConfig,
     pub(crate) registry: RefCell<Registry<JsValue>>,
     handlers: RefCell<StrMap<Function>>,
-    conns: RefCell<Vec<Rc<AppConnInner>>>,
-    global: RefCell<Option<Rc<GlobalSession>>>,
-    /// `exposeWebMCP()`: its private session, and the tools' handle (`{ ready, close }`, glue.js).
-    webmcp: RefCell<Option<(Rc<GlobalSession>, JsValue)>>,
+    pub(crate) conns: RefCell<Vec<Rc<AppConnInner>>>,
+    /// `exposeGlobal()`'s `window.abp` and `exposeWebMCP()`'s tools (`global.rs`), until `close()`.
+    pub(crate) global: RefCell<Option<Box<dyn Exposure>>>,
+    pub(crate) webmcp: RefCell<Option<Box<dyn Exposure>>>,
+}
+
+/// What `exposeGlobal()` or `exposeWebMCP()` (`global.rs`) leaves with the app.
+pub(crate) trait Exposure {
+    /// What the call returned, returned again by a second call.
+    fn handle(&self) -> JsValue;
+    /// `close()`: takes it down (the page's tools go; `window.abp` stops being served).
+    fn close(&self);
 }
 
 impl AppShared {
@@ -157,7 +197,7 @@ pub(crate) struct AppConnInner {
     next_run: Cell<u32>,
     elicits: RefCell<StrMap<Deferred>>,
     link: RefCell<Option<Link>>,
-    outlet: RefCell<Option<Rc<dyn Outlet>>>,
+    pub(crate) outlet: RefCell<Option<Rc<dyn Outlet>>>,
     timer: RefCell<Option<Timer>>,
     hooks: RefCell<Option<CtxHooks>>,
     ids: RefCell<IdGen>,
@@ -169,7 +209,7 @@ thread_local! {
     static LIVE: RefCell<Vec<Rc<AppShared>>> = const { RefCell::new(Vec::new()) };
 }
 
-fn keep_alive(shared: &Rc<AppShared>) {
+pub(crate) fn keep_alive(shared: &Rc<AppShared>) {
     LIVE.with(|l| {
         let mut l = l.borrow_mut();
         if !l.iter().any(|s| Rc::ptr_eq(s, shared)) {
@@ -191,7 +231,7 @@ export interface AbpApp {
 /// The app side: register capabilities, then `listen` on one or more transports.
 #[wasm_bindgen]
 pub struct AbpApp {
-    shared: Rc<AppShared>,
+    pub(crate) shared: Rc<AppShared>,
 }
 
 fn app_info(info: &JsValue) -> Result<JsValue, JsValue> {
@@ -405,75 +445,12 @@ impl AbpApp {
             .sum()
     }
 
-    /// Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
-    /// its own, separate from postMessage sessions. Returns the object.
-    #[wasm_bindgen(js_name = exposeGlobal, unchecked_return_type = "AbpGlobal")]
-    pub fn expose_global(&self) -> Result<JsValue, JsValue> {
-        if let Some(g) = self.shared.global.borrow().as_ref() {
-            return Ok(g.api());
-        }
-        // A new `initialize` replaces an active `window.abp` session: a reattaching automation agent must
-        // not be locked out.
-        let config = AppConfig {
-            reinitialize: true,
-            ..self.shared.config.clone()
-        };
-        let conn = AppConnInner::in_page(&self.shared, config);
-        let global = GlobalSession::install(&conn)?;
-        *conn.outlet.borrow_mut() = Some(global.clone());
-        let api = global.api();
-        self.shared.conns.borrow_mut().push(conn);
-        *self.shared.global.borrow_mut() = Some(global);
-        keep_alive(&self.shared);
-        Ok(api)
-    }
-
-    /// Offers every available capability as a WebMCP tool on `document.modelContext` (native, or the
-    /// `@mcp-b/webmcp-polyfill`), for the browser's agents: name, description, inputSchema, `readOnlyHint`
-    /// where the descriptor has one. The tools follow the registry (`register`, `unregister`, `update`) and go
-    /// with `close()`. A tool call runs the handler with a `ctx.signal` that the caller's signal aborts; it
-    /// answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message). Rejects with a
-    /// TypeError on a page without `document.modelContext`.
-    #[wasm_bindgen(js_name = exposeWebMCP, unchecked_return_type = "Promise<void>")]
-    pub fn expose_webmcp(&self) -> Promise {
-        if let Some((_, handle)) = self.shared.webmcp.borrow().as_ref() {
-            return handle
-                .get("ready")
-                .and_then(|r| r.dyn_into::<Promise>().ok())
-                .unwrap_or_else(|| Promise::resolve(&JsValue::UNDEFINED));
-        }
-        // Its own session, as `window.abp` has: calls from WebMCP callers are not another agent's.
-        let config = AppConfig {
-            reinitialize: true,
-            ..self.shared.config.clone()
-        };
-        let conn = AppConnInner::in_page(&self.shared, config);
-        let session = GlobalSession::private(&conn);
-        *conn.outlet.borrow_mut() = Some(session.clone());
-        let handle = match webmcp_expose(&session.api()) {
-            Ok(h) => h,
-            Err(e) => return Promise::reject(&e),
-        };
-        self.shared.conns.borrow_mut().push(conn);
-        let ready = handle
-            .get("ready")
-            .and_then(|r| r.dyn_into::<Promise>().ok())
-            .unwrap_or_else(|| Promise::resolve(&JsValue::UNDEFINED));
-        *self.shared.webmcp.borrow_mut() = Some((session, handle));
-        keep_alive(&self.shared);
-        ready
-    }
-
     /// Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
     /// stop a listening app; this does.)
     pub fn close(&self) {
-        if let Some((_, handle)) = self.shared.webmcp.borrow_mut().take() {
-            let close = handle
-                .get("close")
-                .and_then(|f| f.dyn_into::<Function>().ok());
-            if let Some(close) = close {
-                let _ = close.call0(&handle);
-            }
+        let webmcp = self.shared.webmcp.borrow_mut().take();
+        if let Some(tools) = webmcp {
+            tools.close();
         }
         let conns: Vec<_> = self.shared.conns.borrow_mut().drain(..).collect();
         for c in conns {
@@ -484,7 +461,10 @@ impl AbpApp {
             c.timer.borrow_mut().take();
             c.hooks.borrow_mut().take();
         }
-        self.shared.global.borrow_mut().take();
+        let global = self.shared.global.borrow_mut().take();
+        if let Some(global) = global {
+            global.close();
+        }
         LIVE.with(|l| l.borrow_mut().retain(|s| !Rc::ptr_eq(s, &self.shared)));
     }
 }

@@ -12,13 +12,13 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{later, now, timestamp, when_settled, Timer};
+use super::link::{take_target, Link, Received, Sink};
 use super::options::{call, connect, OptionSpec};
-use super::transport::{take_target, Link, Received, Sink};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
-    keep_id, local_call_response, new_call_id, opt_function, opt_number, opt_string,
-    read_call_options, to_str, try_call, type_error, watch_abort, Deferred,
+    keep_id, local_call_response, new_call_id, opt_function, opt_number, opt_string, to_str,
+    try_call, type_error, Deferred,
 };
 use crate::core::payload::Wire;
 use crate::core::payload::{Kind, Payload};
@@ -27,6 +27,20 @@ use crate::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, ErrorCode, Sent, Settlement, Transmit,
 };
+
+#[wasm_bindgen(module = "/src/web/client.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = watchAbort)]
+    pub(crate) fn watch_abort(
+        signal: &JsValue,
+        on_abort: &JsValue,
+        call_id: &JsValue,
+    ) -> js_sys::Function;
+    /// `client.call`'s options in one pass: the signal, and into `numbers` (`call::VIEW_LEN` of them) the
+    /// number options and a bit per option given, at the places src/web/options.rs declares (`call`).
+    #[wasm_bindgen(js_name = readCallOptions)]
+    pub(crate) fn read_call_options(options: &JsValue, numbers: &mut [f64]) -> JsValue;
+}
 
 struct CallJs {
     /// The caller's promise.

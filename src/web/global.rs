@@ -1,5 +1,6 @@
-//! `window.abp`: the in-page ABP API for Puppeteer/Playwright agents, exactly as the ABP API reference
-//! types it, as a session of its own over the same app core. Calls become messages fed to the core; its
+//! The app in the page itself: `app.exposeGlobal()` installs `window.abp`, the in-page ABP API for
+//! Puppeteer/Playwright agents, exactly as the ABP API reference types it; `app.exposeWebMCP()` offers the
+//! registry as the page's WebMCP tools. Each is a session of its own over the same app core. Calls become messages fed to the core; its
 //! answers resolve the Promises the page returned. There is no agent library on this path, so the page
 //! itself enforces a call's `timeout`, and a new `initialize` replaces an active session (a reattaching
 //! automation agent must not be locked out).
@@ -11,12 +12,11 @@ use std::rc::{Rc, Weak};
 use js_sys::{Array, Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 
-use super::app::{AppConnInner, Outlet};
+use super::app::{keep_alive, AbpApp, AppConnInner, Exposure, Outlet};
 use super::dom::{global, later, now, when_settled, Timer};
 use super::options::call::{CALL_ID, PROGRESS_TOKEN, TIMEOUT};
 use super::value::{
-    ask_global, emit_global, js_string, local_call_response, local_response, make_global,
-    new_call_id, opt_string, type_error, Deferred,
+    js_string, local_call_response, local_response, new_call_id, opt_string, type_error, Deferred,
 };
 use crate::core::capability::PROTOCOL_VERSION;
 use crate::core::capability::{apply_changes, support_info};
@@ -24,7 +24,27 @@ use crate::core::dialect::abp::types;
 use crate::core::payload::Wire;
 use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
-use crate::core::{AbpError, ErrorCode};
+use crate::core::{AbpError, AppConfig, ErrorCode};
+
+#[wasm_bindgen(module = "/src/web/global.js")]
+extern "C" {
+    /// `window.abp`'s API object; `private`: not the page's `window.abp` (the page's `window.__abp_*` hooks are
+    /// not called for it).
+    #[wasm_bindgen(js_name = makeGlobal)]
+    pub(crate) fn make_global(
+        dispatch: &JsValue,
+        protocol_version: &str,
+        app: &JsValue,
+        private: bool,
+    ) -> JsValue;
+    /// `app.exposeWebMCP()`'s tools over the private session `api` (see global.js): `{ ready, close }`.
+    #[wasm_bindgen(catch, js_name = webmcpExpose)]
+    pub(crate) fn webmcp_expose(api: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = emitGlobal)]
+    pub(crate) fn emit_global(api: &JsValue, kind: &str, value: &JsValue);
+    #[wasm_bindgen(js_name = askGlobal)]
+    fn ask_global_js(api: &JsValue, request: &JsValue) -> JsValue;
+}
 
 /// The one closure behind every `window.abp` method: `(method name, a, b, c)`.
 type GlobalDispatch = Closure<dyn Fn(String, JsValue, JsValue, JsValue) -> JsValue>;
@@ -476,4 +496,115 @@ fn elicitation_answer(r: Result<JsValue, JsValue>) -> JsValue {
             None,
         ),
     }
+}
+
+#[wasm_bindgen]
+impl AbpApp {
+    /// Installs `window.abp`, the conformant in-page API for Puppeteer/Playwright agents. It is a session of
+    /// its own, separate from postMessage sessions. Returns the object.
+    #[wasm_bindgen(js_name = exposeGlobal, unchecked_return_type = "AbpGlobal")]
+    pub fn expose_global(&self) -> Result<JsValue, JsValue> {
+        if let Some(g) = self.shared.global.borrow().as_ref() {
+            return Ok(g.handle());
+        }
+        // A new `initialize` replaces an active `window.abp` session: a reattaching automation agent must
+        // not be locked out.
+        let config = AppConfig {
+            reinitialize: true,
+            ..self.shared.config.clone()
+        };
+        let conn = AppConnInner::in_page(&self.shared, config);
+        let global = GlobalSession::install(&conn)?;
+        *conn.outlet.borrow_mut() = Some(global.clone());
+        let api = global.api();
+        self.shared.conns.borrow_mut().push(conn);
+        *self.shared.global.borrow_mut() = Some(Box::new(global));
+        keep_alive(&self.shared);
+        Ok(api)
+    }
+
+    /// Offers every available capability as a WebMCP tool on `document.modelContext` (native, or the
+    /// `@mcp-b/webmcp-polyfill`), for the browser's agents: name, description, inputSchema, `readOnlyHint`
+    /// where the descriptor has one. The tools follow the registry (`register`, `unregister`, `update`) and go
+    /// with `close()`. A tool call runs the handler with a `ctx.signal` that the caller's signal aborts; it
+    /// answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message). Rejects with a
+    /// TypeError on a page without `document.modelContext`.
+    #[wasm_bindgen(js_name = exposeWebMCP, unchecked_return_type = "Promise<void>")]
+    pub fn expose_webmcp(&self) -> Promise {
+        if let Some(tools) = self.shared.webmcp.borrow().as_ref() {
+            return tools.handle().unchecked_into();
+        }
+        // Its own session, as `window.abp` has: calls from WebMCP callers are not another agent's.
+        let config = AppConfig {
+            reinitialize: true,
+            ..self.shared.config.clone()
+        };
+        let conn = AppConnInner::in_page(&self.shared, config);
+        let session = GlobalSession::private(&conn);
+        *conn.outlet.borrow_mut() = Some(session.clone());
+        let handle = match webmcp_expose(&session.api()) {
+            Ok(h) => h,
+            Err(e) => return Promise::reject(&e),
+        };
+        self.shared.conns.borrow_mut().push(conn);
+        let tools = WebMcpTools {
+            _session: session,
+            handle,
+        };
+        let ready = tools.handle().unchecked_into();
+        *self.shared.webmcp.borrow_mut() = Some(Box::new(tools));
+        keep_alive(&self.shared);
+        ready
+    }
+}
+
+impl Exposure for Rc<GlobalSession> {
+    fn handle(&self) -> JsValue {
+        self.api()
+    }
+
+    /// `window.abp` stays on the page, answering that it is no longer served once the session is dropped.
+    fn close(&self) {}
+}
+
+/// `exposeWebMCP()`'s tools: their private session, and the handle `webmcpExpose` returned (`{ ready,
+/// close }`, global.js).
+struct WebMcpTools {
+    _session: Rc<GlobalSession>,
+    handle: JsValue,
+}
+
+impl Exposure for WebMcpTools {
+    /// The `ready` promise.
+    fn handle(&self) -> JsValue {
+        self.handle
+            .get("ready")
+            .filter(|r| r.is_instance_of::<Promise>())
+            .unwrap_or_else(|| Promise::resolve(&JsValue::UNDEFINED).into())
+    }
+
+    /// Unregisters the tools.
+    fn close(&self) {
+        let close = self
+            .handle
+            .get("close")
+            .and_then(|f| f.dyn_into::<Function>().ok());
+        if let Some(close) = close {
+            let _ = close.call0(&self.handle);
+        }
+    }
+}
+
+/// Asks `window.abp`'s automation agent an elicitation: `None` when nobody answers, else what its answer
+/// function returned (`Ok`) or threw (`Err`).
+pub(crate) fn ask_global(api: &JsValue, request: &JsValue) -> Option<Result<JsValue, JsValue>> {
+    let r = ask_global_js(api, request);
+    if r.is_undefined() {
+        return None;
+    }
+    let value = r.get("value").unwrap_or(JsValue::UNDEFINED);
+    Some(match r.get("ok").and_then(|ok| ok.as_bool()) {
+        Some(true) => Ok(value),
+        _ => Err(value),
+    })
 }

@@ -1,6 +1,6 @@
 //! Browser glue: drives the plain-Rust core from `postMessage`, timers and `AbortSignal`s.
 //!
-//! Every `#[wasm_bindgen]` export lives in `client.rs` (agent side), `app.rs` (app side), `transport.rs`,
+//! Every `#[wasm_bindgen]` export lives in `client.rs` (agent side), `app.rs` (app side), `link/`,
 //! `discover.rs` (`discover()`, with its own typings, behind the `discovery` feature) and `types.rs` (the
 //! TypeScript surface). Payloads stay `JsValue`s end to end.
 
@@ -16,9 +16,8 @@ mod discover;
 mod dom;
 #[cfg(feature = "app")]
 mod global;
+mod link;
 mod options;
-mod socket;
-mod transport;
 mod types;
 mod value;
 
@@ -28,7 +27,6 @@ pub use app::AbpApp;
 pub use client::AbpClient;
 #[cfg(feature = "discovery")]
 pub use discover::discover;
-pub use socket::WebSocketTransport;
-pub use transport::PostMessageTransport;
 #[cfg(feature = "agent")]
-pub use transport::WebMCPTransport;
+pub use link::WebMCPTransport;
+pub use link::{PostMessageTransport, WebSocketTransport};

@@ -8,33 +8,17 @@ use wasm_bindgen::JsCast;
 
 use crate::core::error::encode_error;
 use crate::core::map::{str_hash, StrMap};
-use crate::core::payload::{CallFields, Timestamp, Wire};
+#[cfg(feature = "agent")]
+use crate::core::payload::CallFields;
 use crate::core::payload::{Kind, Payload};
+use crate::core::payload::{Timestamp, Wire};
 use crate::core::AbpError;
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+/// What every build has of the JS side: `value.js`.
+#[wasm_bindgen(module = "/src/web/value.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = ctxHooks)]
-    pub(crate) fn ctx_hooks(
-        progress: &JsValue,
-        elicit: &JsValue,
-        notify: &JsValue,
-        transfer: &JsValue,
-        resolved: &JsValue,
-        rejected: &JsValue,
-    ) -> JsValue;
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
-    #[wasm_bindgen(js_name = runHandler)]
-    pub(crate) fn run_handler(
-        f: &js_sys::Function,
-        params: &JsValue,
-        hooks: &JsValue,
-        call_id: &JsValue,
-        progress_token: &JsValue,
-        cancel: &HandlerCancel,
-        run: u32,
-    );
     #[wasm_bindgen(js_name = matchesPattern)]
     fn matches_pattern_js(s: &JsValue, pattern: &str) -> Option<bool>;
     #[wasm_bindgen(js_name = isThenable)]
@@ -43,10 +27,6 @@ extern "C" {
     pub(crate) fn to_str(v: &JsValue) -> String;
     #[wasm_bindgen(js_name = errorWithCode)]
     pub(crate) fn error_with_code(code: &str, message: &str) -> JsValue;
-    #[wasm_bindgen(js_name = wsEncode, catch)]
-    pub(crate) fn ws_encode(msg: &JsValue, max: f64) -> Result<String, JsValue>;
-    #[wasm_bindgen(js_name = wsDecode)]
-    pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
     #[wasm_bindgen(js_name = kindOf)]
     fn kind_of(v: &JsValue) -> u32;
     /// `o[key]` for an object `o`, else undefined (also when a getter throws).
@@ -73,13 +53,7 @@ extern "C" {
         k4: &JsValue,
         v4: &JsValue,
     ) -> JsValue;
-    #[wasm_bindgen(js_name = watchAbort)]
-    pub(crate) fn watch_abort(
-        signal: &JsValue,
-        on_abort: &JsValue,
-        call_id: &JsValue,
-    ) -> js_sys::Function;
-    /// A pending promise and its resolve function (glue.js `Deferred`).
+    /// A pending promise and its resolve function (value.js `Deferred`).
     pub(crate) type Deferred;
     #[wasm_bindgen(constructor)]
     pub(crate) fn new() -> Deferred;
@@ -93,20 +67,13 @@ extern "C" {
     pub(crate) fn reject(this: &Deferred, error: &JsValue);
     #[wasm_bindgen(js_name = tryCall)]
     pub(crate) fn try_call(f: &js_sys::Function, arg: &JsValue) -> JsValue;
-    /// How a running handler is told it was cancelled: `ctx.signal`, made when the handler first reads it
-    /// (glue.js `HandlerCancel`).
-    #[derive(Clone)]
-    pub(crate) type HandlerCancel;
-    /// Never throws: it makes no AbortController yet.
-    #[wasm_bindgen(constructor)]
-    pub(crate) fn new() -> HandlerCancel;
-    /// Aborts `cancel` with an `AbortError` carrying `message` (the handler's signal fires if it was read).
-    #[wasm_bindgen(js_name = abortWith)]
-    pub(crate) fn abort_with(cancel: &HandlerCancel, message: &JsValue);
-    /// `client.call`'s options in one pass: the signal, and into `numbers` (`call::VIEW_LEN` of them) the
-    /// number options and a bit per option given, at the places src/web/options.rs declares (`call`).
-    #[wasm_bindgen(js_name = readCallOptions)]
-    pub(crate) fn read_call_options(options: &JsValue, numbers: &mut [f64]) -> JsValue;
+}
+
+/// The one-step builds of a call's two messages (`Wire::call_message`, `Wire::success_message`), each with the
+/// role that sends it.
+#[cfg(feature = "agent")]
+#[wasm_bindgen(module = "/src/web/client.js")]
+extern "C" {
     /// The call message, built in one step (see `Wire::call_message`).
     #[allow(clippy::too_many_arguments)]
     #[wasm_bindgen(js_name = callMessage)]
@@ -118,61 +85,14 @@ extern "C" {
         timeout: Option<f64>,
         progress_token: &JsValue,
     ) -> JsValue;
+}
+
+#[cfg(feature = "app")]
+#[wasm_bindgen(module = "/src/web/app.js")]
+extern "C" {
     /// A success result, built in one step (see `Wire::success_message`).
     #[wasm_bindgen(js_name = successMessage)]
     fn success_message(id: &JsValue, call_id: &JsValue, data: &JsValue, duration: f64) -> JsValue;
-    /// The listener of a private ABP channel: reads calls and results in one pass (see glue.js).
-    #[wasm_bindgen(js_name = abpPortListener)]
-    pub(crate) fn abp_port_listener(
-        on_call: &JsValue,
-        on_result: &JsValue,
-        on_other: &JsValue,
-    ) -> js_sys::Function;
-    #[wasm_bindgen(js_name = portPost)]
-    fn port_post_js(
-        port: &web_sys::MessagePort,
-        msg: &JsValue,
-        transfer: &JsValue,
-    ) -> Option<String>;
-    /// `window.abp`'s API object; `private`: not the page's `window.abp` (the page's `window.__abp_*` hooks are
-    /// not called for it).
-    #[wasm_bindgen(js_name = makeGlobal)]
-    pub(crate) fn make_global(
-        dispatch: &JsValue,
-        protocol_version: &str,
-        app: &JsValue,
-        private: bool,
-    ) -> JsValue;
-    /// `app.exposeWebMCP()`'s tools over the private session `api` (see glue.js): `{ ready, close }`.
-    #[wasm_bindgen(catch, js_name = webmcpExpose)]
-    pub(crate) fn webmcp_expose(api: &JsValue) -> Result<JsValue, JsValue>;
-    /// `WebMCPTransport.document()`'s port (see glue.js).
-    #[wasm_bindgen(catch, js_name = webmcpPort)]
-    pub(crate) fn webmcp_port() -> Result<web_sys::MessagePort, JsValue>;
-    #[cfg(feature = "mcp")]
-    #[wasm_bindgen(js_name = mcpbWrap)]
-    pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;
-    #[cfg(feature = "mcp")]
-    #[wasm_bindgen(js_name = mcpbPayload)]
-    pub(crate) fn mcpb_payload(data: &JsValue, channel: &str, direction: &str) -> JsValue;
-    #[wasm_bindgen(js_name = emitGlobal)]
-    pub(crate) fn emit_global(api: &JsValue, kind: &str, value: &JsValue);
-    #[wasm_bindgen(js_name = askGlobal)]
-    fn ask_global_js(api: &JsValue, request: &JsValue) -> JsValue;
-}
-
-/// Asks `window.abp`'s automation agent an elicitation: `None` when nobody answers, else what its answer
-/// function returned (`Ok`) or threw (`Err`).
-pub(crate) fn ask_global(api: &JsValue, request: &JsValue) -> Option<Result<JsValue, JsValue>> {
-    let r = ask_global_js(api, request);
-    if r.is_undefined() {
-        return None;
-    }
-    let value = r.get("value").unwrap_or(JsValue::UNDEFINED);
-    Some(match r.get("ok").and_then(|ok| ok.as_bool()) {
-        Some(true) => Ok(value),
-        _ => Err(value),
-    })
 }
 
 #[wasm_bindgen]
@@ -287,6 +207,7 @@ impl Wire for JsValue {
         key_js(s)
     }
     // The builders read `Date.now()` in JS for the timestamp.
+    #[cfg(feature = "agent")]
     fn call_message(call: &CallFields<'_>, _: Timestamp<'_>, params: Self) -> Result<Self, Self> {
         let (id, call_id) = (js_string(call.id), js_string(call.call_id));
         let token = call.progress_token.map(js_string);
@@ -299,6 +220,7 @@ impl Wire for JsValue {
             token.as_ref().unwrap_or(&JsValue::UNDEFINED),
         ))
     }
+    #[cfg(feature = "app")]
     fn success_message(
         id: &str,
         _: Timestamp<'_>,
@@ -442,19 +364,6 @@ fn flush(o: &JsValue, batch: &mut [(JsValue, JsValue); 4]) -> JsValue {
     let o = set_fields(o, k1, v1, k2, v2, k3, v3, k4, v4);
     *batch = Default::default();
     o
-}
-
-/// Posts on a `MessagePort`; the error is the text of what `postMessage` threw (a value that cannot be cloned,
-/// a detached buffer in the transfer list…), which is all its callers tell the agent.
-pub(crate) fn port_post(
-    port: &web_sys::MessagePort,
-    msg: &JsValue,
-    transfer: Option<&JsValue>,
-) -> Result<(), JsValue> {
-    match port_post_js(port, msg, transfer.unwrap_or(&JsValue::UNDEFINED)) {
-        None => Ok(()),
-        Some(thrown) => Err(JsValue::from_str(&thrown)),
-    }
 }
 
 /// `{ success:false, error, cancelled? }`: a response settled on this side.

@@ -121,7 +121,8 @@ export interface AppInfo { id: string; name: string; version: string; descriptio
 export interface ClientOptions {
     /** Who is calling, as the app sees it (default `{ name: 'abp-wasm', version: <this package's> }`). */
     agent?: AgentInfo;
-    /** `'mcp'`: call the tools of an MCP server (default `'abp'`). */
+    /** The protocol the app speaks: `'abp'` (the default), `'mcp'` (the tools of an MCP server), `'acp'` (an
+     *  ACP agent's methods) or `'tesseron'` (a Tesseron app, dialled as its gateway). */
     dialect?: Dialect;
     /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
     connectTimeout?: number;

@@ -5,9 +5,12 @@
 //! Decoding reads only control fields; the rest of a payload is handed on untouched.
 
 use super::super::capability;
-use super::super::error::{decode_error, encode_error, AbpError};
-use super::super::message::{CancelVerdict, Control, ControlOut, ElicitAnswer, Features, FromAgent, FromApp, Incoming, MalformedKind, Outcome, REASON_NOT_FOUND, ToAgent, ToApp};
 use super::super::capability::PROTOCOL_VERSION;
+use super::super::error::{decode_error, encode_error, AbpError};
+use super::super::message::{
+    CancelVerdict, Control, ControlOut, ElicitAnswer, Features, FromAgent, FromApp, Incoming,
+    MalformedKind, Outcome, ToAgent, ToApp, REASON_NOT_FOUND,
+};
 use super::super::payload::{CallFields, Kind, Payload, Timestamp, Wire};
 use super::{DialectCodec, Hello, Ignored, Policy};
 
@@ -40,7 +43,6 @@ pub mod types {
     /// Sent as a `notification` event (and accepted as a message type) when the app's capabilities change.
     pub const CAPABILITIES_CHANGED: &str = "notifications/capabilities/list_changed";
 }
-
 
 /// ABP keeps no state per connection: every message is read and written on its own.
 pub struct AbpCodec;

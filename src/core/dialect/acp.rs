@@ -12,12 +12,14 @@
 //! - An ABP error of an app of this SDK travels as the JSON-RPC error's `data`, so another ABP-aware side gets
 //!   its code back.
 
-use super::super::error::encode_error;
 use super::super::dialect::{Hello, Ignored};
-use super::super::payload::Wire;
+use super::super::error::encode_error;
 use super::super::error::{AbpError, ErrorCode};
-use super::super::message::{Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp};
+use super::super::message::{
+    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};
 use super::super::payload::Kind;
+use super::super::payload::Wire;
 use super::jsonrpc::{
     abp_error_of, cancel_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };

@@ -6,12 +6,12 @@
 //! still open: late and duplicated responses are dropped here.
 
 use super::super::dialect::Ignored;
-use super::super::payload::Wire;
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::text::{number, push_u64};
 use super::super::message::{Control, ControlOut, Incoming, ToAgent, ToApp};
+use super::super::payload::Wire;
 use super::super::payload::{Kind, Payload};
+use super::super::text::{number, push_u64};
 
 /// JSON-RPC error codes.
 pub mod rpc {

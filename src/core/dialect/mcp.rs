@@ -10,12 +10,14 @@
 //! kept for the reply, so a peer that uses numbers gets numbers back. The codec remembers which of its own
 //! requests each response answers, and drops responses it did not ask for (late replies after a cancel).
 
-use super::super::error::encode_error;
 use super::super::dialect::{Hello, Ignored};
-use super::super::payload::Wire;
+use super::super::error::encode_error;
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::message::{Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp};
+use super::super::message::{
+    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};
+use super::super::payload::Wire;
 use super::super::payload::{Kind, Payload};
 use super::jsonrpc::{cancel_of, key_of, notification, rpc, Frame, Peer, Sent};
 use super::Policy;

@@ -359,15 +359,3 @@ impl<P: Wire> Codec<P> {
         self.kind().policy()
     }
 }
-
-#[cfg(test)]
-mod tests;
-
-#[cfg(test)]
-mod acp_tests;
-
-#[cfg(test)]
-mod tesseron_tests;
-
-#[cfg(test)]
-mod registry_tests;

@@ -16,14 +16,16 @@
 //! action, -32004 for bad input, -32005 for a handler's error, -32603 for anything else; progress is
 //! `actions/progress` with `percent` monotonic (and at most about two a second: the app's progress interval).
 
-use super::super::error::encode_error;
 use super::super::dialect::{Hello, Ignored};
-use super::super::payload::Wire;
+use super::super::error::encode_error;
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
-use super::super::text::text;
-use super::super::message::{Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp};
+use super::super::message::{
+    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+};
 use super::super::payload::Kind;
+use super::super::payload::Wire;
+use super::super::text::text;
 use super::jsonrpc::{
     abp_error_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };

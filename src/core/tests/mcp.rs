@@ -8,12 +8,12 @@
 
 use serde_json::{json, Value};
 
+use super::pair::{local, remote, request, Pair};
 use crate::core::agent::{AbortKind, AgentOutput, CallRequest, CancelAnswer, Settlement};
 use crate::core::app::{AppConfig, AppOutput, ElicitEnd};
 use crate::core::dialect::DialectKind;
 use crate::core::error::ErrorCode;
 use crate::core::message::{ElicitAnswer, Outcome};
-use crate::core::tests::{local, remote, request, Pair};
 
 fn mcp() -> Pair {
     let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());

@@ -2,7 +2,7 @@
 //! the builds that have it, each connection's codec and rules) agrees with it, and that the TypeScript
 //! `Dialect` union the package declares lists the same names.
 
-use super::{Codec, DialectKind, Policy};
+use crate::core::dialect::{Codec, DialectKind, Policy};
 
 #[test]
 fn every_dialect_is_found_by_its_name_and_makes_a_codec_of_its_own_kind() {

@@ -1,5 +1,5 @@
 //! The browser build writes and reads the two messages of every call in JavaScript (`callMessage`,
-//! `successMessage` and `abpPortListener` in src/web/glue.js), not through the codec here. These run those
+//! `successMessage` and `abpPortListener` in src/web/client.js, app.js and link/port.js), not through the codec here. These run those
 //! functions in Node and check them against the codec, so the two cannot drift apart: the same messages, and
 //! the same reading of what arrives, including what each refuses.
 
@@ -7,16 +7,18 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use super::dialect::abp::{call_message, decode, encode_app};
-use super::dialect::Hello;
-use super::message::{FromApp, Incoming, Outcome, ToAgent, ToApp};
-use super::payload::{CallFields, Wire};
+use crate::core::dialect::abp::{call_message, decode, encode_app};
+use crate::core::dialect::Hello;
+use crate::core::message::{FromApp, Incoming, Outcome, ToAgent, ToApp};
+use crate::core::payload::{CallFields, Wire};
 
-/// Runs `cases` through glue.js in Node: each case is `{ kind, ... }`, each answer what the function gave.
+/// Runs `cases` through the JS snippets in Node: each case is `{ kind, ... }`, each answer what the function gave.
 fn in_node(cases: &Value) -> Vec<Value> {
-    let glue = concat!(env!("CARGO_MANIFEST_DIR"), "/src/web/glue.js");
+    let web = concat!(env!("CARGO_MANIFEST_DIR"), "/src/web");
     let script = r#"
-const m = await import(process.argv[1]);
+const web = process.argv[1];
+const m = { ...(await import(`${web}/client.js`)), ...(await import(`${web}/app.js`)),
+  ...(await import(`${web}/link/port.js`)) };
 const none = (v) => (v === null ? undefined : v);
 const answers = JSON.parse(process.argv[2]).map((c) => {
   switch (c.kind) {
@@ -37,13 +39,7 @@ console.log(JSON.stringify(answers, (k, v) => (k === 'timestamp' ? 0
   : typeof v === 'number' && Number.isNaN(v) ? 'NaN' : v === undefined ? null : v)));
 "#;
     let out = Command::new("node")
-        .args([
-            "--input-type=module",
-            "-e",
-            script,
-            glue,
-            &cases.to_string(),
-        ])
+        .args(["--input-type=module", "-e", script, web, &cases.to_string()])
         .output()
         .expect("node runs (the package's tests need Node anyway)");
     assert!(

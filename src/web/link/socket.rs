@@ -14,12 +14,20 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, WebSocket};
 
-use super::dom::{later, now, Listener, Timer};
-use super::transport::{Received, Sink};
-use super::types::WebSocketOptions;
-use super::value::{error_with_code, opt_number, type_error, ws_decode, ws_encode, Deferred};
+use super::sink::{Received, Sink};
 use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
+use crate::web::dom::{later, now, Listener, Timer};
+use crate::web::types::WebSocketOptions;
+use crate::web::value::{error_with_code, opt_number, type_error, Deferred};
+
+#[wasm_bindgen(module = "/src/web/link/socket.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = wsEncode, catch)]
+    pub(crate) fn ws_encode(msg: &JsValue, max: f64) -> Result<String, JsValue>;
+    #[wasm_bindgen(js_name = wsDecode)]
+    pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
+}
 
 /// Default limit for one frame, either way: 16 MiB of UTF-8 text.
 const DEFAULT_MAX_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
@@ -212,7 +220,7 @@ impl Socket {
             WebSocket::new_with_str_sequence(&self.url, &self.protocols)
         }
         .map_err(|e| {
-            let message = super::value::opt_string(&e, "message").unwrap_or_default();
+            let message = crate::web::value::opt_string(&e, "message").unwrap_or_default();
             type_error(&text(&["WebSocketTransport.connect: ", &message]))
         })?;
         let target: &web_sys::EventTarget = ws.as_ref();

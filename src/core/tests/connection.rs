@@ -3,13 +3,13 @@
 
 use serde_json::{json, Value};
 
-use super::agent::{AgentConfig, Settlement};
-use super::app::AppConfig;
-use super::capability::Registry;
-use super::connection::{AgentConnection, AppConnection, Sent, Transmit};
-use super::dialect::{Carrier, DialectKind, Policy};
-use super::error::{AbpError, ErrorCode};
-use super::tests::{request, Pair};
+use super::pair::{request, Pair};
+use crate::core::agent::{AgentConfig, Settlement};
+use crate::core::app::AppConfig;
+use crate::core::capability::Registry;
+use crate::core::connection::{AgentConnection, AppConnection, Sent, Transmit};
+use crate::core::dialect::{Carrier, DialectKind, Policy};
+use crate::core::error::{AbpError, ErrorCode};
 
 fn agent(dialect: DialectKind, carrier: Carrier) -> AgentConnection<Value> {
     let info = json!({ "name": "test-agent", "version": "1" });
@@ -149,7 +149,7 @@ fn a_result_that_cannot_be_sent_becomes_a_failure_sent_first() {
         let started = p.started()[0].to_owned();
         p.app.complete(
             &started,
-            super::message::Outcome::Success { data: json!(1) },
+            crate::core::message::Outcome::Success { data: json!(1) },
             None,
             p.now,
         );
@@ -207,7 +207,7 @@ fn a_hidden_page_tells_the_agent_of_its_session_and_ends_it() {
     assert_eq!(p.aborted(), ["c1"], "the running handler is aborted");
     p.run();
     assert_eq!(
-        super::tests::local(p.settled("c1")[0]).0,
+        super::pair::local(p.settled("c1")[0]).0,
         ErrorCode::Disconnected
     );
     // No session: nothing to tell.
@@ -254,16 +254,30 @@ fn every_dialect_has_a_subprotocol_that_names_it_or_none() {
 #[test]
 fn no_driver_calls_a_codec() {
     let drivers = [
-        ("src/web/client.rs", include_str!("../web/client.rs")),
-        ("src/web/app.rs", include_str!("../web/app.rs")),
-        ("src/web/global.rs", include_str!("../web/global.rs")),
-        ("src/web/transport.rs", include_str!("../web/transport.rs")),
-        ("src/web/socket.rs", include_str!("../web/socket.rs")),
-        ("peer/src/agent.rs", include_str!("../../peer/src/agent.rs")),
-        ("peer/src/mcp.rs", include_str!("../../peer/src/mcp.rs")),
+        ("src/web/client.rs", include_str!("../../web/client.rs")),
+        ("src/web/app.rs", include_str!("../../web/app.rs")),
+        ("src/web/global.rs", include_str!("../../web/global.rs")),
+        ("src/web/link/mod.rs", include_str!("../../web/link/mod.rs")),
+        (
+            "src/web/link/port.rs",
+            include_str!("../../web/link/port.rs"),
+        ),
+        (
+            "src/web/link/socket.rs",
+            include_str!("../../web/link/socket.rs"),
+        ),
+        (
+            "src/web/link/window.rs",
+            include_str!("../../web/link/window.rs"),
+        ),
+        (
+            "peer/src/agent.rs",
+            include_str!("../../../peer/src/agent.rs"),
+        ),
+        ("peer/src/mcp.rs", include_str!("../../../peer/src/mcp.rs")),
         (
             "peer/src/server.rs",
-            include_str!("../../peer/src/server.rs"),
+            include_str!("../../../peer/src/server.rs"),
         ),
     ];
     let forbidden = [

@@ -5,11 +5,11 @@
 
 use serde_json::{json, Value};
 
+use super::pair::request;
 use crate::core::agent::{AbortKind, AgentConfig, AgentOutput, CallRequest, Settlement};
 use crate::core::connection::AgentConnection;
 use crate::core::dialect::{Carrier, DialectKind};
 use crate::core::error::ErrorCode;
-use crate::core::tests::request;
 
 struct Gateway {
     core: AgentConnection<Value>,
@@ -255,8 +255,8 @@ fn errors_and_progress() {
 
 // ---- Both roles of this SDK: our gateway and our app ----
 
+use super::pair::{remote, Pair};
 use crate::core::app::AppConfig;
-use crate::core::tests::{remote, Pair};
 
 fn both() -> Pair {
     let mut p = Pair::speaking(

@@ -5,12 +5,12 @@
 
 use serde_json::{json, Value};
 
+use super::pair::{local, remote, request, Pair};
 use crate::core::agent::{AbortKind, AgentOutput, CallRequest, Settlement};
 use crate::core::app::{AppConfig, AppOutput, ElicitEnd};
 use crate::core::dialect::DialectKind;
 use crate::core::error::{AbpError, ErrorCode};
 use crate::core::message::Outcome;
-use crate::core::tests::{local, remote, request, Pair};
 
 fn acp() -> Pair {
     let mut p = Pair::speaking(DialectKind::Acp, AppConfig::default());

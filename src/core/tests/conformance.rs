@@ -6,18 +6,18 @@
 
 use serde_json::{json, Value};
 
-use super::agent::AgentOutput;
-use super::app::{AppConfig, AppConn, AppOutput, ElicitEnd};
-use super::capability::Registry;
-use super::capability::{apply_changes, descriptor, manifest, support_info, Changes};
-use super::dialect::abp::{decode, encode_app};
-use super::dialect::Hello;
-use super::error::encode_error;
-use super::error::{AbpError, ErrorCode};
-use super::message::Outcome;
-use super::message::{outcome_of_return, outcome_of_throw};
-use super::schema::{format_ok, validate};
-use super::tests::{remote, Pair};
+use super::pair::{remote, Pair};
+use crate::core::agent::AgentOutput;
+use crate::core::app::{AppConfig, AppConn, AppOutput, ElicitEnd};
+use crate::core::capability::Registry;
+use crate::core::capability::{apply_changes, descriptor, manifest, support_info, Changes};
+use crate::core::dialect::abp::{decode, encode_app};
+use crate::core::dialect::Hello;
+use crate::core::error::encode_error;
+use crate::core::error::{AbpError, ErrorCode};
+use crate::core::message::Outcome;
+use crate::core::message::{outcome_of_return, outcome_of_throw};
+use crate::core::schema::{format_ok, validate};
 
 #[test]
 fn the_error_table_sets_retryable_defaults() {
@@ -675,7 +675,7 @@ fn error_codes_round_trip_through_the_codec() {
     let e: AbpError<Value> = AbpError::new(ErrorCode::PermissionDenied, "no");
     let wire = encode_error(e);
     assert_eq!(wire["retryable"], true);
-    let back = super::error::decode_error(&wire);
+    let back = crate::core::error::decode_error(&wire);
     assert_eq!(back.code, ErrorCode::PermissionDenied);
     assert!(back.retry_after.is_none() && back.alternatives.is_none());
 }

@@ -1,0 +1,96 @@
+//! ABP's handshake: the initialize re-sent with the same id until a late app answers, a duplicate answered
+//! alike and another id refused (ALREADY_INITIALIZED), connect timing out with back-off when nobody answers,
+//! and NOT_INITIALIZED on both sides before a session.
+
+use serde_json::json;
+
+use super::pair::{request, Pair};
+use crate::core::agent::{AgentOutput, CallRequest};
+use crate::core::dialect::abp::decode;
+use crate::core::error::ErrorCode;
+
+#[test]
+fn handshake_survives_a_late_app_and_resends_the_same_id() {
+    let mut p = Pair::new();
+    p.agent.connect(p.now);
+    p.drain();
+    // The iframe has not loaded: the first initialize is lost.
+    p.to_app.clear();
+    p.advance(60.0);
+    let inits = p.agent_sent_of("initialize");
+    assert_eq!(inits.len(), 2, "initialize is re-sent");
+    assert_eq!(inits[0]["id"], inits[1]["id"], "with the same id");
+    assert!(p.agent.is_ready());
+    let result = p.app_sent_of("initialize-result")[0].clone();
+    assert_eq!(
+        result["payload"]["capabilities"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(result["payload"]["protocolVersion"], "0.1");
+    // A duplicate of the same initialize gets the same answer; a new id gets ALREADY_INITIALIZED.
+    let again = json!({ "type": "initialize", "id": inits[0]["id"], "payload": {} });
+    p.app
+        .handle(decode(&again).unwrap().for_app().unwrap(), p.now, &p.reg);
+    let other = json!({ "type": "initialize", "id": "x-9", "payload": {} });
+    p.app
+        .handle(decode(&other).unwrap().for_app().unwrap(), p.now, &p.reg);
+    p.drain();
+    let results = p.app_sent_of("initialize-result");
+    assert_eq!(
+        results[1]["payload"]["sessionId"],
+        result["payload"]["sessionId"]
+    );
+    assert_eq!(
+        results[2]["payload"]["error"]["code"],
+        "ALREADY_INITIALIZED"
+    );
+}
+
+#[test]
+fn connect_times_out_when_nobody_answers() {
+    let mut p = Pair::new();
+    p.agent.connect(p.now);
+    p.drain();
+    for _ in 0..200 {
+        p.now += 100.0;
+        p.agent.handle_timeout(p.now);
+        p.drain();
+        p.to_app.clear(); // nobody is listening
+    }
+    assert!(p
+        .agent_events
+        .iter()
+        .any(|e| matches!(e, AgentOutput::ConnectFailed(err) if err.code == ErrorCode::Timeout)));
+    let resent = p.agent_sent_of("initialize").len();
+    assert!(
+        resent > 5 && resent < 40,
+        "backs off: {resent} initialize messages in 10 s"
+    );
+}
+
+#[test]
+fn the_app_answers_not_initialized_without_a_session() {
+    let mut p = Pair::new();
+    let call = json!({ "type": "capabilities/call", "id": "m1", "payload": { "callId": "c1", "capability": "echo" } });
+    let cancel =
+        json!({ "type": "capabilities/cancel", "id": "m2", "payload": { "callId": "c1" } });
+    p.app
+        .handle(decode(&call).unwrap().for_app().unwrap(), p.now, &p.reg);
+    p.app
+        .handle(decode(&cancel).unwrap().for_app().unwrap(), p.now, &p.reg);
+    p.drain();
+    assert!(p.started().is_empty());
+    assert_eq!(p.app_sent[0]["payload"]["error"]["code"], "NOT_INITIALIZED");
+    assert_eq!(p.app_sent[0]["id"], "m1");
+    assert_eq!(p.app_sent[1]["payload"]["cancelled"], false);
+    assert_eq!(p.app_sent[1]["payload"]["error"]["code"], "NOT_INITIALIZED");
+    // The agent refuses locally before the handshake too.
+    let err = p.agent.start_call(
+        CallRequest {
+            params: json!(null),
+            ..request("c", "echo")
+        },
+        p.now,
+    );
+    assert_eq!(err.unwrap_err().code, ErrorCode::NotInitialized);
+}

@@ -1,0 +1,29 @@
+//! The core's native tests, one file per area. [`pair`] is the harness most of them use: an agent and an app
+//! connection driven against each other in memory, through the real codecs, with simulated time.
+//!
+//! ABP, on the shared state machines: `handshake`, `calls`, `cancel`, `progress`, `elicitation`,
+//! `disconnect`, `robustness`, `messages`, and `conformance` (the rest of the reference rules). The other
+//! dialects: `mcp`, `acp`, `tesseron`, and `dialects` (the list of dialects and what is derived from it).
+//! Around them: `connection` (the connections as their drivers use them), `fastpath` (the JavaScript
+//! builders and reader in the JS snippets against the codec) and `layers` (no module of the core reaches up).
+
+mod pair;
+
+mod calls;
+mod cancel;
+mod conformance;
+mod disconnect;
+mod elicitation;
+mod handshake;
+mod messages;
+mod progress;
+mod robustness;
+
+mod acp;
+mod dialects;
+mod mcp;
+mod tesseron;
+
+mod connection;
+mod fastpath;
+mod layers;

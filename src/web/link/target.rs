@@ -1,0 +1,183 @@
+//! The transports as a page hands them over: `PostMessageTransport` (one constructor per target: an iframe,
+//! a window, the parent page, a port) and `WebMCPTransport`, until a client or app opens one (`Link::open`).
+//! A `WebSocketTransport` (`socket.rs`) is handed over the same way.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::Array;
+use wasm_bindgen::convert::TryFromJsValue;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{HtmlIFrameElement, MessagePort, Window};
+
+use super::mcpb::channel_option;
+use super::socket::{Socket, WebSocketTransport};
+use crate::core::dialect::Carrier;
+use crate::core::payload::Payload;
+use crate::core::text::text;
+use crate::web::dom::window;
+use crate::web::types::{IframeOptions, ParentOptions, WindowOptions};
+use crate::web::value::{console_warn, opt_string, type_error};
+
+/// What a transport connects to, as it was described.
+pub(crate) enum Target {
+    Iframe {
+        iframe: HtmlIFrameElement,
+        origin: String,
+        channel: Option<String>,
+    },
+    Window {
+        win: Window,
+        origin: String,
+        channel: Option<String>,
+    },
+    Parent {
+        allowed: Vec<String>,
+        channel: Option<String>,
+    },
+    Port(MessagePort),
+    Socket(Rc<Socket>),
+}
+
+impl Target {
+    /// What the connection's policy needs to know of it: a frame or window may not be listening yet; a port
+    /// queues what is sent before the other end listens, and a socket is open.
+    pub(crate) fn carrier(&self) -> Carrier {
+        match self {
+            Target::Iframe { .. } | Target::Window { .. } | Target::Parent { .. } => {
+                Carrier::Window
+            }
+            Target::Port(_) | Target::Socket(_) => Carrier::Stream,
+        }
+    }
+}
+
+/// Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
+/// inside an iframe), or a `MessagePort` (either side).
+#[wasm_bindgen]
+pub struct PostMessageTransport {
+    target: RefCell<Option<Target>>,
+}
+
+fn target_origin(options: &JsValue, what: &str) -> Result<String, JsValue> {
+    let origin = opt_string(options, "targetOrigin").ok_or_else(|| {
+        type_error(&text(&[
+            "PostMessageTransport.",
+            what,
+            ": options.targetOrigin is required (the app's origin, e.g. 'https://app.example'; '*' only if you mean it)",
+        ]))
+    })?;
+    if origin == "*" {
+        console_warn("abp-wasm: targetOrigin '*' sends every message to whatever page the frame holds; name the app's origin instead");
+    }
+    Ok(origin)
+}
+
+#[wasm_bindgen]
+impl PostMessageTransport {
+    /// Agent side: talk to the app inside `iframe`. Messages are sent to `targetOrigin` and only messages
+    /// whose `event.source` is this iframe's window and whose origin matches are accepted.
+    #[wasm_bindgen(js_name = toIframe)]
+    pub fn to_iframe(
+        iframe: &HtmlIFrameElement,
+        options: IframeOptions,
+    ) -> Result<PostMessageTransport, JsValue> {
+        let origin = target_origin(&options, "toIframe")?;
+        let channel = channel_option(&options, "toIframe")?;
+        if !iframe.is_instance_of::<HtmlIFrameElement>() {
+            return Err(type_error(
+                "PostMessageTransport.toIframe: expected an <iframe> element",
+            ));
+        }
+        Ok(Self::with(Target::Iframe {
+            iframe: iframe.clone(),
+            origin,
+            channel,
+        }))
+    }
+
+    /// Talk to another window: the agent to an app it opened (`window.open`), or an app in a popup to its
+    /// `window.opener`. Only messages from that window and `targetOrigin` count; replies go to `targetOrigin`.
+    #[wasm_bindgen(js_name = toWindow)]
+    pub fn to_window(
+        win: &Window,
+        options: WindowOptions,
+    ) -> Result<PostMessageTransport, JsValue> {
+        let origin = target_origin(&options, "toWindow")?;
+        let channel = channel_option(&options, "toWindow")?;
+        Ok(Self::with(Target::Window {
+            win: win.clone(),
+            origin,
+            channel,
+        }))
+    }
+
+    /// App side, inside an iframe: serve the parent page. Only messages from `window.parent` whose origin is
+    /// in `allowedOrigins` count (default: this page's own origin). Replies go only to the origin that
+    /// initialized the session.
+    #[wasm_bindgen(js_name = toParent)]
+    pub fn to_parent(options: Option<ParentOptions>) -> Result<PostMessageTransport, JsValue> {
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let mut allowed: Vec<String> = match options.get("allowedOrigins") {
+            Some(list) if Array::is_array(&list) => Array::from(&list)
+                .iter()
+                .filter_map(|o| o.as_string())
+                .collect(),
+            Some(_) => {
+                return Err(type_error(
+                    "PostMessageTransport.toParent: allowedOrigins must be an array of origins",
+                ))
+            }
+            None => Vec::new(),
+        };
+        if allowed.is_empty() {
+            let own = window().and_then(|w| w.location().origin().ok());
+            allowed.extend(own);
+        }
+        if allowed.iter().any(|o| o == "*") {
+            console_warn(
+                "abp-wasm: allowedOrigins ['*'] lets any page that frames this app call it",
+            );
+        }
+        let channel = channel_option(&options, "toParent")?;
+        Ok(Self::with(Target::Parent { allowed, channel }))
+    }
+
+    /// Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
+    #[wasm_bindgen(js_name = fromPort)]
+    pub fn from_port(port: &MessagePort) -> PostMessageTransport {
+        Self::with(Target::Port(port.clone()))
+    }
+}
+
+impl PostMessageTransport {
+    fn with(target: Target) -> Self {
+        PostMessageTransport {
+            target: RefCell::new(Some(target)),
+        }
+    }
+
+    /// Takes the description out; a transport serves one connection.
+    pub(crate) fn take(&self) -> Result<Target, JsValue> {
+        self.target.borrow_mut().take().ok_or_else(|| {
+            type_error("This PostMessageTransport is already in use; make a new one per connection")
+        })
+    }
+}
+
+/// The transport a client or app was handed: a `PostMessageTransport` or a `WebSocketTransport`. JavaScript
+/// gives the object up (a transport serves one connection).
+pub(crate) fn take_target(transport: JsValue, who: &str) -> Result<Target, JsValue> {
+    let transport = match PostMessageTransport::try_from_js_value(transport) {
+        Ok(t) => return t.take(),
+        Err(v) => v,
+    };
+    match WebSocketTransport::try_from_js_value(transport) {
+        Ok(t) => t.take().map(Target::Socket),
+        Err(_) => Err(type_error(&text(&[
+            who,
+            ": expected a PostMessageTransport or a WebSocketTransport (one per connection; this one may be in use already)",
+        ]))),
+    }
+}
