@@ -40,7 +40,7 @@ addBootstrap('pkg');
 addBootstrap('pkg/app');
 
 // `abp-wasm/vite`: a Vite plugin that inlines the bootstrap at the top of each page's <head> (Vite leaves a
-// classic <script src> alone and does not ship it, so the README's plain tag 404s in a built site).
+// classic <script src> alone and does not ship it, so a plain bootstrap tag 404s in a built site).
 writeFileSync('pkg/vite.js', `// abp-wasm/vite: inlines the ABP bootstrap script at the top of <head>, in dev and in \`vite build\`.
 const ABP_BOOTSTRAP = ${JSON.stringify(source)};
 

@@ -24,7 +24,8 @@ echo "== core: native unit tests (simulated time)"
 cargo test --quiet --workspace
 
 echo "== browser tests: headless Chrome and Firefox (real iframes; WebSocket against abp-peer on 127.0.0.1)"
-# Also set in .cargo/config.toml; repeated here so the script does not depend on cargo reading it.
+# One file at a time, so the runner gives up after 150 s (.cargo/config.toml allows 300 s for a hand run), and no
+# cross-origin isolation, which would block the cases' second origin (.cargo/config.toml says why).
 export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=150
 # The peer runs in a restart loop (tests kill it); it and the discovery fixture server are stopped however this
 # script ends.
@@ -43,8 +44,8 @@ export ABP_PEER_URL ABP_PEER_TOKEN ABP_DISCOVERY_URL TESSERON_APP_URL
 echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL; Tesseron app at $TESSERON_APP_URL"
 # The official MCP packages the interop cases talk to (tests/interop/package.json, pinned), bundled for the browser.
 node tests/interop/build.mjs
-# One test file and browser at a time. Now and then (seen in 2 of about 20 runs before 2f276b1, always at "Loading
-# scripts...", before any test had started) headless Chrome's renderer hangs while the runner's page loads, and
+# One test file and browser at a time. Now and then (always at "Loading scripts...", before any test has
+# started) headless Chrome's renderer hangs while the runner's page loads, and
 # the runner gives up after WASM_BINDGEN_TEST_TIMEOUT. Only that case is run again, once; a failing test is
 # never retried.
 for file in tests/*.rs; do

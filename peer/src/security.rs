@@ -1,6 +1,6 @@
 //! Who may open what: the `Host` check (DNS rebinding), the `Origin` allow-list (web pages), and the launch
 //! token (the endpoints that drive an app or impersonate an agent). Every request passes through
-//! [`Guard::admit`] before anything is routed or upgraded; the README's threat model says what each check stops.
+//! [`Guard::admit`] before anything is routed or upgraded; docs/peer.md's security model says what each check stops.
 
 use std::fmt;
 use std::io::Write;

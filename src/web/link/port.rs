@@ -14,7 +14,7 @@ use crate::web::value::keep_id;
 
 #[wasm_bindgen(module = "/src/web/link/port.js")]
 extern "C" {
-    /// The listener of a private ABP channel: reads calls and results in one pass (see glue.js).
+    /// The listener of a private ABP channel: reads calls and results in one pass (see port.js).
     #[wasm_bindgen(js_name = abpPortListener)]
     pub(crate) fn abp_port_listener(
         on_call: &JsValue,
@@ -36,7 +36,7 @@ pub(crate) type Deliver = dyn Fn(Received, Option<&MessageEvent>);
 /// transport): calls and results are read in JS in one pass (`abpPortListener`) and arrive as
 /// [`Received::Read`], anything else as [`Received::Raw`] with its event.
 /// One instance for its three uses (`deliver` as a trait object): each copy of the three closures costs gzipped
-/// wasm (BENCHMARKS.md, the `fromPort` step in the entry of `56f4aab`).
+/// wasm (BENCHMARKS.md, History, "where the round trip's time goes, a faster fromPort").
 pub(crate) fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> Listener {
     type OnCall = dyn Fn(String, String, JsValue, JsValue, String, JsValue, f64, Option<String>);
     type OnResult = dyn Fn(Option<String>, Option<String>, JsValue, bool);
