@@ -285,7 +285,8 @@ impl<P: Wire> AppConnection<P> {
     }
 
     /// A result could not be sent (`sent` is its [`Sent::Result`]; the value could not be cloned): the agent
-    /// gets OPERATION_FAILED with `error`'s message instead, before anything else.
+    /// gets OPERATION_FAILED with `error`'s message instead, before anything else. That answer is sent once: if
+    /// it cannot be sent either, it is dropped.
     pub fn unsent(&mut self, sent: &Sent, error: AbpError<P>) {
         if let Sent::Result { id, call_id } = sent {
             self.answer(id.clone(), call_id.clone(), Outcome::Failure(error));
@@ -301,20 +302,24 @@ impl<P: Wire> AppConnection<P> {
         capabilities: &dyn Fn() -> P,
     ) -> Option<AppOutput<P, Transmit<P>>> {
         loop {
-            let m = match self.urgent.pop_front() {
-                Some(m) => m,
+            let (m, sent) = match self.urgent.pop_front() {
+                // An answer that stands in for a result is not replaced again if it cannot be sent either (the
+                // link is gone): it is dropped, and nothing loops.
+                Some(m) => (m, Sent::Other),
                 None => match self.core.poll()?.event() {
                     Ok(event) => return Some(event),
-                    Err(m) => m,
+                    Err(m) => {
+                        let sent = match &m {
+                            FromApp::Control(ControlOut::Shutdown { .. }) => Sent::Shutdown,
+                            FromApp::CallResult { id, call_id, .. } => Sent::Result {
+                                id: id.clone(),
+                                call_id: call_id.clone(),
+                            },
+                            _ => Sent::Other,
+                        };
+                        (m, sent)
+                    }
                 },
-            };
-            let sent = match &m {
-                FromApp::Control(ControlOut::Shutdown { .. }) => Sent::Shutdown,
-                FromApp::CallResult { id, call_id, .. } => Sent::Result {
-                    id: id.clone(),
-                    call_id: call_id.clone(),
-                },
-                _ => Sent::Other,
             };
             let hello = Hello {
                 info: &self.info,

@@ -178,6 +178,30 @@ fn a_result_that_cannot_be_sent_becomes_a_failure_sent_first() {
 }
 
 #[test]
+fn a_failure_that_cannot_be_sent_either_is_dropped_not_retried() {
+    let mut p = Pair::connected();
+    p.call("c1", "echo", json!({}));
+    p.deliver_to_app();
+    p.to_agent.clear();
+    let started = p.started()[0].to_owned();
+    let outcome = crate::core::message::Outcome::Success { data: json!(1) };
+    p.app.complete(&started, outcome, None, p.now);
+    let reg = Registry::default();
+    // A link that is gone: every send fails, and the driver reports each failure as it goes.
+    let mut sends = 0;
+    let caps = || reg.list();
+    while let Some(out) = p.app.poll(&|| 5.0, &caps) {
+        if let Err(t) = out.event::<()>() {
+            sends += 1;
+            assert!(sends < 10, "the driver would loop: {t:?}");
+            p.app
+                .unsent(&t.sent, AbpError::new(ErrorCode::OperationFailed, "gone"));
+        }
+    }
+    assert_eq!(sends, 2, "the result, then its failure once");
+}
+
+#[test]
 fn only_the_apps_shutdown_of_this_session_counts_from_an_unknown_window() {
     let mut p = Pair::connected();
     let session = p.agent.session_id().unwrap().to_owned();
