@@ -1,5 +1,5 @@
 // How many times a round trip steps from wasm into JavaScript: every import the built package's wasm calls
-// (wasm-bindgen's generated functions and glue.js's exports) is wrapped with a counter in a copy of pkg/, and
+// (wasm-bindgen's generated functions and our snippets' exports) is wrapped with a counter in a copy of pkg/, and
 // 100 echo calls host page -> iframe are counted on each side. Counts, not times: what each boundary step
 // removes shows here exactly, where a timing would drown in this machine's noise.
 // Needs `npm run build` first. Usage: node bench/crossings.mjs [--options]   (--options: { signal, timeout })

@@ -17,7 +17,8 @@ import { sizes } from '../scripts/sizes.mjs';
 const calls = Number(process.env.BENCH_CALLS ?? 10000);
 const runs = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
-// The JS a page loads: wasm-bindgen's generated module plus our snippet (src/web/glue.js), gzipped together.
+// The JS a page loads: wasm-bindgen's generated module plus our snippets (src/web/*.js, src/web/link/*.js),
+// gzipped together.
 const snippets = readdirSync('pkg/snippets', { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => readFileSync(`pkg/snippets/${f}`));
 const glue = Buffer.concat([readFileSync('pkg/abp_wasm.js'), ...snippets]);
 const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gzipSync(glue, { level: 9 }).length, wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
