@@ -14,8 +14,9 @@ use crate::core::payload::{Kind, Payload};
 use crate::core::payload::{Timestamp, Wire};
 use crate::core::AbpError;
 
-/// What every build has of the JS side: `value.js`.
-#[wasm_bindgen(module = "/src/web/value.js")]
+/// `glue.js`: one snippet for every build, from which each build keeps what it reaches (`scripts/shake-snippets.mjs`);
+/// each Rust file declares what it uses of it.
+#[wasm_bindgen(module = "/src/web/glue.js")]
 extern "C" {
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
@@ -53,7 +54,7 @@ extern "C" {
         k4: &JsValue,
         v4: &JsValue,
     ) -> JsValue;
-    /// A pending promise and its resolve function (value.js `Deferred`).
+    /// A pending promise and its resolve function (glue.js `Deferred`).
     pub(crate) type Deferred;
     #[wasm_bindgen(constructor)]
     pub(crate) fn new() -> Deferred;
@@ -72,7 +73,7 @@ extern "C" {
 /// The one-step builds of a call's two messages (`Wire::call_message`, `Wire::success_message`), each with the
 /// role that sends it.
 #[cfg(feature = "agent")]
-#[wasm_bindgen(module = "/src/web/client.js")]
+#[wasm_bindgen(module = "/src/web/glue.js")]
 extern "C" {
     /// The call message, built in one step (see `Wire::call_message`).
     #[allow(clippy::too_many_arguments)]
@@ -88,7 +89,7 @@ extern "C" {
 }
 
 #[cfg(feature = "app")]
-#[wasm_bindgen(module = "/src/web/app.js")]
+#[wasm_bindgen(module = "/src/web/glue.js")]
 extern "C" {
     /// A success result, built in one step (see `Wire::success_message`).
     #[wasm_bindgen(js_name = successMessage)]
