@@ -36,7 +36,10 @@ const PEER: Option<&str> = option_env!("ABP_PEER_URL");
 const TOKEN: Option<&str> = option_env!("ABP_PEER_TOKEN");
 
 async fn check(name: &str) {
-    common::report(run_case(name, PEER.unwrap_or(""), TOKEN.unwrap_or("")).await);
+    let (Some(peer), Some(token)) = (PEER, TOKEN) else {
+        panic!("ABP_PEER_URL and ABP_PEER_TOKEN are not set: run scripts/test.sh, which starts abp-peer");
+    };
+    common::report(run_case(name, peer, token).await);
 }
 
 #[wasm_bindgen_test]

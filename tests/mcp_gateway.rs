@@ -24,8 +24,6 @@ extern "C" {
 async fn an_app_serves_an_mcp_host_through_the_gateway() {
     match option_env!("MCP_GATEWAY_URL") {
         Some(url) => common::report(serve_the_gateway(url).await),
-        None => console_log!(
-            "MCP_GATEWAY_URL is not set: tests/interop/mcp-gateway/run.mjs runs this page"
-        ),
+        None => panic!("MCP_GATEWAY_URL is not set: scripts/mcp-gateway.sh runs this page"),
     }
 }

@@ -27,7 +27,10 @@ extern "C" {
 const APP: Option<&str> = option_env!("TESSERON_APP_URL");
 
 async fn check(name: &str) {
-    common::report(run_case(name, APP.unwrap_or("")).await);
+    let Some(app) = APP else {
+        panic!("TESSERON_APP_URL is not set: run scripts/test.sh, which starts the Python Tesseron app");
+    };
+    common::report(run_case(name, app).await);
 }
 
 #[wasm_bindgen_test]

@@ -25,8 +25,8 @@ extern "C" {
 async fn every_fixture_passes_or_is_skipped_with_its_reason() {
     match option_env!("TESSERON_CONFORMANCE_URL") {
         Some(url) => common::report(replay_conformance(url).await),
-        None => console_log!(
-            "TESSERON_CONFORMANCE_URL is not set: the replay runs from scripts/tesseron-conformance.sh"
-        ),
+        None => {
+            panic!("TESSERON_CONFORMANCE_URL is not set: scripts/tesseron-conformance.sh runs the replay")
+        }
     }
 }

@@ -24,7 +24,7 @@ extern "C" {
 async fn check(name: &str) {
     match option_env!("WEBMCP_MODE") {
         Some(mode) => common::report(run_case(name, mode).await),
-        None => console_log!("WEBMCP_MODE is not set: scripts/webmcp.sh runs these cases"),
+        None => panic!("WEBMCP_MODE is not set: scripts/webmcp.sh runs these cases"),
     }
 }
 
