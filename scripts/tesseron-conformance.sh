@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# `npm run conformance:tesseron`: replays the Tesseron conformance fixtures (CC BY 4.0, kept outside this
-# repository with their ATTRIBUTION.md; found at $TESSERON_CONFORMANCE_DIR, else ../shared/tesseron-conformance)
+# `npm run conformance:tesseron`: replays the Tesseron conformance fixtures (CC BY 4.0, kept with their
+# ATTRIBUTION.md in tests/interop/tesseron/conformance/; $TESSERON_CONFORMANCE_DIR points at another copy)
 # with tests/interop/tesseron/conformance_runner.py playing the gateway:
 #   1. against the Python SDK (PyPI tesseron, tests/interop/tesseron/conformance_host.py), the third-party
 #      reference: a fixture that fails there points at the runner, not at our app;
 #   2. against our AbpApp in headless Chrome and Firefox (tests/tesseron_conformance.rs), the runner listening on
 #      127.0.0.1 and the app dialing it.
 # Prints one line per fixture (PASS, FAIL with the step, expected and actual, SKIP with the reason) and the
-# totals; exits 1 if any fixture failed. Without the fixtures it says why it skipped the replay and exits 0.
+# totals; exits 1 if any fixture failed, and fails without the fixtures (a replay of nothing proves nothing).
 # `--no-setup` skips scripts/setup.sh (scripts/test.sh has run it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-dir="${TESSERON_CONFORMANCE_DIR:-../shared/tesseron-conformance}"
+dir="${TESSERON_CONFORMANCE_DIR:-tests/interop/tesseron/conformance}"
 if [ ! -d "$dir/fixtures" ]; then
-  echo "conformance:tesseron: skipped the replay: no fixtures at $dir/fixtures. They are not part of this" \
-    "repository (the Tesseron conformance fixtures, CC BY 4.0); point TESSERON_CONFORMANCE_DIR at a copy to run it."
-  exit 0
+  echo "conformance:tesseron: FAILED: no fixtures at $dir/fixtures (the Tesseron conformance fixtures, CC BY 4.0," \
+    "kept in tests/interop/tesseron/conformance/; TESSERON_CONFORMANCE_DIR points at another copy)." >&2
+  exit 1
 fi
 [ -f "$dir/ATTRIBUTION.md" ] || echo "conformance:tesseron: warning: $dir has no ATTRIBUTION.md (CC BY 4.0 asks to keep it)"
 [ "${1:-}" = --no-setup ] || bash scripts/setup.sh browsers
