@@ -574,15 +574,14 @@ impl AppConnInner {
     }
 
     pub(crate) fn drive(self: &Rc<Self>) {
+        // The registry's list, read only when a message carries it; the app is looked up once per drive.
+        let shared = self.shared.upgrade();
+        let capabilities = || match &shared {
+            Some(s) => s.capabilities(),
+            None => Array::new().into(),
+        };
         loop {
-            let next = {
-                let shared = self.shared.upgrade();
-                let capabilities = || match &shared {
-                    Some(s) => s.capabilities(),
-                    None => Array::new().into(),
-                };
-                self.core.borrow_mut().poll(&timestamp, &capabilities)
-            };
+            let next = self.core.borrow_mut().poll(&timestamp, &capabilities);
             match next {
                 Some(out) => self.perform(out),
                 None => break,

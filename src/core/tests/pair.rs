@@ -160,16 +160,7 @@ impl Pair {
     }
 
     pub(crate) fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
-        self.agent_events
-            .iter()
-            .filter_map(|e| match e {
-                AgentOutput::Settled {
-                    call_id: c,
-                    settlement,
-                } if c == call_id => Some(settlement),
-                _ => None,
-            })
-            .collect()
+        settled_in(&self.agent_events, call_id)
     }
 
     pub(crate) fn started(&self) -> Vec<&str> {
@@ -205,6 +196,23 @@ impl Pair {
             .complete(call_id, Outcome::Success { data }, None, self.now);
         self.drain();
     }
+}
+
+/// How `call_id` settled, in an agent's events (once, unless something is wrong).
+pub(crate) fn settled_in<'a>(
+    events: &'a [AgentOutput<Value>],
+    call_id: &str,
+) -> Vec<&'a Settlement<Value>> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentOutput::Settled {
+                call_id: c,
+                settlement,
+            } if c == call_id => Some(settlement),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A plain call request; tests change the fields they care about with `..request(…)`.

@@ -54,16 +54,7 @@ impl Gateway {
     }
 
     fn settled(&self, call_id: &str) -> Vec<&Settlement<Value>> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                AgentOutput::Settled {
-                    call_id: c,
-                    settlement,
-                } if c == call_id => Some(settlement),
-                _ => None,
-            })
-            .collect()
+        super::pair::settled_in(&self.events, call_id)
     }
 
     fn response_of(&self, call_id: &str) -> Value {
