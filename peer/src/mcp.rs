@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abp_wasm::core::dialect::{Carrier, DialectKind};
-use abp_wasm::core::error::encode_error;
+use abp_wasm::core::error::{encode_error, AbpError, ErrorCode};
 use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -244,7 +244,16 @@ impl Gateway {
                     .as_ref()
                     .and_then(|c| self.calls.get(c))
                     .map(|r| r.call_id.clone());
-                match self.host.elicit(host_call.as_deref(), request, now) {
+                // Only a running host call may ask the host: a question with none behind it would put the
+                // app's words (say, "re-enter your token") in front of the user unasked.
+                let asked = match host_call {
+                    Some(call) => self.host.elicit(Some(&call), request, now),
+                    None => Err(AbpError::new(
+                        ErrorCode::NotSupported,
+                        "The gateway asks the host only for a running tool call",
+                    )),
+                };
+                match asked {
                     Ok(ask) => {
                         self.asks.insert(ask, id);
                     }
@@ -314,6 +323,16 @@ impl Gateway {
         let now = self.now();
         for (_, call_id, outcome) in due {
             self.host.complete(&call_id, outcome, None, now);
+        }
+    }
+
+    /// The gateway stops: what the dialect says then goes to the host (each modern listen is torn down).
+    fn goodbye(&mut self) {
+        self.host.close();
+        while let Some(output) = self.host.poll(&crate::agent::unix_ms, &|| Value::Null) {
+            if let AppOutput::Transmit(t) = output {
+                self.out.push(t.message.to_string());
+            }
         }
     }
 
@@ -479,8 +498,11 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             }
         }
     }
-    // The host is gone: cancel what runs in the app, give the app a moment to see it, and go.
+    // The host is gone (or we are stopped): cancel what runs in the app, tell a host that still listens, give
+    // the app a moment to see the cancels, and go.
     gateway.cancel_everything();
+    gateway.goodbye();
+    write_lines(&mut stdout, std::mem::take(&mut gateway.out)).await;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(GOODBYE_MS);
     while !gateway.calls.is_empty() {
         match tokio::time::timeout_at(deadline, registration.inbox.recv()).await {
@@ -610,6 +632,202 @@ mod tests {
             }
             other => panic!("expected the answer, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_elicitation_with_no_call_behind_it_is_declined_and_the_host_not_asked() {
+        // A host that accepts elicitation, and an app (anything that joined) asking outside any call.
+        let (mut g, mut agent) = gateway(json!({ "elicitation": {} }));
+        let Command::Call { .. } = next_command(&mut agent) else {
+            panic!("the tool call goes to the app")
+        };
+        g.on_app_event(Event::Elicitation {
+            id: "e1".into(),
+            call_id: None,
+            request: json!({ "method": "elicitation/create",
+                "params": { "message": "Re-enter your token", "requestedSchema": { "type": "object" } } }),
+        });
+        g.perform();
+        match next_command(&mut agent) {
+            Command::Answer { id, answer } => {
+                assert_eq!(id, "e1");
+                assert_eq!(answer.unwrap()["error"]["code"], "NOT_SUPPORTED");
+            }
+            other => panic!("expected the answer, got {other:?}"),
+        }
+        assert!(
+            !g.out.iter().any(|l| l.contains("Re-enter")),
+            "the host is not asked: {:?}",
+            g.out
+        );
+    }
+
+    /// A gateway with an app joined and no host handshake (a modern host sends none).
+    fn modern_gateway() -> (Gateway, crate::hub::Registration<Envelope>) {
+        let (mut g, agent) = gateway(json!({}));
+        g.out.clear();
+        // A fresh host side: the helper's legacy handshake is not part of this host's story.
+        g.host = AppConnection::new(
+            DialectKind::Mcp,
+            Carrier::Stream,
+            AppConfig::default(),
+            json!({ "name": "abp-peer", "version": "0" }),
+            "gw-",
+        );
+        g.calls.clear();
+        (g, agent)
+    }
+
+    fn modern_request(id: u64, method: &str, mut params: Value, elicitation: bool) -> String {
+        let caps = if elicitation {
+            json!({ "elicitation": {} })
+        } else {
+            json!({})
+        };
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "host", "version": "2" },
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        });
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+    }
+
+    #[test]
+    fn a_modern_host_discovers_lists_and_calls_without_a_handshake() {
+        let (mut g, mut agent) = modern_gateway();
+        while agent.inbox.try_recv().is_ok() {}
+        g.on_host_line(&modern_request(1, "server/discover", json!({}), false));
+        g.on_host_line(&modern_request(2, "tools/list", json!({}), false));
+        g.perform();
+        let out = answers(&g);
+        assert_eq!(out[0]["result"]["resultType"], "complete");
+        assert_eq!(
+            out[0]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "abp-peer"
+        );
+        assert_eq!(out[1]["result"]["tools"][0]["name"], "ask");
+        assert_eq!(out[1]["result"]["cacheScope"], "private");
+        g.on_host_line(&modern_request(
+            3,
+            "tools/call",
+            json!({ "name": "ask", "arguments": {} }),
+            false,
+        ));
+        g.perform();
+        let Command::Call { call_id, .. } = next_command(&mut agent) else {
+            panic!("the tool call goes to the app")
+        };
+        g.on_app_event(Event::Settled {
+            reference: Value::Null,
+            call_id: call_id.unwrap(),
+            response: json!({ "success": true, "data": { "ok": true } }),
+        });
+        g.perform();
+        let done = answers(&g)
+            .into_iter()
+            .find(|m| m["id"] == 3)
+            .expect("the call's result");
+        assert_eq!(done["result"]["resultType"], "complete");
+        assert_eq!(done["result"]["structuredContent"], json!({ "ok": true }));
+    }
+
+    #[test]
+    fn a_modern_hosts_call_that_asks_is_answered_by_the_retry() {
+        let (mut g, mut agent) = modern_gateway();
+        while agent.inbox.try_recv().is_ok() {}
+        g.on_host_line(&modern_request(
+            3,
+            "tools/call",
+            json!({ "name": "ask", "arguments": {} }),
+            true,
+        ));
+        g.perform();
+        let Command::Call { call_id, .. } = next_command(&mut agent) else {
+            panic!("the tool call goes to the app")
+        };
+        g.on_app_event(Event::Elicitation {
+            id: "e1".into(),
+            call_id: call_id.clone(),
+            request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
+        });
+        g.perform();
+        let asked = answers(&g)
+            .into_iter()
+            .find(|m| m["id"] == 3)
+            .expect("an answer to the call");
+        assert_eq!(asked["result"]["resultType"], "input_required");
+        assert!(
+            !answers(&g)
+                .iter()
+                .any(|m| m["method"] == "elicitation/create"),
+            "a modern host is sent no request"
+        );
+        let inputs = asked["result"]["inputRequests"].as_object().unwrap();
+        let key = inputs.keys().next().unwrap().clone();
+        let state = asked["result"]["requestState"].clone();
+        let mut retry: Value = serde_json::from_str(&modern_request(
+            4,
+            "tools/call",
+            json!({ "name": "ask", "arguments": {} }),
+            true,
+        ))
+        .unwrap();
+        retry["params"]["requestState"] = state;
+        retry["params"]["inputResponses"] = json!({ key: { "action": "accept" } });
+        g.on_host_line(&retry.to_string());
+        g.perform();
+        match next_command(&mut agent) {
+            Command::Answer { id, answer } => {
+                assert_eq!(id, "e1");
+                assert_eq!(
+                    answer.unwrap(),
+                    json!({ "success": true, "data": { "confirmed": true } })
+                );
+            }
+            other => panic!("expected the answer, got {other:?}"),
+        }
+        g.on_app_event(Event::Settled {
+            reference: Value::Null,
+            call_id: call_id.unwrap(),
+            response: json!({ "success": true, "data": 7 }),
+        });
+        g.perform();
+        let done = answers(&g)
+            .into_iter()
+            .find(|m| m["id"] == 4)
+            .expect("the retry's result");
+        assert_eq!(done["result"]["resultType"], "complete");
+    }
+
+    #[test]
+    fn stopping_tears_down_a_modern_hosts_listen() {
+        let (mut g, _agent) = modern_gateway();
+        let listen = modern_request(
+            8,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+            false,
+        );
+        g.on_host_line(&listen);
+        g.perform();
+        assert_eq!(
+            answers(&g)[0]["method"],
+            "notifications/subscriptions/acknowledged"
+        );
+        g.on_app_event(Event::Capabilities {
+            payload: json!({ "capabilities": [{ "name": "other" }] }),
+        });
+        g.perform();
+        let told = answers(&g).pop().unwrap();
+        assert_eq!(told["method"], "notifications/tools/list_changed");
+        assert_eq!(
+            told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            8
+        );
+        g.goodbye();
+        let bye = answers(&g).pop().unwrap();
+        assert_eq!(bye["method"], "notifications/cancelled");
+        assert_eq!(bye["params"]["requestId"], 8);
     }
 
     /// The host's answers so far, parsed.

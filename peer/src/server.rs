@@ -129,6 +129,26 @@ impl Routes {
     }
 }
 
+/// How long a port that is in use is waited for: a copy of this command that is exiting still holds it (an MCP
+/// host's version probe starts the command, asks one question and stops it, then starts it again).
+const PORT_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Binds `addrs`, trying again while the port is in use, for up to [`PORT_GRACE`].
+async fn bind_patiently(addrs: &[SocketAddr]) -> std::io::Result<TcpListener> {
+    let deadline = tokio::time::Instant::now() + PORT_GRACE;
+    loop {
+        match TcpListener::bind(addrs).await {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            result => return result,
+        }
+    }
+}
+
 impl Server {
     /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`) and mints the token;
     /// where `routes` has endpoints that need it, writes it to its file and prints it once on stderr.
@@ -151,7 +171,7 @@ impl Server {
             ));
         }
         let token = Token::mint()?;
-        let listener = TcpListener::bind(addrs.as_slice())
+        let listener = bind_patiently(&addrs)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let addr = listener

@@ -29,7 +29,14 @@ pub struct AppConfig {
     pub reinitialize: bool,
     /// The dialect's rules (ABP by default).
     pub policy: Policy,
+    /// How long a call whose elicitation is answered by a retry ([`Features::answer_by_retry`]) waits for
+    /// that retry before it is cancelled, in milliseconds.
+    pub retry_wait: f64,
 }
+
+/// How long an MCP client has to answer an elicitation by retrying its call: the time a person takes to fill
+/// in a form, bounded so that a client that went away does not keep the handler waiting for ever.
+pub const DEFAULT_RETRY_WAIT_MS: f64 = 10.0 * 60.0 * 1000.0;
 
 impl Default for AppConfig {
     fn default() -> Self {
@@ -39,6 +46,7 @@ impl Default for AppConfig {
             remember: 1024,
             reinitialize: false,
             policy: Policy::ABP,
+            retry_wait: DEFAULT_RETRY_WAIT_MS,
         }
     }
 }
@@ -156,6 +164,8 @@ struct Active<P> {
     deadline: Option<TimerId>,
     /// Its `timeoutMs`, for the message.
     timeout_ms: Option<f64>,
+    /// What its request enabled, when it says so itself (no session).
+    features: Option<Features>,
 }
 
 /// A call as it arrived: started at once, or waiting for a free slot under `max_concurrent`.
@@ -167,6 +177,7 @@ struct Queued<P> {
     token: Option<String>,
     received: f64,
     timeout_ms: Option<f64>,
+    features: Option<Features>,
 }
 
 struct Session {
@@ -179,8 +190,10 @@ struct Session {
 struct Elicit {
     /// The call that asked.
     call_id: Option<String>,
-    /// When it times out (its request's `timeout`).
+    /// When it times out (its request's `timeout`), or when its call is cancelled for want of a retry.
     timer: Option<TimerId>,
+    /// It is answered by the agent retrying the call: when `timer` fires, the call is cancelled.
+    by_retry: bool,
 }
 
 /// What a deadline in [`AppConn`]'s timers is for.
@@ -431,6 +444,7 @@ impl<P: Wire> AppConn<P> {
                 capability,
                 params,
                 progress_token,
+                features,
                 ..
             } => {
                 let call = Queued {
@@ -441,6 +455,7 @@ impl<P: Wire> AppConn<P> {
                     token: progress_token,
                     received: now,
                     timeout_ms: None,
+                    features,
                 };
                 self.call(call, registry)
             }
@@ -574,7 +589,7 @@ impl<P: Wire> AppConn<P> {
 
     /// A call from the agent: started, queued behind `max_concurrent`, refused, or dropped as a duplicate.
     fn call(&mut self, mut call: Queued<P>, registry: &Registry<P>) {
-        if self.session.is_none() {
+        if self.session.is_none() && call.features.is_none() {
             return self.refuse_call(call.msg_id, call.call_id, AbpError::not_initialized());
         }
         let id = &call.call_id;
@@ -616,6 +631,7 @@ impl<P: Wire> AppConn<P> {
             token,
             received: now,
             timeout_ms,
+            features,
         } = call;
         self.next_seq += 1;
         self.active.insert(
@@ -631,6 +647,7 @@ impl<P: Wire> AppConn<P> {
                 deadline: timeout_ms
                     .map(|t| self.timers.schedule(now + t, Due::Call(call_id.clone()))),
                 timeout_ms,
+                features,
             },
         );
         self.out.push_back(AppOutput::Start {
@@ -657,7 +674,14 @@ impl<P: Wire> AppConn<P> {
 
     fn cancel(&mut self, id: Option<String>, call_id: String, reason: Option<String>, now: f64) {
         let policy = self.config.policy;
-        if self.session.is_none() {
+        let stateless = |c: &str| {
+            self.active.get(c).is_some_and(|a| a.features.is_some())
+                || self
+                    .queued
+                    .iter()
+                    .any(|q| q.call_id == c && q.features.is_some())
+        };
+        if self.session.is_none() && !stateless(&call_id) {
             if !policy.cancel_answered() {
                 return;
             }
@@ -810,7 +834,7 @@ impl<P: Wire> AppConn<P> {
     /// `ctx.progress(info)`: sent at once unless one went out less than `progress_interval` ago, in which case
     /// it waits and later updates replace it. Dropped for calls without a progress token or no longer running.
     pub fn progress(&mut self, call_id: &str, info: P, now: f64) {
-        if !self.session.as_ref().is_some_and(|s| s.features.progress) {
+        if !self.features_of(Some(call_id)).is_some_and(|f| f.progress) {
             return;
         }
         let interval = self.config.progress_interval;
@@ -847,11 +871,12 @@ impl<P: Wire> AppConn<P> {
         request: P,
         now: f64,
     ) -> Result<String, AbpError<P>> {
-        let Some(session) = &self.session else {
+        let Some(features) = self.features_of(call_id) else {
             return Err(AbpError::not_initialized());
         };
+        let by_retry = features.answer_by_retry;
         let method = request.get_string("method").unwrap_or_default();
-        if !session.features.allows(&method) {
+        if !features.allows(&method) {
             return Err(AbpError::new(
                 ErrorCode::NotSupported,
                 text(&["The agent does not accept '", &method, "' requests"]),
@@ -863,15 +888,20 @@ impl<P: Wire> AppConn<P> {
             }
         }
         let id = self.ids.next_id();
-        let timer = request
-            .get_f64("timeout")
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .map(|t| self.timers.schedule(now + t, Due::Elicit(id.clone())));
+        let wait = if by_retry {
+            Some(self.config.retry_wait)
+        } else {
+            request
+                .get_f64("timeout")
+                .filter(|t| t.is_finite() && *t >= 0.0)
+        };
+        let timer = wait.map(|t| self.timers.schedule(now + t, Due::Elicit(id.clone())));
         self.elicits.insert(
             id.clone(),
             Elicit {
                 call_id: call_id.map(str::to_owned),
                 timer,
+                by_retry,
             },
         );
         self.transmit(FromApp::ElicitationRequest {
@@ -880,6 +910,15 @@ impl<P: Wire> AppConn<P> {
             request,
         });
         Ok(id)
+    }
+
+    /// What the agent enabled for `call_id`: what its request said, else the session's. `None` without a
+    /// session, for a call that brought no features of its own.
+    fn features_of(&self, call_id: Option<&str>) -> Option<&Features> {
+        call_id
+            .and_then(|c| self.active.get(c))
+            .and_then(|a| a.features.as_ref())
+            .or_else(|| self.session.as_ref().map(|s| &s.features))
     }
 
     /// Progress the page reports for an operation of its own (`window.abp.notifyProgress` with an
@@ -915,12 +954,11 @@ impl<P: Wire> AppConn<P> {
     /// The registry changed: tells the agent (`notifications/capabilities/list_changed`) unless it turned
     /// notifications off.
     pub fn capabilities_changed(&mut self, changes: &Changes) {
-        if !changes.is_empty()
-            && self
-                .session
-                .as_ref()
-                .is_some_and(|s| s.features.notifications)
-        {
+        let told = match &self.session {
+            Some(s) => s.features.notifications,
+            None => self.config.policy.stateless_requests(),
+        };
+        if !changes.is_empty() && told {
             self.transmit(FromApp::CapabilitiesChanged {
                 changes: changes.clone(),
             });
@@ -995,7 +1033,17 @@ impl<P: Wire> AppConn<P> {
             self.expire_calls(expired, now);
         }
         for id in elicits {
-            if self.elicits.remove(&id).is_some() {
+            let retried_call = match self.elicits.get(&id) {
+                Some(e) if e.by_retry => e.call_id.clone(),
+                _ => None,
+            };
+            if let Some(call_id) = retried_call {
+                // Nobody retried the call: the agent has gone, so its call stops (the elicitation ends with it).
+                let reason = Some(
+                    "The client did not retry the call with the input it asked for".to_owned(),
+                );
+                self.cancel(None, call_id, reason, now);
+            } else if self.elicits.remove(&id).is_some() {
                 self.out.push_back(AppOutput::ElicitDone {
                     id,
                     end: ElicitEnd::TimedOut,

@@ -41,6 +41,16 @@ pub struct Transmit<P> {
     pub sent: Sent,
 }
 
+impl<P> Transmit<P> {
+    fn other(message: P) -> Self {
+        Transmit {
+            message,
+            transfer: None,
+            sent: Sent::Other,
+        }
+    }
+}
+
 /// What a [`Transmit`] is, for the driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Sent {
@@ -134,6 +144,9 @@ impl<P: Wire> AgentConnection<P> {
     /// What to do next: wire values to send and events, in order; `None` when there is nothing. `clock`:
     /// Unix milliseconds, for the messages that carry a timestamp.
     pub fn poll(&mut self, clock: Timestamp<'_>) -> Option<AgentOutput<P, Transmit<P>>> {
+        if let Some(own) = self.codec.queued() {
+            return Some(AgentOutput::Transmit(Transmit::other(own)));
+        }
         loop {
             let m = match self.core.poll()?.event() {
                 Ok(event) => return Some(event),
@@ -284,6 +297,13 @@ impl<P: Wire> AppConnection<P> {
         }
     }
 
+    /// This side is going away (the process stops): the dialect says what it says then (MCP: each open listen
+    /// is torn down), and every call still running is aborted. `poll` gives both.
+    pub fn close(&mut self) {
+        self.codec.close();
+        self.core.transport_lost();
+    }
+
     /// A result could not be sent (`sent` is its [`Sent::Result`]; the value could not be cloned): the agent
     /// gets OPERATION_FAILED with `error`'s message instead, before anything else. That answer is sent once: if
     /// it cannot be sent either, it is dropped.
@@ -301,6 +321,9 @@ impl<P: Wire> AppConnection<P> {
         clock: Timestamp<'_>,
         capabilities: &dyn Fn() -> P,
     ) -> Option<AppOutput<P, Transmit<P>>> {
+        if let Some(own) = self.codec.queued() {
+            return Some(AppOutput::Transmit(Transmit::other(own)));
+        }
         loop {
             let (m, sent) = match self.urgent.pop_front() {
                 // An answer that stands in for a result is not replaced again if it cannot be sent either (the

@@ -147,6 +147,9 @@ pub enum ToApp<P> {
         params: P,
         timeout: Option<f64>,
         progress_token: Option<String>,
+        /// `Some`: the request says itself what its agent enabled, and runs without a session (MCP's
+        /// stateless era); `None`: the session's features apply.
+        features: Option<Features>,
     },
     Cancel {
         id: Option<String>,
@@ -195,6 +198,9 @@ pub enum Control {
     },
     /// A known message that cannot be used and needs no answer (an `initialize-result` without an id).
     Malformed { reason: &'static str },
+    /// The agent asks who the app is and what it speaks (MCP `server/discover`): answered with
+    /// [`ControlOut::Describe`], which the codec writes from the app's info.
+    Describe { id: String },
 }
 
 impl Control {
@@ -202,6 +208,7 @@ impl Control {
     pub fn reply(self) -> Option<ControlOut> {
         match self {
             Control::Ping { id } => Some(ControlOut::Pong { id }),
+            Control::Describe { id } => Some(ControlOut::Describe { id }),
             Control::Invalid { id, code, message } => Some(ControlOut::RpcError {
                 id,
                 code,
@@ -371,6 +378,10 @@ pub enum ControlOut {
         code: i32,
         message: String,
     },
+    /// The answer to [`Control::Describe`].
+    Describe {
+        id: String,
+    },
 }
 
 impl<P> From<ControlOut> for FromAgent<P> {
@@ -393,6 +404,10 @@ pub struct Features {
     pub progress: bool,
     pub elicitation: bool,
     pub allowed_requests: Option<Vec<String>>,
+    /// An elicitation is answered by the agent retrying the call (MCP's stateless era: the call's response
+    /// asks for the input, and the retry brings it), not by a message of its own. A call whose elicitation
+    /// nobody answers is then cancelled after [`AppConfig::retry_wait`](super::app::AppConfig::retry_wait).
+    pub answer_by_retry: bool,
 }
 
 impl Default for Features {
@@ -402,6 +417,7 @@ impl Default for Features {
             progress: true,
             elicitation: true,
             allowed_requests: None,
+            answer_by_retry: false,
         }
     }
 }
@@ -430,6 +446,7 @@ impl Features {
             progress: on("progress"),
             elicitation: on("elicitation"),
             allowed_requests: allowed,
+            answer_by_retry: false,
         }
     }
 

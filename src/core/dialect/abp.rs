@@ -25,6 +25,7 @@ pub const POLICY: Policy = Policy {
     app_timeouts: false,
     abp_envelope: true,
     min_progress_interval: 0,
+    stateless_requests: false,
 };
 
 /// Wire `type` strings.
@@ -227,6 +228,7 @@ fn read_call<P: Wire>(id: Option<String>, p: P, has_payload: bool) -> ToApp<P> {
             progress_token: options
                 .as_ref()
                 .and_then(|o| opt_string(o, "progressToken")),
+            features: None,
         },
         (id, call_id, _) => {
             let reason = if !has_payload {
@@ -481,7 +483,10 @@ fn encode_control<P: Wire>(msg: ControlOut, clock: Timestamp<'_>) -> Option<P> {
             session_id.as_deref(),
             clock,
         )),
-        ControlOut::Ping { .. } | ControlOut::Pong { .. } | ControlOut::RpcError { .. } => None,
+        ControlOut::Ping { .. }
+        | ControlOut::Pong { .. }
+        | ControlOut::RpcError { .. }
+        | ControlOut::Describe { .. } => None,
     }
 }
 

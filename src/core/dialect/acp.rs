@@ -50,6 +50,7 @@ pub const POLICY: Policy = Policy {
     app_timeouts: false,
     abp_envelope: false,
     min_progress_interval: 0,
+    stateless_requests: false,
 };
 
 jsonrpc_dialect_codec!(AcpCodec, |agent| AcpCodec::new(agent));
@@ -112,6 +113,7 @@ impl<P: Wire> AcpCodec<P> {
             params,
             timeout: None,
             progress_token: None,
+            features: None,
         }
         .into()
     }

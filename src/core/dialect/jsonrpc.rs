@@ -184,7 +184,8 @@ impl<P: Wire> Peer<P> {
             ControlOut::RpcError { id, code, message } => {
                 self.error(id.as_deref(), code, &message, None)
             }
-            ControlOut::Shutdown { .. } => return None,
+            // No JSON-RPC dialect has a shutdown; the dialect that describes itself writes its own answer.
+            ControlOut::Shutdown { .. } | ControlOut::Describe { .. } => return None,
         })
     }
 
@@ -201,6 +202,11 @@ impl<P: Wire> Peer<P> {
     /// Forgets a request of the peer's that will get no response (it was cancelled).
     pub fn drop_reply(&mut self, key: &str) {
         self.ids.remove(key);
+    }
+
+    /// The peer's request `key`'s id as it came, kept for the reply.
+    pub fn id_of(&self, key: &str) -> P {
+        self.ids.get(key).cloned().unwrap_or_else(|| P::string(key))
     }
 
     /// The peer's id for our reply to request `key` (a string id if we never saw it).

@@ -6,26 +6,49 @@
 //! - Agent (client role): `initialize`, `notifications/initialized`, `tools/list`, `tools/call`; abort sends
 //!   `notifications/cancelled` and the call settles at once. A `CallToolResult` becomes an `ABPResponse`.
 //!
+//! Both eras of MCP, per request: a request whose `_meta` names its protocol version is of the stateless era
+//! (2026-07-28: `server/discover`, no session, elicitation by retry, `subscriptions/listen`; see `modern.rs`);
+//! `initialize` without one opens a legacy session (2025-11-25 and older), served as before.
+//!
 //! JSON-RPC ids are read as strings for the state machines (numbers in decimal); the original id value is
 //! kept for the reply, so a peer that uses numbers gets numbers back. The codec remembers which of its own
 //! requests each response answers, and drops responses it did not ask for (late replies after a cancel).
+
+mod modern;
+
+use std::collections::VecDeque;
 
 use super::super::dialect::{Hello, Ignored};
 use super::super::error::encode_error;
 use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{
-    Control, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
+    Control, ControlOut, ElicitAnswer, Features, FromAgent, FromApp, Incoming, Outcome, ToAgent,
+    ToApp,
 };
 use super::super::payload::Wire;
 use super::super::payload::{Kind, Payload};
 use super::jsonrpc::{cancel_of, key_of, notification, rpc, Frame, Peer, Sent};
 use super::Policy;
+use modern::{complete, era_of, features_of, Era, Modern, Retry};
+pub use modern::{MODERN_VERSIONS, UNSUPPORTED_VERSION};
 
 pub use super::jsonrpc::abp_error_of;
 
-/// Protocol versions this SDK speaks, newest first. A client asking for one of them gets it echoed.
+/// Legacy protocol versions (with an `initialize` handshake) this SDK speaks, newest first. A client asking
+/// for one of them gets it echoed.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Every version, both eras, newest first: `server/discover`'s `supportedVersions`, and what -32022 lists.
+fn all_versions<P: Wire>() -> P {
+    let all = MODERN_VERSIONS.iter().chain(SUPPORTED_VERSIONS.iter());
+    P::array(all.map(|v| P::constant(v)).collect())
+}
+
+/// How long a client may keep `tools/list`: not at all, since the app may change its tools at any moment (a
+/// modern client hears of changes through `subscriptions/listen`). `server/discover` says what never changes.
+const TOOLS_TTL_MS: f64 = 0.0;
+const DISCOVER_TTL_MS: f64 = 3_600_000.0;
 
 fn failure<P: Wire>(error: AbpError<P>, call_id: &str, data: Option<P>) -> P {
     P::object_of(&mut [
@@ -133,6 +156,14 @@ pub struct McpCodec<P> {
     requested: Option<String>,
     /// Our `elicitation/confirm` requests in flight (by id): their answer is a boolean `confirmed`.
     confirms: StrMap<()>,
+    /// The stateless era's calls, states, listens (server side).
+    modern: Box<Modern<P>>,
+    /// A legacy client opened a session: it hears `notifications/tools/list_changed` unasked.
+    legacy: bool,
+    /// The `data` of an error we answer (request key → data): -32022 lists the versions we speak.
+    error_data: StrMap<P>,
+    /// What the codec sends on its own ([`Self::queued`]).
+    outbox: VecDeque<P>,
 }
 
 /// MCP: a cancel is a notification nobody answers, and a cancelled request gets no response; the agent
@@ -148,9 +179,10 @@ pub const POLICY: Policy = Policy {
     app_timeouts: false,
     abp_envelope: false,
     min_progress_interval: 0,
+    stateless_requests: true,
 };
 
-jsonrpc_dialect_codec!(McpCodec, |agent| McpCodec::new(agent));
+jsonrpc_dialect_codec!(McpCodec, |agent| McpCodec::new(agent), own messages);
 
 impl<P: Wire> McpCodec<P> {
     pub fn new(agent: bool) -> McpCodec<P> {
@@ -160,6 +192,29 @@ impl<P: Wire> McpCodec<P> {
             tokens: StrMap::new(),
             requested: None,
             confirms: StrMap::new(),
+            modern: Box::default(),
+            legacy: false,
+            error_data: StrMap::new(),
+            outbox: VecDeque::new(),
+        }
+    }
+
+    /// A message the codec sends on its own, before what the machine says next.
+    pub fn queued(&mut self) -> Option<P> {
+        self.outbox.pop_front()
+    }
+
+    /// The server is going away: each open listen is torn down with `notifications/cancelled` (the one
+    /// notification a modern server sends of its own).
+    pub fn close(&mut self) {
+        for (key, id) in self.modern.take_listens() {
+            self.peer.drop_reply(&key);
+            let p = P::object_of(&mut [
+                ("requestId", Some(id)),
+                ("reason", Some(P::constant("The server is shutting down"))),
+            ]);
+            self.outbox
+                .push_back(notification("notifications/cancelled", Some(p)));
         }
     }
 
@@ -267,8 +322,20 @@ impl<P: Wire> McpCodec<P> {
     }
 
     fn request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
+        if !self.agent {
+            match era_of(&params) {
+                Era::Modern => return self.modern_request(id, method, params),
+                Era::Unsupported(requested) => return self.unsupported(id, &requested),
+                // Discovery is how a client learns the era: it is answered whatever the request says.
+                Era::Legacy if method == "server/discover" => {
+                    return self.modern_request(id, method, params)
+                }
+                Era::Legacy => {}
+            }
+        }
         match method {
             "initialize" => {
+                self.legacy = true;
                 self.requested = params.get_string("protocolVersion");
                 let elicitation = params
                     .get_object("capabilities")
@@ -286,36 +353,7 @@ impl<P: Wire> McpCodec<P> {
             }
             "ping" => Control::Ping { id }.into(),
             "tools/list" => ToApp::ListCapabilities { id }.into(),
-            "tools/call" => {
-                let Some(name) = params.get_string("name") else {
-                    return Control::Invalid {
-                        id: Some(id),
-                        code: rpc::INVALID_PARAMS,
-                        message: "tools/call needs a string name",
-                    }
-                    .into();
-                };
-                let arguments = params
-                    .get("arguments")
-                    .filter(|a| !matches!(a.kind(), Kind::Null | Kind::Undefined))
-                    .unwrap_or_else(P::object);
-                let token = params
-                    .get_object("_meta")
-                    .and_then(|m| m.get("progressToken"));
-                let progress_token = token.as_ref().and_then(key_of);
-                if let (Some(t), Some(_)) = (token, &progress_token) {
-                    self.tokens.insert(id.clone(), t);
-                }
-                ToApp::Call {
-                    call_id: id.clone(),
-                    id,
-                    capability: name,
-                    params: arguments,
-                    timeout: None,
-                    progress_token,
-                }
-                .into()
-            }
+            "tools/call" => self.call(id, params, None),
             "elicitation/create" => {
                 let payload = P::object_of(&mut [
                     ("method", Some(P::constant("elicitation/create"))),
@@ -337,15 +375,235 @@ impl<P: Wire> McpCodec<P> {
         }
     }
 
+    /// A `tools/call`: `features` for a modern one (which runs without a session).
+    fn call(&mut self, id: String, params: P, features: Option<Features>) -> Incoming<P> {
+        let Some(name) = params.get_string("name") else {
+            return Control::Invalid {
+                id: Some(id),
+                code: rpc::INVALID_PARAMS,
+                message: "tools/call needs a string name",
+            }
+            .into();
+        };
+        let arguments = params
+            .get("arguments")
+            .filter(|a| !matches!(a.kind(), Kind::Null | Kind::Undefined))
+            .unwrap_or_else(P::object);
+        if features.is_some() {
+            if let Some(state) = params.get("requestState") {
+                return self.retry(id, &state, &name, &arguments, &params);
+            }
+            self.modern.call(&id, &name, &arguments);
+        }
+        let progress_token = self.take_token(&id, &params);
+        ToApp::Call {
+            call_id: id.clone(),
+            id,
+            capability: name,
+            params: arguments,
+            timeout: None,
+            progress_token,
+            features,
+        }
+        .into()
+    }
+
+    /// Remembers a request's progress token (as it came) for the call `call_id`; the token as a key.
+    fn take_token(&mut self, call_id: &str, params: &P) -> Option<String> {
+        let token = params
+            .get_object("_meta")
+            .and_then(|m| m.get("progressToken"));
+        let key = token.as_ref().and_then(key_of);
+        match (token, &key) {
+            (Some(t), Some(_)) => {
+                self.tokens.insert(call_id.to_owned(), t);
+            }
+            _ => {
+                self.tokens.remove(call_id);
+            }
+        }
+        key
+    }
+
+    /// A request of the stateless era: answered from what it carries.
+    fn modern_request(&mut self, id: String, method: &str, params: P) -> Incoming<P> {
+        match method {
+            "server/discover" => {
+                self.modern.request(&id);
+                Control::Describe { id }.into()
+            }
+            "ping" => {
+                self.modern.request(&id);
+                Control::Ping { id }.into()
+            }
+            "tools/list" => {
+                self.modern.request(&id);
+                ToApp::ListCapabilities { id }.into()
+            }
+            "tools/call" => {
+                self.modern.request(&id);
+                self.call(id, params.clone(), Some(features_of(&params)))
+            }
+            "subscriptions/listen" => self.listen(id, &params),
+            // `initialize` included: the stateless era has no handshake.
+            _ => Control::Invalid {
+                id: Some(id),
+                code: rpc::METHOD_NOT_FOUND,
+                message: "Method not found",
+            }
+            .into(),
+        }
+    }
+
+    /// -32022: the versions this server speaks, and the one asked for.
+    fn unsupported(&mut self, id: String, requested: &str) -> Incoming<P> {
+        let data = P::object_of(&mut [
+            ("supported", Some(all_versions())),
+            ("requested", Some(P::string(requested))),
+        ]);
+        self.error_data.insert(id.clone(), data);
+        Control::Invalid {
+            id: Some(id),
+            code: UNSUPPORTED_VERSION,
+            message: "Unsupported protocol version",
+        }
+        .into()
+    }
+
+    /// `subscriptions/listen`: acknowledged at once with what it will hear (tool list changes, if it asked),
+    /// and left open until the client cancels it or the server goes.
+    fn listen(&mut self, id: String, params: &P) -> Incoming<P> {
+        let tools = params
+            .get_object("notifications")
+            .and_then(|n| n.get("toolsListChanged"))
+            .and_then(|t| t.as_bool())
+            == Some(true);
+        let raw = self.peer.id_of(&id);
+        let agreed = P::object_of(&mut [("toolsListChanged", tools.then(|| P::boolean(true)))]);
+        let meta = P::object_of(&mut [(modern::META_SUBSCRIPTION, Some(raw.clone()))]);
+        let p = P::object_of(&mut [("_meta", Some(meta)), ("notifications", Some(agreed))]);
+        self.outbox.push_back(notification(
+            "notifications/subscriptions/acknowledged",
+            Some(p),
+        ));
+        self.modern.listen(&id, raw, tools);
+        Control::Noted.into()
+    }
+
+    /// A `tools/call` that brings a `requestState`: the retry of a call whose handler asked for input.
+    fn retry(
+        &mut self,
+        id: String,
+        state: &P,
+        name: &str,
+        arguments: &P,
+        params: &P,
+    ) -> Incoming<P> {
+        let state = state.as_string().unwrap_or_default();
+        let responses = params.get_object("inputResponses");
+        match self.modern.retry(&id, &state, name, arguments, responses) {
+            Retry::Refused(message) => {
+                self.modern.answered(&id);
+                Control::Invalid {
+                    id: Some(id),
+                    code: rpc::INVALID_PARAMS,
+                    message,
+                }
+                .into()
+            }
+            Retry::Finished => {
+                let call_id = self.modern.call_of(&id);
+                if let Some((reply, result)) = self.modern.take_finished(&call_id) {
+                    let m = self.respond(&reply, result);
+                    self.outbox.push_back(m);
+                }
+                Control::Noted.into()
+            }
+            Retry::Answer {
+                id: elicit_id,
+                result: Some(result),
+                confirm,
+                ..
+            } => {
+                let call_id = self.modern.call_of(&id);
+                self.take_token(&call_id, params);
+                // A question the handler asked meanwhile goes out as the retry's response.
+                if let Some((reply, r)) = self.modern.after_answer(&call_id) {
+                    let m = self.respond(&reply, r);
+                    self.outbox.push_back(m);
+                }
+                ToApp::ElicitationResponse {
+                    id: elicit_id,
+                    payload: elicitation_response_of(&result, confirm),
+                }
+                .into()
+            }
+            Retry::Answer {
+                id: elicit_id,
+                key,
+                result: None,
+                confirm,
+                params: asked,
+            } => {
+                // The retry did not answer the question: it is put again.
+                let call_id = self.modern.call_of(&id);
+                self.take_token(&call_id, params);
+                let method = if confirm {
+                    "elicitation/confirm"
+                } else {
+                    "elicitation/create"
+                };
+                if let Some((reply, r)) = self
+                    .modern
+                    .ask_again(&call_id, &elicit_id, key, method, asked)
+                {
+                    let m = self.respond(&reply, r);
+                    self.outbox.push_back(m);
+                }
+                Control::Noted.into()
+            }
+        }
+    }
+
+    /// A response to the peer's request `key` (with `resultType` when the request was modern).
+    fn respond(&mut self, key: &str, result: P) -> P {
+        let result = if self.modern.answered(key) {
+            complete(result)
+        } else {
+            result
+        };
+        self.peer.response(key, result)
+    }
+
+    /// An error response to the peer's request `key`, with the data kept for it.
+    fn error_reply(&mut self, key: Option<&str>, code: i32, message: &str) -> P {
+        let data = key.and_then(|k| {
+            self.modern.answered(k);
+            self.error_data.remove(k)
+        });
+        self.peer.error(key, code, message, data)
+    }
+
     fn notification(&mut self, method: &str, params: P) -> Result<Incoming<P>, Ignored> {
         Ok(match method {
             "notifications/initialized" => Control::Noted.into(),
             "notifications/cancelled" => {
-                let Some(call_id) = params.get("requestId").as_ref().and_then(key_of) else {
+                let Some(request_id) = params.get("requestId").as_ref().and_then(key_of) else {
                     return Err(Ignored::NotAMessage);
                 };
                 // No response will be sent for it.
-                self.peer.drop_reply(&call_id);
+                self.peer.drop_reply(&request_id);
+                if !self.agent && self.modern.end_listen(&request_id) {
+                    return Ok(Control::Noted.into());
+                }
+                let call_id = if self.agent {
+                    request_id
+                } else {
+                    self.modern.answered(&request_id);
+                    let call_id = self.modern.call_of(&request_id);
+                    self.modern.forget(&call_id);
+                    call_id
+                };
                 self.tokens.remove(&call_id);
                 cancel_of(self.agent, call_id, params.get_string("reason"))
             }
@@ -430,8 +688,8 @@ impl<P: Wire> McpCodec<P> {
                     .error(Some(&id), rpc::INVALID_REQUEST, &error.message, None)
             }
             FromApp::CapabilityList { id } => {
-                let result = tool_list(hello);
-                self.peer.response(&id, result)
+                let result = tool_list(hello, self.modern.is_request(&id));
+                self.respond(&id, result)
             }
             FromApp::CallResult {
                 id,
@@ -443,12 +701,27 @@ impl<P: Wire> McpCodec<P> {
                 call_id,
                 token,
                 info,
-            } => self.progress(call_id.as_deref(), &token, &info),
-            FromApp::CapabilitiesChanged { .. } => {
-                notification("notifications/tools/list_changed", None)
+            } => return self.progress(call_id.as_deref(), &token, &info),
+            FromApp::CapabilitiesChanged { .. } => return self.tools_changed(),
+            FromApp::ElicitationRequest {
+                id,
+                call_id: Some(call_id),
+                request,
+            } if self.modern.is_modern_call(&call_id) => {
+                return self.ask_by_retry(&id, &call_id, &request)
             }
             FromApp::ElicitationRequest { id, request: r, .. } => self.elicitation_request(&id, &r),
+            // A modern server cancels nothing of its own: the state it gave out is simply no longer good.
+            FromApp::WithdrawElicitation { id, .. } if self.modern.withdraw(&id) => return None,
             FromApp::WithdrawElicitation { id, reason } => self.cancel(&id, reason.as_deref()),
+            FromApp::Control(ControlOut::Describe { id }) => {
+                let result = discover_result(hello);
+                self.respond(&id, result)
+            }
+            FromApp::Control(ControlOut::Pong { id }) => self.respond(&id, P::object()),
+            FromApp::Control(ControlOut::RpcError { id, code, message }) => {
+                self.error_reply(id.as_deref(), code, &message)
+            }
             FromApp::Control(m) => return self.peer.control(m, "ping"),
             FromApp::Hello { .. } | FromApp::CancelResult { .. } | FromApp::Notification { .. } => {
                 return None
@@ -468,29 +741,94 @@ impl<P: Wire> McpCodec<P> {
 
     /// A call's outcome as the response to its `tools/call`: a `CallToolResult`, a tool error the model sees,
     /// or a protocol error; `None` for a cancelled call (MCP sends nothing for a cancelled request).
+    ///
+    /// A modern call answers the request that continues it (its last retry's); one that waits for a retry keeps
+    /// its result for that retry.
     fn call_result(&mut self, id: &str, call_id: &str, outcome: Outcome<P>) -> Option<P> {
         self.tokens.remove(call_id);
+        let mut reply = id.to_owned();
+        if self.modern.is_modern_call(call_id) {
+            if let Outcome::Cancelled { .. } = outcome {
+                self.modern.forget(call_id);
+                return None;
+            }
+            match self.modern.reply_of(call_id) {
+                Some(r) => {
+                    self.modern.forget(call_id);
+                    reply = r;
+                }
+                None => {
+                    let result = match outcome {
+                        Outcome::Success { data } => tool_result_of(data),
+                        Outcome::Failure(e) => error_result(&e.message),
+                        Outcome::Cancelled { .. } => return None,
+                    };
+                    self.modern.finish(call_id, complete(result));
+                    return None;
+                }
+            }
+        }
+        let id = reply.as_str();
         Some(match outcome {
-            Outcome::Success { data } => self.peer.response(id, tool_result_of(data)),
+            Outcome::Success { data } => self.respond(id, tool_result_of(data)),
             Outcome::Failure(e) => match e.code {
                 // Protocol errors, as the MCP SDK answers them.
                 ErrorCode::UnknownCapability | ErrorCode::InvalidParams => {
-                    self.peer
-                        .error(Some(id), rpc::INVALID_PARAMS, &e.message, None)
+                    self.error_reply(Some(id), rpc::INVALID_PARAMS, &e.message)
                 }
                 ErrorCode::NotInitialized => {
-                    self.peer
-                        .error(Some(id), rpc::INVALID_REQUEST, &e.message, None)
+                    self.error_reply(Some(id), rpc::INVALID_REQUEST, &e.message)
                 }
                 // Tool errors: the model should see them.
-                _ => self.peer.response(id, error_result(&e.message)),
+                _ => self.respond(id, error_result(&e.message)),
             },
             Outcome::Cancelled { .. } => return None,
         })
     }
 
-    /// `notifications/progress` with the progress token the call came with (a number stays a number).
-    fn progress(&self, call_id: Option<&str>, token: &str, info: &P) -> P {
+    /// A handler of a modern call asks for input: its call's response asks the client, which answers by
+    /// retrying the call. (Only what the client declared in that request's `_meta` reaches here: the state
+    /// machine checks it.)
+    fn ask_by_retry(&mut self, elicit_id: &str, call_id: &str, request: &P) -> Option<P> {
+        let method = if request.get_string("method").as_deref() == Some("elicitation/confirm") {
+            "elicitation/confirm"
+        } else {
+            "elicitation/create"
+        };
+        let key = request.get_string("key");
+        let params = elicitation_params(request);
+        let (reply, result) = self.modern.ask(call_id, elicit_id, key, method, params)?;
+        Some(self.respond(&reply, result))
+    }
+
+    /// The app's tools changed: a legacy session hears `notifications/tools/list_changed`, and so does each
+    /// modern listen that asked for it, with its subscription id. Nothing goes to a modern client unasked.
+    fn tools_changed(&mut self) -> Option<P> {
+        let mut all: VecDeque<P> = self
+            .modern
+            .tool_listeners()
+            .map(|id| {
+                let meta = P::object_of(&mut [(modern::META_SUBSCRIPTION, Some(id.clone()))]);
+                let p = P::object_of(&mut [("_meta", Some(meta))]);
+                notification("notifications/tools/list_changed", Some(p))
+            })
+            .collect();
+        if self.legacy {
+            all.push_front(notification("notifications/tools/list_changed", None));
+        }
+        let first = all.pop_front();
+        self.outbox.extend(all);
+        first
+    }
+
+    /// `notifications/progress` with the progress token the call came with (a number stays a number); none
+    /// for a modern call that waits for its retry (no request of the client's is open for it).
+    fn progress(&self, call_id: Option<&str>, token: &str, info: &P) -> Option<P> {
+        if call_id
+            .is_some_and(|c| self.modern.is_modern_call(c) && self.modern.reply_of(c).is_none())
+        {
+            return None;
+        }
         let original = call_id
             .and_then(|c| self.tokens.get(c).cloned())
             .unwrap_or_else(|| P::string(token));
@@ -504,7 +842,7 @@ impl<P: Wire> McpCodec<P> {
             ("total", info.get("total")),
             ("message", message),
         ]);
-        notification("notifications/progress", Some(p))
+        Some(notification("notifications/progress", Some(p)))
     }
 
     /// `elicitation/create`, remembering an `elicitation/confirm` so its answer is read as `{ confirmed }`.
@@ -559,17 +897,46 @@ fn initialize_result<P: Wire>(requested: Option<&str>, hello: &Hello<'_, P>) -> 
     ])
 }
 
-/// The `tools/list` result: the app's capabilities as tools.
-fn tool_list<P: Wire>(hello: &Hello<'_, P>) -> P {
+/// The `tools/list` result: the app's capabilities as tools. A modern one is in name order and says how long
+/// it may be kept, and by whom (the tools are this user's app's).
+fn tool_list<P: Wire>(hello: &Hello<'_, P>, modern: bool) -> P {
     let list = hello
         .capabilities
         .map(|f| f())
         .unwrap_or_else(|| P::array(Vec::new()));
-    let tools = (0..list.array_len().unwrap_or(0))
+    let mut tools: Vec<P> = (0..list.array_len().unwrap_or(0))
         .filter_map(|i| list.index(i))
         .map(|d| tool_of(&d))
         .collect();
-    P::object_of(&mut [("tools", Some(P::array(tools)))])
+    if !modern {
+        return P::object_of(&mut [("tools", Some(P::array(tools)))]);
+    }
+    tools.sort_by_cached_key(|t| t.get_string("name").unwrap_or_default());
+    P::object_of(&mut [
+        ("tools", Some(P::array(tools))),
+        ("ttlMs", Some(P::number(TOOLS_TTL_MS))),
+        ("cacheScope", Some(P::constant("private"))),
+    ])
+}
+
+/// `server/discover`'s result: the versions of both eras, tools that announce changes (to listens), who the app
+/// is; it holds for an hour, for anyone.
+fn discover_result<P: Wire>(hello: &Hello<'_, P>) -> P {
+    let tools = P::object_of(&mut [("listChanged", Some(P::boolean(true)))]);
+    let capabilities = P::object_of(&mut [("tools", Some(tools))]);
+    let server = P::object_of(&mut [
+        ("name", hello.info.get("name")),
+        ("version", hello.info.get("version")),
+    ]);
+    let meta = P::object_of(&mut [(modern::META_SERVER_INFO, Some(server))]);
+    P::object_of(&mut [
+        ("resultType", Some(P::constant("complete"))),
+        ("supportedVersions", Some(all_versions())),
+        ("capabilities", Some(capabilities)),
+        ("_meta", Some(meta)),
+        ("ttlMs", Some(P::number(DISCOVER_TTL_MS))),
+        ("cacheScope", Some(P::constant("public"))),
+    ])
 }
 
 fn action<P: Wire>(action: &'static str, content: Option<P>) -> P {

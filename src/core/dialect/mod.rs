@@ -67,13 +67,37 @@ pub trait DialectCodec<P: Wire> {
         clock: Timestamp<'_>,
         hello: &Hello<'_, P>,
     ) -> Option<(P, Option<P>)>;
+    /// A message the codec sends on its own: one that answers a request the state machines never see (a
+    /// retry that finds its call already answered), or the second and later messages one message makes (a
+    /// change told to each listener). Sent before what the machine says next.
+    fn queued(&mut self) -> Option<P> {
+        None
+    }
+    /// This side is going away: the codec queues what its dialect says then (MCP: each listen is torn down).
+    fn close(&mut self) {}
 }
 
 /// [`DialectCodec`] for a JSON-RPC dialect's codec, whose own `decode(msg)`, `encode_agent(msg, hello)` and
-/// `encode_app(msg, hello)` need no clock and carry no transfer list; `|agent| expr` makes one.
+/// `encode_app(msg, hello)` need no clock and carry no transfer list; `|agent| expr` makes one, and `own messages`
+/// forwards its `queued()` and `close()`.
 #[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
 macro_rules! jsonrpc_dialect_codec {
     ($codec:ident, |$agent:ident| $new:expr) => {
+        jsonrpc_dialect_codec!($codec, |$agent| $new, {});
+    };
+    // `own messages`: the codec has its own `queued()` and `close()`.
+    ($codec:ident, |$agent:ident| $new:expr, own messages) => {
+        jsonrpc_dialect_codec!($codec, |$agent| $new, {
+            fn queued(&mut self) -> Option<P> {
+                $codec::queued(self)
+            }
+
+            fn close(&mut self) {
+                $codec::close(self)
+            }
+        });
+    };
+    ($codec:ident, |$agent:ident| $new:expr, { $($own:item)* }) => {
         impl<P: Wire> super::DialectCodec<P> for $codec<P> {
             fn new($agent: bool) -> Self {
                 $new
@@ -103,6 +127,8 @@ macro_rules! jsonrpc_dialect_codec {
             ) -> Option<(P, Option<P>)> {
                 $codec::encode_app(self, msg, hello).map(|m| (m, None))
             }
+
+            $($own)*
         }
     };
 }
@@ -231,6 +257,22 @@ macro_rules! dialects {
                     Codec::_Never(never, _) => match *never {},
                 }
             }
+
+            /// A message the codec sends on its own, before what the machine says next.
+            pub fn queued(&mut self) -> Option<P> {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::queued(c), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// This side is going away: the codec queues what its dialect says then.
+            pub fn close(&mut self) {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::close(c), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
         }
     };
 }
@@ -294,6 +336,9 @@ pub struct Policy {
     /// The app sends progress for one call at most once per this many milliseconds, whatever the app's own
     /// setting (Tesseron: about two updates a second).
     pub min_progress_interval: u32,
+    /// Requests may carry their own version and features and run without a session (MCP 2026-07-28): a
+    /// change to the capabilities is told even when no session is open (the codec tells whoever listens).
+    pub stateless_requests: bool,
 }
 
 impl Policy {
@@ -346,6 +391,7 @@ folded!(
     cancel_nested,
     app_speaks_first,
     app_timeouts,
+    stateless_requests,
 );
 
 impl Default for Policy {

@@ -109,6 +109,7 @@ pub const POLICY: Policy = Policy {
     app_timeouts: true,
     abp_envelope: false,
     min_progress_interval: 500,
+    stateless_requests: false,
 };
 
 jsonrpc_dialect_codec!(TesseronCodec, |agent| TesseronCodec::new(agent));
@@ -357,6 +358,7 @@ impl<P: Wire> TesseronCodec<P> {
             timeout: None,
             // Progress is always wanted in Tesseron; the invocation names it.
             progress_token: Some(call_id),
+            features: None,
         }
         .into()
     }

@@ -146,6 +146,7 @@ fn the_js_port_reader_reads_what_the_codec_reads() {
                 params,
                 timeout,
                 progress_token,
+                ..
             })) => json!({ "on": "call", "args": [id, call_id, id, call_id, capability, params,
                 timeout.map_or(json!("NaN"), Value::number), progress_token] }),
             Ok(Incoming::ToAgent(ToAgent::CallResult {

@@ -3,7 +3,7 @@
 //!
 //! ABP, on the shared state machines: `handshake`, `calls`, `cancel`, `progress`, `elicitation`,
 //! `disconnect`, `robustness`, `messages`, and `conformance` (the rest of the reference rules). The other
-//! dialects: `mcp`, `acp`, `tesseron`, and `dialects` (the list of dialects and what is derived from it).
+//! dialects: `mcp` and `mcp_modern` (its stateless era), `acp`, `tesseron`, and `dialects` (the list of dialects and what is derived from it).
 //! Around them: `connection` (the connections as their drivers use them), `fastpath` (the JavaScript
 //! builders and reader in the JS snippets against the codec) and `layers` (no module of the core reaches up).
 
@@ -22,6 +22,7 @@ mod robustness;
 mod acp;
 mod dialects;
 mod mcp;
+mod mcp_modern;
 mod tesseron;
 
 mod connection;

@@ -63,6 +63,7 @@ pub(crate) fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> List
                         params,
                         timeout: timeout.is_finite().then_some(timeout),
                         progress_token: token,
+                        features: None,
                     }
                     .into(),
                 ),
