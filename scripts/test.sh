@@ -73,7 +73,7 @@ bash scripts/tesseron-app.sh stop
 echo "== Tesseron conformance fixtures: the Python SDK, then AbpApp in headless Chrome and Firefox"
 bash scripts/tesseron-conformance.sh --no-setup
 
-echo "== abp-peer mcp: the official MCP SDK client over stdio, a browser app in headless Chrome and Firefox"
+echo "== abp-peer mcp: the official MCP SDK clients (1, legacy; 2, modern) over stdio, a browser app in headless Chrome and Firefox"
 bash scripts/mcp-gateway.sh --no-setup
 
 echo "== WebMCP: native in Chromium, @mcp-b/webmcp-polyfill in Chromium and Firefox"

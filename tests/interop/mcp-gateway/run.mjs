@@ -1,6 +1,11 @@
-// `abp-peer mcp` proven against the official MCP SDK (pinned in ../package.json): the SDK's `Client` over its
+// `abp-peer mcp` proven against the official MCP SDKs (pinned in ../package.json): the SDK's `Client` over its
 // `StdioClientTransport` spawns the gateway, exactly as an MCP host does, and a real browser app joins it (the page
-// of tests/mcp_gateway.rs in headless Chrome and Firefox, run by wasm-pack). Checks, per browser:
+// of tests/mcp_gateway.rs in headless Chrome and Firefox, run by wasm-pack). Each browser runs twice: with SDK 1
+// (`@modelcontextprotocol/sdk`, a legacy host: `initialize`, server-to-client elicitation, list_changed unasked), and
+// with SDK 2 (`@modelcontextprotocol/client`) negotiating the era itself (`versionNegotiation: 'auto'`: a probe copy
+// of the gateway answers `server/discover` and is stopped, then the real copy starts on the same fixed port), so
+// every request is of revision 2026-07-28: no handshake, elicitation by retry, list_changed through
+// `subscriptions/listen`. Checks, per run:
 //   no app: an empty tool list and an isError that says so; the app joining → tools/list_changed; tools with
 //   their descriptions and input schemas (an unavailable capability is not a tool); a result as structuredContent
 //   and JSON text; an ABP error as isError naming its code; progress with the host's token, all before the result;
@@ -8,14 +13,17 @@
 //   both ways (confirm → accept → { confirmed: true }); a capability registered at run time → list_changed; the app
 //   leaving mid-call → isError within 1 s; the host going away → the app's running call cancelled and the gateway
 //   gone within 1 s (checked by the page and here).
-// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...]   (abp-peer built; scripts/mcp-gateway.sh)
+// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2]   (abp-peer built;
+// scripts/mcp-gateway.sh)
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const peer = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'debug', 'abp-peer');
@@ -24,8 +32,13 @@ const peer = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'debug',
 const pageTail = (log, n) => log.split('\n')
   .filter((l) => !/^\s+at /.test(l) && !/@(https?:\/\/|\[native)|wasm-function\[/.test(l) && l.trim() !== '')
   .slice(-n).join('\n');
-const browsers = process.argv.slice(2).length ? process.argv.slice(2) : ['chrome', 'firefox'];
+const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const browsers = named.length ? named : ['chrome', 'firefox'];
+const sdkArg = process.argv.find((a) => a.startsWith('--sdk='))?.slice(6);
+const sdks = sdkArg ? [Number(sdkArg)] : [1, 2];
 const ABORT_ROUNDS = 20;
+const ECHO_ROUNDS = 100;
+const baselineServer = join(dirname(fileURLToPath(import.meta.url)), 'sdk-server.mjs');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -49,35 +62,64 @@ const holdPort = () => new Promise((ok, bad) => {
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 const text = (result) => result.content?.find((c) => c.type === 'text')?.text ?? '';
 
-async function run(browser) {
-  console.log(`== abp-peer mcp: the official MCP SDK client, the app in headless ${browser}`);
-  // The page's port stays held until the page starts, so the gateway's own port (127.0.0.1:0) cannot be it.
+/** A free port, for a gateway that must be started twice on the same one. */
+async function freePort() {
+  const s = await holdPort();
+  const port = s.address().port;
+  await new Promise((ok) => s.close(ok));
+  return port;
+}
+
+/** The SDK's client with the same surface for both major versions: `callTool(params, options)`. */
+function clientOf(sdk, listen, origin, onChanged, onAsked) {
+  const info = { name: 'abp-gateway-test', version: '1.0.0' };
+  const args = ['mcp', '--listen', listen, '--allow-origin', origin];
+  if (sdk === 1) {
+    const transport = new StdioV1({ command: peer, args, stderr: 'pipe' });
+    const client = new ClientV1(info, { capabilities: { elicitation: {} } });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged);
+    client.setRequestHandler(ElicitRequestSchema, async (request) => onAsked(request.params));
+    return { transport, client, callTool: (params, options) => client.callTool(params, undefined, options) };
+  }
+  const transport = new StdioV2({ command: peer, args, stderr: 'pipe' });
+  const client = new ClientV2(info, { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
+  client.setNotificationHandler('notifications/tools/list_changed', onChanged);
+  client.setRequestHandler('elicitation/create', async (request) => onAsked(request.params));
+  return { transport, client, callTool: (params, options) => client.callTool(params, options) };
+}
+
+async function run(browser, sdk) {
+  console.log(`== abp-peer mcp: the official MCP SDK ${sdk} client, the app in headless ${browser}`);
+  // The page's port stays held until the page starts, so the gateway's own port cannot be it.
   const held = await holdPort();
   const pagePort = held.address().port;
   const origin = `http://127.0.0.1:${pagePort}`;
-  const transport = new StdioClientTransport({
-    command: peer,
-    args: ['mcp', '--listen', '127.0.0.1:0', '--allow-origin', origin],
-    stderr: 'pipe',
+  let listChanged = 0;
+  const asked = [];
+  // SDK 2 starts the gateway twice (its version probe, then the real one), on this one port.
+  const listen = sdk === 1 ? '127.0.0.1:0' : `127.0.0.1:${await freePort()}`;
+  const { transport, client, callTool } = clientOf(sdk, listen, origin, () => { listChanged++; }, (params) => {
+    asked.push(params);
+    return { action: 'accept', content: {} };
   });
   let stderr = '';
   transport.stderr.on('data', (chunk) => { stderr += chunk; });
-  const client = new Client({ name: 'abp-gateway-test', version: '1.0.0' }, { capabilities: { elicitation: {} } });
-  let listChanged = 0;
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged++; });
-  const asked = [];
-  client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    asked.push(request.params);
-    return { action: 'accept', content: {} };
-  });
   await client.connect(transport);
+  if (sdk === 2) {
+    const discovered = client.getDiscoverResult();
+    check(discovered?._meta?.['io.modelcontextprotocol/serverInfo']?.name === 'abp-peer'
+      && discovered.supportedVersions.includes('2026-07-28'),
+    'the probe copy answered server/discover: the client speaks 2026-07-28, with no initialize');
+    const subscription = await client.listen({ toolsListChanged: true });
+    check(subscription.honoredFilter?.toolsListChanged === true, 'subscriptions/listen acknowledged with toolsListChanged');
+  }
   const gatewayPid = transport.pid;
   // The whole line: stderr arrives in chunks, and a chunk can end in the middle of the address.
   const url = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(stderr)?.[1], 'the gateway to listen', 10000);
 
   // No app yet.
   check((await client.listTools()).tools.length === 0, 'no app: tools/list is empty');
-  const none = await client.callTool({ name: 'echo', arguments: { text: 'x' } });
+  const none = await callTool({ name: 'echo', arguments: { text: 'x' } });
   check(none.isError === true && /No app is connected/.test(text(none)), `no app: tools/call is an isError that says so (${text(none)})`);
 
   // The app joins (the page builds first: allow for that).
@@ -107,17 +149,26 @@ async function run(browser) {
     check(echoTool.description === 'Returns its arguments' && echoTool.inputSchema.required?.[0] === 'text',
       'a tool keeps the capability\'s description and inputSchema');
 
-    const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    const echoed = await callTool({ name: 'echo', arguments: { text: 'hi' } });
     check(!echoed.isError && echoed.structuredContent?.text === 'hi' && JSON.parse(text(echoed)).text === 'hi',
       'a result: structuredContent and its JSON as text');
-    const refused = await client.callTool({ name: 'fail', arguments: {} });
+    if (sdk === 2) {
+      const times = [];
+      for (let i = 0; i < ECHO_ROUNDS; i++) {
+        const t0 = performance.now();
+        await callTool({ name: 'echo', arguments: { text: 'hi' } });
+        times.push(performance.now() - t0);
+      }
+      console.log(`  figure: modern tools/call round trip through the gateway to the ${browser} app, median ${median(times).toFixed(3)} ms over ${ECHO_ROUNDS}`);
+    }
+    const refused = await callTool({ name: 'fail', arguments: {} });
     check(refused.isError === true && text(refused) === 'PERMISSION_DENIED: not allowed here',
       `an ABP error: isError with the code and message (${text(refused)})`);
-    const invalid = await client.callTool({ name: 'echo', arguments: {} });
+    const invalid = await callTool({ name: 'echo', arguments: {} });
     check(invalid.isError === true && /^INVALID_PARAMS: /.test(text(invalid)), `the app's own schema check: ${text(invalid)}`);
 
     const progress = [];
-    const stepped = await client.callTool({ name: 'steps', arguments: { n: 5 } }, undefined, {
+    const stepped = await callTool({ name: 'steps', arguments: { n: 5 } }, {
       onprogress: (p) => progress.push(p),
     });
     check(progress.length === 5 && progress.map((p) => p.progress).join() === '1,2,3,4,5' && progress[4].total === 5
@@ -129,34 +180,35 @@ async function run(browser) {
     for (let i = 0; i < ABORT_ROUNDS; i++) {
       const tag = `abort-${i}`;
       const controller = new AbortController();
-      const call = client.callTool({ name: 'slow', arguments: { tag } }, undefined, { signal: controller.signal });
+      const call = callTool({ name: 'slow', arguments: { tag } }, { signal: controller.signal });
       const settled = call.then(() => 'resolved', () => 'rejected');
-      await until(async () => (await events(client)).some((e) => e.tag === tag && e.event === 'started'), 'the slow call to start', 5000);
+      await until(async () => (await events(callTool)).some((e) => e.tag === tag && e.event === 'started'), 'the slow call to start', 5000);
       const abortedAt = epochMs();
       controller.abort('user pressed stop');
       if ((await settled) !== 'rejected') throw new Error('failed: the client did not settle its aborted call');
-      const seen = await until(async () => (await events(client)).find((e) => e.tag === tag && e.event === 'aborted'), 'the handler signal to abort', 5000);
+      const seen = await until(async () => (await events(callTool)).find((e) => e.tag === tag && e.event === 'aborted'), 'the handler signal to abort', 5000);
       latencies.push(seen.at - abortedAt);
       if (i === 0) check(/user pressed stop|cancelled/.test(seen.reason), `notifications/cancelled → ctx.signal aborted (reason: ${seen.reason})`);
     }
     const m = median(latencies);
     console.log(`  figure: client AbortSignal → browser handler ctx.signal, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
 
-    const confirmed = await client.callTool({ name: 'confirm', arguments: { message: 'Delete the draft?' } });
+    const confirmed = await callTool({ name: 'confirm', arguments: { message: 'Delete the draft?' } });
     check(asked.length === 1 && asked[0].message === 'Delete the draft?' && asked[0].requestedSchema?.type === 'object'
       && confirmed.structuredContent?.answer?.data?.confirmed === true,
-    'ctx.elicit(confirm) → elicitation/create to the host; accept → { confirmed: true }');
+    sdk === 1 ? 'ctx.elicit(confirm) → elicitation/create to the host; accept → { confirmed: true }'
+      : 'ctx.elicit(confirm) → an InputRequiredResult, answered by the SDK\'s retry; accept → { confirmed: true }');
 
     const before = listChanged;
-    await client.callTool({ name: 'grow', arguments: {} });
+    await callTool({ name: 'grow', arguments: {} });
     await until(() => listChanged > before, 'tools/list_changed after a registration', 5000);
     check((await client.listTools()).tools.some((t) => t.name === 'extra'), 'a capability registered at run time → list_changed → a new tool');
 
     // The app leaves mid-call: the host gets an isError within a second.
-    const pending = client.callTool({ name: 'slow', arguments: { tag: 'left' } });
-    await until(async () => (await events(client)).some((e) => e.tag === 'left'), 'the call that will lose its app', 5000);
+    const pending = callTool({ name: 'slow', arguments: { tag: 'left' } });
+    await until(async () => (await events(callTool)).some((e) => e.tag === 'left'), 'the call that will lose its app', 5000);
     const leaveAt = Date.now();
-    await client.callTool({ name: 'leave', arguments: { afterMs: 50 } });
+    await callTool({ name: 'leave', arguments: { afterMs: 50 } });
     const lost = await pending;
     const took = Date.now() - leaveAt - 50;
     check(lost.isError === true && /DISCONNECTED/.test(text(lost)) && took < 1000, `the app leaving mid-call → isError in ${took} ms (${text(lost)})`);
@@ -166,7 +218,7 @@ async function run(browser) {
 
     // App B joins; the host goes away while its call runs.
     await until(async () => (await client.listTools()).tools.some((t) => t.name === 'slow'), 'app B to join', 30000);
-    client.callTool({ name: 'slow', arguments: { tag: 'host-gone' } }).catch(() => {});
+    callTool({ name: 'slow', arguments: { tag: 'host-gone' } }).catch(() => {});
     await sleep(300);
     const closedAt = Date.now();
     await client.close();
@@ -196,17 +248,59 @@ async function run(browser) {
 }
 
 /** What the app's handlers saw (an array: it comes back as JSON text, structuredContent being for objects). */
-async function events(client) {
-  return JSON.parse(text(await client.callTool({ name: 'events', arguments: {} })));
+async function events(callTool) {
+  return JSON.parse(text(await callTool({ name: 'events', arguments: {} })));
+}
+
+/** The same measurements against the SDK 2 server (sdk-server.mjs), spawned by the SDK 2 client: the baseline. */
+async function baseline() {
+  console.log('== baseline: the official MCP SDK 2 client and server on stdio, in this process');
+  const transport = new StdioV2({ command: process.execPath, args: [baselineServer], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr.on('data', (chunk) => { stderr += chunk; });
+  const client = new ClientV2({ name: 'abp-gateway-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(transport);
+  check(client.getDiscoverResult()?.supportedVersions?.includes('2026-07-28'), 'the SDK 2 server speaks 2026-07-28');
+  const times = [];
+  for (let i = 0; i < ECHO_ROUNDS; i++) {
+    const t0 = performance.now();
+    await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    times.push(performance.now() - t0);
+  }
+  console.log(`  figure: modern tools/call round trip, SDK 2 client → SDK 2 server, median ${median(times).toFixed(3)} ms over ${ECHO_ROUNDS}`);
+  const latencies = [];
+  for (let i = 0; i < ABORT_ROUNDS; i++) {
+    const tag = `abort-${i}`;
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'slow', arguments: { tag } }, { signal: controller.signal }).catch(() => {});
+    await sleep(50);
+    const abortedAt = epochMs();
+    controller.abort('stop');
+    await call;
+    const seen = await until(() => new RegExp(`aborted ${tag} (\\S+)`).exec(stderr), 'the SDK server\'s handler to see the abort', 5000);
+    latencies.push(Number(seen[1]) - abortedAt);
+  }
+  console.log(`  figure: client AbortSignal → SDK 2 server handler signal, median ${median(latencies).toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)})`);
+  await client.close();
 }
 
 let failed = false;
-for (const browser of browsers) {
+if (sdks.includes(2)) {
   try {
-    await run(browser);
+    await baseline();
   } catch (e) {
-    console.error(`abp-peer mcp in ${browser}: ${e.stack ?? e}`);
+    console.error(`the SDK 2 baseline: ${e.stack ?? e}`);
     failed = true;
+  }
+}
+for (const browser of browsers) {
+  for (const sdk of sdks) {
+    try {
+      await run(browser, sdk);
+    } catch (e) {
+      console.error(`abp-peer mcp with SDK ${sdk} in ${browser}: ${e.stack ?? e}`);
+      failed = true;
+    }
   }
 }
 process.exit(failed ? 1 : 0);
