@@ -421,9 +421,11 @@ impl<P: Wire> AgentCore<P> {
             ));
         }
         let timeout = req.timeout.filter(|t| t.is_finite() && *t >= 0.0);
+        let policy_max = self.config.policy.max_total_timeout;
         let hard_deadline = req
             .max_total_timeout
             .filter(|t| t.is_finite() && *t >= 0.0)
+            .or_else(|| (policy_max > 0).then(|| f64::from(policy_max)))
             .map(|t| now + t);
         let deadline = match (timeout.map(|t| now + t), hard_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -26,6 +26,7 @@ pub const POLICY: Policy = Policy {
     abp_envelope: true,
     min_progress_interval: 0,
     stateless_requests: false,
+    max_total_timeout: 0,
 };
 
 /// Wire `type` strings.

@@ -51,6 +51,7 @@ pub const POLICY: Policy = Policy {
     abp_envelope: false,
     min_progress_interval: 0,
     stateless_requests: false,
+    max_total_timeout: 0,
 };
 
 jsonrpc_dialect_codec!(AcpCodec, |agent| AcpCodec::new(agent));
@@ -203,7 +204,7 @@ impl<P: Wire> AcpCodec<P> {
             .into(),
             // Any answer to a probe (even "method not found") shows the peer is there.
             Sent::Ping => Control::Pong { id }.into(),
-            Sent::List => Control::Noted.into(),
+            Sent::List | Sent::Discover | Sent::Listen => Control::Noted.into(),
         }
     }
 

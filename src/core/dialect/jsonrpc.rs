@@ -36,6 +36,10 @@ pub enum Sent {
     Call,
     Elicit,
     Ping,
+    /// MCP's `server/discover`, sent first to learn the server's era.
+    Discover,
+    /// MCP's `subscriptions/listen`.
+    Listen,
 }
 
 /// One message, read.

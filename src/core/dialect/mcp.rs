@@ -14,6 +14,7 @@
 //! kept for the reply, so a peer that uses numbers gets numbers back. The codec remembers which of its own
 //! requests each response answers, and drops responses it did not ask for (late replies after a cancel).
 
+mod client;
 mod modern;
 
 use std::collections::VecDeque;
@@ -28,8 +29,10 @@ use super::super::message::{
 };
 use super::super::payload::Wire;
 use super::super::payload::{Kind, Payload};
+use super::super::text::text;
 use super::jsonrpc::{cancel_of, key_of, notification, rpc, Frame, Peer, Sent};
 use super::Policy;
+use client::{Answered, Client, ClientEra};
 use modern::{complete, era_of, features_of, Era, Modern, Retry};
 pub use modern::{MODERN_VERSIONS, UNSUPPORTED_VERSION};
 
@@ -164,7 +167,16 @@ pub struct McpCodec<P> {
     error_data: StrMap<P>,
     /// What the codec sends on its own ([`Self::queued`]).
     outbox: VecDeque<P>,
+    /// The client role's era and its calls in the stateless era.
+    client: Box<Client<P>>,
 }
+
+/// The probe's id is the handshake's with this suffix: an answer to a probe re-sent before the server's era was
+/// known (a frame still loading) is then never taken for the answer to the `initialize` that follows it.
+const DISCOVER_SUFFIX: &str = "~discover";
+
+/// The longest an MCP call may run when the caller names no `maxTotalTimeout`: ten minutes.
+pub const DEFAULT_MAX_TOTAL_TIMEOUT_MS: u32 = 10 * 60 * 1000;
 
 /// MCP: a cancel is a notification nobody answers, and a cancelled request gets no response; the agent
 /// lists the tools itself.
@@ -180,6 +192,7 @@ pub const POLICY: Policy = Policy {
     abp_envelope: false,
     min_progress_interval: 0,
     stateless_requests: true,
+    max_total_timeout: DEFAULT_MAX_TOTAL_TIMEOUT_MS,
 };
 
 jsonrpc_dialect_codec!(McpCodec, |agent| McpCodec::new(agent), own messages);
@@ -196,7 +209,13 @@ impl<P: Wire> McpCodec<P> {
             legacy: false,
             error_data: StrMap::new(),
             outbox: VecDeque::new(),
+            client: Box::default(),
         }
+    }
+
+    /// The client speaks `version` only.
+    pub fn pin_version(&mut self, version: &str) {
+        self.client.pin(version);
     }
 
     /// A message the codec sends on its own, before what the machine says next.
@@ -285,6 +304,12 @@ impl<P: Wire> McpCodec<P> {
                 .into()
             }
             Sent::Call => {
+                // A retry's response settles the call it continues.
+                let call_id = self.client.call_of(&id);
+                if let Some(read) = self.call_answered(&id, result.clone(), error.clone()) {
+                    return read;
+                }
+                let id = call_id;
                 let payload = match (error, result) {
                     (Some(e), _) => failure(abp_error_of(&e), &id, None),
                     (None, Some(r)) => response_of_tool_result(&r, &id),
@@ -318,6 +343,146 @@ impl<P: Wire> McpCodec<P> {
                 ToApp::ElicitationResponse { id, payload }.into()
             }
             Sent::Ping => Control::Pong { id }.into(),
+            Sent::Discover => self.discovered(id, result),
+            Sent::Listen => {
+                // The server ended our listen (gracefully): changes no longer reach us.
+                self.client.listen = None;
+                Control::Noted.into()
+            }
+        }
+    }
+
+    /// The answer to our `server/discover`: a server of the stateless era is connected (and we listen for
+    /// its tool changes); anything else, and we fall back to `initialize`.
+    fn discovered(&mut self, probe: String, result: Option<P>) -> Incoming<P> {
+        let id = probe
+            .strip_suffix(DISCOVER_SUFFIX)
+            .unwrap_or(&probe)
+            .to_owned();
+        let result = result.filter(|r| r.kind() == Kind::Object);
+        if let Some(result) = result.filter(|r| self.client.accepts(r)) {
+            let mut payload = P::object();
+            let info = result
+                .get_object("_meta")
+                .and_then(|m| m.get_object(modern::META_SERVER_INFO));
+            if let Some(info) = info {
+                let mut app = info.shallow_copy();
+                if let (None, Some(n)) = (app.get("id"), info.get("name")) {
+                    app.set("id", n);
+                }
+                payload.set("app", app);
+            }
+            payload.set("protocolVersion", P::constant(MODERN_VERSIONS[0]));
+            payload.set("capabilities", P::array(Vec::new()));
+            payload.set("mcp", result);
+            let listen = String::from("abp-listen-1");
+            let notifications = P::object_of(&mut [("toolsListChanged", Some(P::boolean(true)))]);
+            let params = P::object_of(&mut [("notifications", Some(notifications))]);
+            let params = self.client.with_meta(Some(params));
+            let m = self
+                .peer
+                .request(&listen, Sent::Listen, "subscriptions/listen", Some(params));
+            self.outbox.push_back(m);
+            self.client.listen = Some(listen);
+            let mut session = String::from("mcp-");
+            session.push_str(&id);
+            return ToAgent::InitializeResult {
+                error: None,
+                session_id: Some(session),
+                id,
+                payload,
+            }
+            .into();
+        }
+        match self.client.fall_back() {
+            Some((id, params)) => {
+                let m = self
+                    .peer
+                    .request(&id, Sent::Initialize, "initialize", Some(params));
+                self.outbox.push_back(m);
+                Control::Noted.into()
+            }
+            None => ToAgent::InitializeResult {
+                error: Some(AbpError::new(
+                    ErrorCode::NotSupported,
+                    "The server does not speak MCP 2026-07-28",
+                )),
+                session_id: None,
+                id,
+                payload: P::object(),
+            }
+            .into(),
+        }
+    }
+
+    /// A response to one of our calls in the stateless era: the outcome, or a question for the agent (the
+    /// retry follows its answer).
+    fn call_answered(
+        &mut self,
+        id: &str,
+        result: Option<P>,
+        error: Option<P>,
+    ) -> Option<Incoming<P>> {
+        if !self.client.modern() {
+            return None;
+        }
+        let answered = match &error {
+            Some(_) => {
+                let call_id = self.client.call_of(id);
+                self.client.forget(&call_id);
+                Answered::Done
+            }
+            None => self.client.answered(id, result.as_ref()),
+        };
+        match answered {
+            Answered::Done => None,
+            Answered::Ask {
+                call_id,
+                elicit_id,
+                request,
+            } => {
+                if elicit_id.is_empty() {
+                    // Only a state to echo: the retry goes at once.
+                    if let Some((rid, _, params)) = self.client.retry("", None) {
+                        let m = self
+                            .peer
+                            .request(&rid, Sent::Call, "tools/call", Some(params));
+                        self.outbox.push_back(m);
+                    }
+                    return Some(Control::Noted.into());
+                }
+                let payload = P::object_of(&mut [
+                    ("method", Some(P::constant("elicitation/create"))),
+                    ("params", request.get_object("params")),
+                ]);
+                Some(
+                    ToAgent::ElicitationRequest {
+                        id: elicit_id,
+                        call_id: Some(call_id),
+                        payload,
+                    }
+                    .into(),
+                )
+            }
+            Answered::Unanswerable { call_id, method } => {
+                let error = AbpError::new(
+                    ErrorCode::NotSupported,
+                    text(&[
+                        "The server asked for '",
+                        &method,
+                        "', which this client does not answer",
+                    ]),
+                );
+                Some(
+                    ToAgent::CallResult {
+                        id: Some(call_id.clone()),
+                        call_id: Some(call_id.clone()),
+                        cancelled: false,
+                        payload: failure(error, &call_id, None),
+                    }
+                    .into(),
+                )
+            }
         }
     }
 
@@ -586,7 +751,9 @@ impl<P: Wire> McpCodec<P> {
 
     fn notification(&mut self, method: &str, params: P) -> Result<Incoming<P>, Ignored> {
         Ok(match method {
-            "notifications/initialized" => Control::Noted.into(),
+            "notifications/initialized" | "notifications/subscriptions/acknowledged" => {
+                Control::Noted.into()
+            }
             "notifications/cancelled" => {
                 let Some(request_id) = params.get("requestId").as_ref().and_then(key_of) else {
                     return Err(Ignored::NotAMessage);
@@ -644,13 +811,37 @@ impl<P: Wire> McpCodec<P> {
     pub fn encode_agent(&mut self, msg: FromAgent<P>, hello: &Hello<'_, P>) -> Option<P> {
         Some(match msg {
             FromAgent::Initialize { id } => {
-                let params = initialize_params(hello);
+                let mut params = initialize_params(hello);
+                if let Some(v) = self
+                    .client
+                    .pinned
+                    .as_deref()
+                    .filter(|v| SUPPORTED_VERSIONS.contains(v))
+                {
+                    params.set("protocolVersion", P::string(v));
+                }
+                if self.client.era == ClientEra::Legacy {
+                    return Some(self.peer.request(
+                        &id,
+                        Sent::Initialize,
+                        "initialize",
+                        Some(params),
+                    ));
+                }
+                // Modern first: a server of the stateless era answers `server/discover`; any other answer
+                // sends `initialize` instead.
+                self.client.probe(hello.info.clone(), &id, params);
+                let p = self.client.with_meta(None);
+                let mut probe = id;
+                probe.push_str(DISCOVER_SUFFIX);
                 self.peer
-                    .request(&id, Sent::Initialize, "initialize", Some(params))
+                    .request(&probe, Sent::Discover, "server/discover", Some(p))
             }
+            FromAgent::Initialized if self.client.modern() => return None,
             FromAgent::Initialized => notification("notifications/initialized", None),
             FromAgent::ListCapabilities { id } => {
-                self.peer.request(&id, Sent::List, "tools/list", None)
+                let p = self.client.modern().then(|| self.client.with_meta(None));
+                self.peer.request(&id, Sent::List, "tools/list", p)
             }
             FromAgent::Call {
                 id,
@@ -659,15 +850,50 @@ impl<P: Wire> McpCodec<P> {
                 progress_token,
                 ..
             } => {
-                let p = call_params(&capability, params, progress_token.as_deref());
+                let mut p = call_params(&capability, params, progress_token.as_deref());
+                if self.client.modern() {
+                    let meta = p.get_object("_meta");
+                    let token = meta.as_ref().and_then(|m| m.get("progressToken"));
+                    self.client
+                        .call(&id, &capability, p.get("arguments"), token);
+                    p = self.client.with_meta(Some(p));
+                }
                 self.peer.request(&id, Sent::Call, "tools/call", Some(p))
             }
             FromAgent::Cancel {
                 call_id, reason, ..
+            } if self.client.modern() => {
+                // The request that is open for the call now; none while the agent answers its question.
+                let open = self.client.open_request(&call_id);
+                self.client.forget(&call_id);
+                let request = open?;
+                let mut m = self.cancel(&request, reason.as_deref());
+                if let Some(mut p) = m.get_object("params") {
+                    p.set("_meta", self.client.meta());
+                    m.set("params", p);
+                }
+                m
+            }
+            FromAgent::Cancel {
+                call_id, reason, ..
             } => self.cancel(&call_id, reason.as_deref()),
+            FromAgent::ElicitationResponse { id, answer } if self.client.modern() => {
+                // The answer to a server's question goes with the call's retry; a call that ended needs none.
+                if matches!(answer, ElicitAnswer::Cancelled) {
+                    return None;
+                }
+                let result = elicitation_result(answer);
+                let (rid, _, params) = self.client.retry(&id, Some(result))?;
+                self.peer
+                    .request(&rid, Sent::Call, "tools/call", Some(params))
+            }
             FromAgent::ElicitationResponse { id, answer } => {
                 let result = elicitation_result(answer);
                 self.peer.response(&id, result)
+            }
+            FromAgent::Control(ControlOut::Ping { id }) if self.client.modern() => {
+                let p = self.client.with_meta(None);
+                self.peer.request(&id, Sent::Ping, "ping", Some(p))
             }
             FromAgent::Control(m) => return self.peer.control(m, "ping"),
             // MCP's server speaks second.

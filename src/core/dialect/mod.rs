@@ -75,6 +75,9 @@ pub trait DialectCodec<P: Wire> {
     }
     /// This side is going away: the codec queues what its dialect says then (MCP: each listen is torn down).
     fn close(&mut self) {}
+    /// The client speaks this protocol version and no other (MCP: a dated version, which also picks the era).
+    /// Ignored by dialects with one version.
+    fn pin_version(&mut self, _version: &str) {}
 }
 
 /// [`DialectCodec`] for a JSON-RPC dialect's codec, whose own `decode(msg)`, `encode_agent(msg, hello)` and
@@ -85,7 +88,7 @@ macro_rules! jsonrpc_dialect_codec {
     ($codec:ident, |$agent:ident| $new:expr) => {
         jsonrpc_dialect_codec!($codec, |$agent| $new, {});
     };
-    // `own messages`: the codec has its own `queued()` and `close()`.
+    // `own messages`: the codec has its own `queued()`, `close()` and `pin_version()`.
     ($codec:ident, |$agent:ident| $new:expr, own messages) => {
         jsonrpc_dialect_codec!($codec, |$agent| $new, {
             fn queued(&mut self) -> Option<P> {
@@ -94,6 +97,10 @@ macro_rules! jsonrpc_dialect_codec {
 
             fn close(&mut self) {
                 $codec::close(self)
+            }
+
+            fn pin_version(&mut self, version: &str) {
+                $codec::pin_version(self, version)
             }
         });
     };
@@ -273,6 +280,14 @@ macro_rules! dialects {
                     Codec::_Never(never, _) => match *never {},
                 }
             }
+
+            /// The client speaks this protocol version and no other.
+            pub fn pin_version(&mut self, version: &str) {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::pin_version(c, version), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
         }
     };
 }
@@ -339,6 +354,9 @@ pub struct Policy {
     /// Requests may carry their own version and features and run without a session (MCP 2026-07-28): a
     /// change to the capabilities is told even when no session is open (the codec tells whoever listens).
     pub stateless_requests: bool,
+    /// A call that names no maximum total timeout gets this one, in milliseconds (0: none). MCP's cancellation
+    /// text asks every client to enforce one, whatever progress keeps resetting.
+    pub max_total_timeout: u32,
 }
 
 impl Policy {

@@ -110,6 +110,7 @@ pub const POLICY: Policy = Policy {
     abp_envelope: false,
     min_progress_interval: 500,
     stateless_requests: false,
+    max_total_timeout: 0,
 };
 
 jsonrpc_dialect_codec!(TesseronCodec, |agent| TesseronCodec::new(agent));

@@ -15,8 +15,16 @@ use crate::core::dialect::DialectKind;
 use crate::core::error::ErrorCode;
 use crate::core::message::{ElicitAnswer, Outcome};
 
-fn mcp() -> Pair {
+/// A pair whose client speaks the legacy era (2025-11-25, `initialize` first), as the tests in this file read
+/// its wire; the stateless era's client is tested in `mcp_modern`.
+fn legacy_pair() -> Pair {
     let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    p.agent.pin_version("2025-11-25");
+    p
+}
+
+fn mcp() -> Pair {
+    let mut p = legacy_pair();
     p.agent.connect(p.now);
     p.run();
     assert!(p.agent.is_ready(), "connected over MCP");
@@ -48,7 +56,7 @@ fn to_app(p: &mut Pair, raw: Value) -> Vec<Value> {
 
 #[test]
 fn the_handshake_lists_the_tools_before_connecting() {
-    let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    let mut p = legacy_pair();
     p.agent.connect(p.now);
     p.run();
     assert_eq!(
@@ -84,7 +92,7 @@ fn the_handshake_lists_the_tools_before_connecting() {
 
 #[test]
 fn a_supported_protocol_version_is_echoed_and_others_get_the_newest() {
-    let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    let mut p = legacy_pair();
     let init = |id: u32, v: &str| {
         json!({ "jsonrpc": "2.0", "id": id, "method": "initialize",
         "params": { "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "c", "version": "1" } } })
@@ -92,7 +100,7 @@ fn a_supported_protocol_version_is_echoed_and_others_get_the_newest() {
     let r = to_app(&mut p, init(1, "2025-03-26"));
     assert_eq!(r[0]["result"]["protocolVersion"], "2025-03-26");
     assert_eq!(r[0]["id"], 1, "a numeric id comes back as a number");
-    let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    let mut p = legacy_pair();
     let r = to_app(&mut p, init(1, "1999-01-01"));
     assert_eq!(r[0]["result"]["protocolVersion"], "2025-11-25");
 }
@@ -392,7 +400,7 @@ fn elicitation_goes_both_ways_and_ends_with_its_call() {
         json!({ "success": true, "data": { "confirmed": true } })
     );
     // A client that did not declare elicitation is never asked.
-    let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    let mut p = legacy_pair();
     to_app(
         &mut p,
         json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -406,7 +414,7 @@ fn elicitation_goes_both_ways_and_ends_with_its_call() {
 
 #[test]
 fn ping_both_ways_and_the_heartbeat_uses_it() {
-    let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    let mut p = legacy_pair();
     p.new_agent(
         crate::core::agent::AgentConfig {
             heartbeat: Some(100.0),
@@ -414,6 +422,7 @@ fn ping_both_ways_and_the_heartbeat_uses_it() {
         },
         "a",
     );
+    p.agent.pin_version("2025-11-25");
     p.agent.connect(p.now);
     p.run();
     assert!(p.agent.is_ready());

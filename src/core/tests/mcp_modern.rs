@@ -427,6 +427,7 @@ fn a_listen_is_acknowledged_first_and_hears_tool_changes_with_its_id() {
 #[test]
 fn a_legacy_session_still_hears_list_changed_and_a_modern_call_beside_it_runs() {
     let mut p = Pair::speaking(DialectKind::Mcp, AppConfig::default());
+    p.agent.pin_version("2025-11-25");
     p.agent.connect(p.now);
     p.run();
     assert!(p.agent.is_ready());
@@ -447,5 +448,221 @@ fn a_legacy_session_still_hears_list_changed_and_a_modern_call_beside_it_runs() 
     assert_eq!(
         p.app_sent.last().unwrap()["result"]["resultType"],
         "complete"
+    );
+}
+
+// Our client role: modern first, falling back to `initialize` for a server that does not answer
+// `server/discover`.
+
+fn methods(sent: &[Value]) -> Vec<String> {
+    sent.iter()
+        .filter_map(|m| m["method"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Our client and our app, connected in the stateless era.
+fn modern_pair() -> Pair {
+    let mut p = server();
+    p.agent.connect(p.now);
+    p.run();
+    assert!(p.agent.is_ready(), "connected");
+    p
+}
+
+#[test]
+fn our_client_asks_discover_first_then_listens_and_lists_without_initialize() {
+    let p = modern_pair();
+    assert_eq!(
+        methods(&p.agent_sent),
+        ["server/discover", "subscriptions/listen", "tools/list"]
+    );
+    for m in &p.agent_sent {
+        assert_eq!(
+            m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], VERSION,
+            "every request says its version: {m}"
+        );
+        assert_eq!(
+            m["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+            "test-agent"
+        );
+    }
+    assert!(p.app.session_id().is_none(), "no session at the app");
+    let connected = p.agent_events.iter().find_map(|e| match e {
+        crate::core::agent::AgentOutput::Connected { payload, .. } => Some(payload.clone()),
+        _ => None,
+    });
+    let payload = connected.expect("connected");
+    assert_eq!(payload["protocolVersion"], VERSION);
+    assert_eq!(payload["app"]["name"], "test");
+    assert_eq!(payload["capabilities"][1]["name"], "export.pdf");
+}
+
+#[test]
+fn our_clients_call_abort_and_list_changes_in_the_stateless_era() {
+    let mut p = modern_pair();
+    p.call("c1", "echo", json!({ "x": 1 }));
+    p.run();
+    assert_eq!(started(&p), ["c1"]);
+    p.complete("c1", json!({ "ok": true }));
+    p.run();
+    let done = p.settled("c1");
+    assert_eq!(super::pair::remote(done[0])["data"], json!({ "ok": true }));
+
+    p.call("c2", "echo", json!({}));
+    p.run();
+    p.agent
+        .abort_call("c2", crate::core::agent::AbortKind::Signal(None), p.now);
+    p.run();
+    let cancel = p
+        .agent_sent
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .expect("notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], "c2");
+    assert_eq!(p.aborted(), ["c2"]);
+
+    let lists = |p: &Pair| {
+        p.agent_sent
+            .iter()
+            .filter(|m| m["method"] == "tools/list")
+            .count()
+    };
+    let before = lists(&p);
+    let changes = Changes {
+        added: vec!["new".into()],
+        removed: Vec::new(),
+        changed: Vec::new(),
+    };
+    p.app.capabilities_changed(&changes);
+    p.run();
+    assert_eq!(
+        lists(&p),
+        before + 1,
+        "a change heard through the listen re-lists the tools"
+    );
+}
+
+#[test]
+fn our_client_answers_an_input_required_result_through_on_elicitation_and_retries() {
+    let mut p = modern_pair();
+    p.call("c3", "echo", json!({ "x": 3 }));
+    p.run();
+    let request = json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } });
+    let asked = p.app.elicit(Some("c3"), request, p.now).expect("asked");
+    p.drain();
+    p.run();
+    let (eid, call_id, payload) = p
+        .agent_events
+        .iter()
+        .find_map(|e| match e {
+            crate::core::agent::AgentOutput::Elicitation {
+                id,
+                call_id,
+                payload,
+            } => Some((id.clone(), call_id.clone(), payload.clone())),
+            _ => None,
+        })
+        .expect("onElicitation is asked");
+    assert_eq!(call_id.as_deref(), Some("c3"));
+    assert_eq!(payload["params"]["message"], "Sure?");
+    p.agent.answer_elicitation(
+        &eid,
+        crate::core::message::ElicitAnswer::Answer(
+            json!({ "success": true, "data": { "confirmed": true } }),
+        ),
+    );
+    p.run();
+    let answered = p.app_events.iter().find_map(|e| match e {
+        AppOutput::ElicitDone {
+            id,
+            end: ElicitEnd::Answer(a),
+        } if *id == asked => Some(a.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        answered.expect("the app's ctx.elicit resolves"),
+        json!({ "success": true, "data": { "confirmed": true } })
+    );
+    let calls: Vec<&Value> = p
+        .agent_sent
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "the call, then its retry");
+    assert_ne!(
+        calls[1]["id"], calls[0]["id"],
+        "the retry has an id of its own"
+    );
+    assert!(calls[1]["params"]["requestState"].is_string());
+    assert_eq!(calls[1]["params"]["arguments"], json!({ "x": 3 }));
+    assert!(!methods(&p.app_sent).contains(&"elicitation/create".to_owned()));
+    p.complete("c3", json!({ "done": 3 }));
+    p.run();
+    let done = p.settled("c3");
+    assert_eq!(done.len(), 1);
+    assert_eq!(super::pair::remote(done[0])["data"], json!({ "done": 3 }));
+}
+
+#[test]
+fn our_client_falls_back_to_initialize_when_discover_is_not_answered() {
+    let mut p = server();
+    p.agent.connect(p.now);
+    p.drain();
+    let discover = p.to_app.pop_front().expect("server/discover");
+    assert_eq!(discover["method"], "server/discover");
+    // A legacy server: discover is an unknown method.
+    p.to_agent
+        .push_back(json!({ "jsonrpc": "2.0", "id": discover["id"],
+        "error": { "code": -32601, "message": "Method not found" } }));
+    p.deliver_to_agent();
+    let init = p.to_app.pop_front().expect("initialize");
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert!(init["params"].get("_meta").is_none());
+    p.to_app.push_front(init);
+    p.run();
+    assert!(p.agent.is_ready());
+    assert!(p.app.session_id().is_some(), "a legacy session");
+    assert!(methods(&p.agent_sent).contains(&"notifications/initialized".to_owned()));
+}
+
+#[test]
+fn our_clients_calls_always_have_a_maximum_total_time() {
+    let mut p = modern_pair();
+    p.call("long", "echo", json!({}));
+    p.run();
+    p.advance(f64::from(crate::core::dialect::mcp::DEFAULT_MAX_TOTAL_TIMEOUT_MS) + 1.0);
+    let done = p.settled("long");
+    assert_eq!(done.len(), 1);
+    assert_eq!(super::pair::local(done[0]).0, ErrorCode::Timeout);
+    assert_eq!(p.aborted(), ["long"], "the app's handler is cancelled too");
+}
+
+#[test]
+fn a_probe_re_sent_to_a_loading_frame_and_refused_twice_still_falls_back_once() {
+    let mut p = server();
+    p.agent.connect(p.now);
+    p.drain();
+    // The frame was still loading: the agent sends its probe again.
+    p.now += 60.0;
+    p.agent.handle_timeout(p.now);
+    p.drain();
+    let probes: Vec<Value> = p.to_app.drain(..).collect();
+    assert_eq!(methods(&probes), ["server/discover", "server/discover"]);
+    for probe in &probes {
+        p.to_agent
+            .push_back(json!({ "jsonrpc": "2.0", "id": probe["id"],
+            "error": { "code": -32601, "message": "Method not found" } }));
+    }
+    p.deliver_to_agent();
+    p.deliver_to_agent();
+    assert_eq!(
+        methods(&p.to_app.iter().cloned().collect::<Vec<_>>()),
+        ["initialize"]
+    );
+    p.run();
+    assert!(
+        p.agent.is_ready(),
+        "the second refusal is not read as the initialize's answer"
     );
 }
