@@ -20,6 +20,8 @@ type Registry<T> = Mutex<HashMap<String, (u64, UnboundedSender<T>)>>;
 pub(crate) struct Hub {
     agents: Registry<Envelope>,
     controllers: Registry<Event>,
+    /// Per room, the MCP gateway that hosts joining through `/mcp-host` reach.
+    mcp_gateways: Registry<crate::mcp::HostInput>,
     pub(crate) relay: Mutex<HashMap<String, relay::Room>>,
     next_id: AtomicU64,
 }
@@ -64,6 +66,25 @@ impl Hub {
     /// Becomes the controller of `room`'s agent: its events arrive in the returned inbox.
     pub(crate) fn attach_controller(self: &Arc<Self>, room: &str) -> Registration<Event> {
         self.register(|h| &h.controllers, room)
+    }
+
+    /// Becomes the MCP gateway of `room`: hosts that join it arrive in the returned inbox.
+    pub(crate) fn attach_mcp_gateway(
+        self: &Arc<Self>,
+        room: &str,
+    ) -> Registration<crate::mcp::HostInput> {
+        self.register(|h| &h.mcp_gateways, room)
+    }
+
+    /// Sends a joined host's input to the MCP gateway of `room`.
+    pub(crate) fn to_mcp_gateway(
+        &self,
+        room: &str,
+        input: crate::mcp::HostInput,
+    ) -> Result<(), NoAgent> {
+        let gateways = lock(&self.mcp_gateways);
+        let (_, tx) = gateways.get(room).ok_or(NoAgent)?;
+        tx.send(input).map_err(|_| NoAgent)
     }
 
     /// Sends an event to the controller of `room`, if there is one.

@@ -109,6 +109,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         control: true,
         relay: true,
         exit: args.allow_exit,
+        mcp_hosts: false,
     };
     let stop = server::stop_signal();
     let server = Server::bind(&args.server, &routes).await?;

@@ -18,6 +18,11 @@
 //! - the app joining, leaving or changing its capabilities is `notifications/tools/list_changed`;
 //! - the host going away (stdin closed, SIGTERM/SIGINT) cancels every call still running in the app, then exits.
 //!
+//! Both MCP eras are served, per request, by the dialect (2026-07-28's `server/discover`, elicitation by retry
+//! and listens; 2025-11-25's `initialize` sessions). More than one host may use the app: a second host's copy of
+//! this command, finding the port taken, joins this one at `/mcp-host` (with the launch token from the token
+//! file) and relays its stdio; each host gets its own MCP connection here, and the app is shared.
+//!
 //! Nothing but MCP messages is written to stdout; logs go to stderr.
 
 use std::collections::HashMap;
@@ -29,6 +34,7 @@ use abp_wasm::core::error::{encode_error, AbpError, ErrorCode};
 use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::Hub;
@@ -53,15 +59,57 @@ const RESULT_AFTER_PROGRESS: Duration = Duration::from_millis(20);
 
 /// The host's side of one tool call that went to the app.
 struct Running {
+    /// The host whose call it is.
+    host: u64,
     /// The app core's call id (the MCP request's id).
     call_id: String,
     /// When its last progress notification went to the host.
     progressed: Option<Instant>,
 }
 
-struct Gateway {
+/// The host on stdin/stdout.
+const STDIO: u64 = 0;
+
+/// What a host that joins through `/mcp-host` sends the gateway (by the hub), one message at a time.
+#[derive(Debug)]
+pub(crate) enum HostInput {
+    /// A host joined: its lines go to `out`.
+    Joined {
+        host: u64,
+        out: UnboundedSender<String>,
+    },
+    Line {
+        host: u64,
+        line: String,
+    },
+    Left {
+        host: u64,
+    },
+}
+
+/// One MCP host the gateway serves: the one on stdio, or one that joined through `/mcp-host` (another copy of
+/// `abp-peer mcp`, started by a second host, relaying its stdio here).
+struct Host {
+    id: u64,
     /// Toward the host: the app core speaking MCP, with the joined app's tools as its registry.
-    host: AppConnection<Value>,
+    conn: AppConnection<Value>,
+    /// Where its lines go: `None` for stdout (collected in [`Gateway::out`]).
+    sink: Option<UnboundedSender<String>>,
+}
+
+fn host_connection() -> AppConnection<Value> {
+    let config = AppConfig {
+        // Every progress update the app sends goes on to the host (the app already paces them).
+        progress_interval: 0.0,
+        ..AppConfig::default()
+    };
+    let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
+    AppConnection::new(DialectKind::Mcp, Carrier::Stream, config, info, "gw-")
+}
+
+struct Gateway {
+    /// The hosts, stdio's first.
+    hosts: Vec<Host>,
     /// The names of the joined app's available capabilities (what a tool call may name).
     registry: Registry<Value>,
     /// Their descriptors, as `tools/list` shows them.
@@ -74,11 +122,12 @@ struct Gateway {
     /// ABP call id (toward the app) → the host's call.
     calls: HashMap<String, Running>,
     next_call: u64,
-    /// Our `elicitation/create` to the host (the app core's id) → the agent's elicitation id.
-    asks: HashMap<String, String>,
-    /// Results held back until [`RESULT_AFTER_PROGRESS`] after their call's last progress: (when, app core's call
-    /// id, outcome).
-    held: Vec<(Instant, String, Outcome<Value>)>,
+    /// Our question to a host (the host, the app core's id) → the agent's elicitation id.
+    asks: HashMap<(u64, String), String>,
+    /// Results held back until [`RESULT_AFTER_PROGRESS`] after their call's last progress: (when, the host, app
+    /// core's call id, outcome).
+    held: Vec<(Instant, u64, String, Outcome<Value>)>,
+    /// Lines for stdout.
     out: Vec<String>,
 }
 
@@ -96,41 +145,100 @@ impl Gateway {
         self.hub.command(&self.room, envelope).is_ok()
     }
 
-    /// One line from the host.
-    fn on_host_line(&mut self, line: &str) {
+    fn conn(&mut self, host: u64) -> Option<&mut AppConnection<Value>> {
+        self.hosts
+            .iter_mut()
+            .find(|h| h.id == host)
+            .map(|h| &mut h.conn)
+    }
+
+    /// A line for `host`.
+    fn send(&mut self, host: u64, line: String) {
+        match self.hosts.iter().find(|h| h.id == host).map(|h| &h.sink) {
+            Some(Some(sink)) => {
+                let _ = sink.send(line);
+            }
+            Some(None) => self.out.push(line),
+            None => {}
+        }
+    }
+
+    /// One line from a host.
+    fn on_host_line(&mut self, host: u64, line: &str) {
         let Ok(value) = serde_json::from_str::<Value>(line) else {
             // Without an id (the MCP SDK's schema refuses `id: null`), as the dialect answers unreadable requests.
             let parse_error = json!({ "jsonrpc": "2.0",
                 "error": { "code": -32700, "message": "Parse error" } });
-            self.out.push(parse_error.to_string());
+            self.send(host, parse_error.to_string());
             return;
         };
-        let Ok(Some(message)) = self.host.read(&value) else {
+        let now = self.now();
+        let joined = self.joined;
+        let text = no_app_text(&self.room);
+        let Some(h) = self.hosts.iter_mut().find(|h| h.id == host) else {
+            return;
+        };
+        let Ok(Some(message)) = h.conn.read(&value) else {
             return;
         };
         match message {
-            ToApp::Call { id, call_id, .. } if !self.joined => {
-                let text = no_app_text(&self.room);
+            ToApp::Call { id, call_id, .. } if !joined => {
                 let data = error_result("NOT_INITIALIZED", &text, None);
-                self.host.answer(id, call_id, Outcome::Success { data });
+                h.conn.answer(id, call_id, Outcome::Success { data });
             }
-            message => {
-                let now = self.now();
-                self.host.handle(message, now, &self.registry);
-            }
+            message => h.conn.handle(message, now, &self.registry),
         }
     }
 
-    /// Everything the host side wants done.
+    /// A host joined through `/mcp-host`.
+    fn join(&mut self, host: u64, out: UnboundedSender<String>) {
+        self.hosts.push(Host {
+            id: host,
+            conn: host_connection(),
+            sink: Some(out),
+        });
+    }
+
+    /// A joined host left: what it had running in the app is cancelled there.
+    fn leave(&mut self, host: u64) {
+        self.hosts.retain(|h| h.id != host);
+        let mine: Vec<String> = self
+            .calls
+            .iter()
+            .filter(|(_, r)| r.host == host)
+            .map(|(abp_id, _)| abp_id.clone())
+            .collect();
+        for abp_id in mine {
+            self.calls.remove(&abp_id);
+            self.command(Command::Abort {
+                call_id: abp_id,
+                reason: Some("the MCP host went away".into()),
+            });
+        }
+        self.asks.retain(|(h, _), _| *h != host);
+        self.held.retain(|(_, h, _, _)| *h != host);
+    }
+
+    /// Everything the hosts' sides want done.
     fn perform(&mut self) {
+        let ids: Vec<u64> = self.hosts.iter().map(|h| h.id).collect();
+        for host in ids {
+            self.perform_for(host);
+        }
+    }
+
+    fn perform_for(&mut self, host: u64) {
         loop {
             let tools = &self.tools;
             let list = || Value::Array(tools.clone());
-            let Some(output) = self.host.poll(&crate::agent::unix_ms, &list) else {
+            let Some(h) = self.hosts.iter_mut().find(|h| h.id == host) else {
+                break;
+            };
+            let Some(output) = h.conn.poll(&crate::agent::unix_ms, &list) else {
                 break;
             };
             match output {
-                AppOutput::Transmit(t) => self.out.push(t.message.to_string()),
+                AppOutput::Transmit(t) => self.send(host, t.message.to_string()),
                 AppOutput::Start {
                     call_id,
                     capability,
@@ -153,6 +261,7 @@ impl Gateway {
                         self.calls.insert(
                             abp_id,
                             Running {
+                                host,
                                 call_id,
                                 progressed,
                             },
@@ -160,11 +269,13 @@ impl Gateway {
                     } else {
                         // The app left between the call and now: the host gets its answer at once.
                         let now = self.now();
-                        self.host.complete(&call_id, disconnected(), None, now);
+                        if let Some(conn) = self.conn(host) {
+                            conn.complete(&call_id, disconnected(), None, now);
+                        }
                     }
                 }
                 AppOutput::Abort { call_id, reason } => {
-                    if let Some(abp_id) = self.abp_id_of(&call_id) {
+                    if let Some(abp_id) = self.abp_id_of(host, &call_id) {
                         self.command(Command::Abort {
                             call_id: abp_id,
                             reason: reason.or_else(|| Some("cancelled by the MCP client".into())),
@@ -172,7 +283,7 @@ impl Gateway {
                     }
                 }
                 AppOutput::ElicitDone { id, end } => {
-                    if let Some(asked) = self.asks.remove(&id) {
+                    if let Some(asked) = self.asks.remove(&(host, id)) {
                         self.command(Command::Answer {
                             id: asked,
                             answer: Some(end.into_response()),
@@ -186,10 +297,10 @@ impl Gateway {
         }
     }
 
-    fn abp_id_of(&self, call_id: &str) -> Option<String> {
+    fn abp_id_of(&self, host: u64, call_id: &str) -> Option<String> {
         self.calls
             .iter()
-            .find(|(_, r)| r.call_id == call_id)
+            .find(|(_, r)| r.host == host && r.call_id == call_id)
             .map(|(abp_id, _)| abp_id.clone())
     }
 
@@ -210,8 +321,9 @@ impl Gateway {
                 self.set_tools(&Value::Array(Vec::new()));
                 // The app settled what it had before it said so; what is left never reached it.
                 for (_, running) in std::mem::take(&mut self.calls) {
-                    self.host
-                        .complete(&running.call_id, disconnected(), None, now);
+                    if let Some(conn) = self.conn(running.host) {
+                        conn.complete(&running.call_id, disconnected(), None, now);
+                    }
                 }
                 self.asks.clear();
             }
@@ -222,17 +334,24 @@ impl Gateway {
                     let outcome = outcome_of(&response);
                     match running.progressed.map(|at| at + RESULT_AFTER_PROGRESS) {
                         Some(due) if due > Instant::now() => {
-                            self.held.push((due, running.call_id, outcome))
+                            self.held
+                                .push((due, running.host, running.call_id, outcome))
                         }
-                        _ => self.host.complete(&running.call_id, outcome, None, now),
+                        _ => {
+                            if let Some(conn) = self.conn(running.host) {
+                                conn.complete(&running.call_id, outcome, None, now);
+                            }
+                        }
                     }
                 }
             }
             Event::Progress { call_id, payload } => {
                 if let Some(running) = self.calls.get_mut(&call_id) {
                     running.progressed = Some(Instant::now());
-                    let call_id = running.call_id.clone();
-                    self.host.progress(&call_id, payload, now);
+                    let (host, call_id) = (running.host, running.call_id.clone());
+                    if let Some(conn) = self.conn(host) {
+                        conn.progress(&call_id, payload, now);
+                    }
                 }
             }
             Event::Elicitation {
@@ -243,19 +362,27 @@ impl Gateway {
                 let host_call = call_id
                     .as_ref()
                     .and_then(|c| self.calls.get(c))
-                    .map(|r| r.call_id.clone());
+                    .map(|r| (r.host, r.call_id.clone()));
                 // Only a running host call may ask the host: a question with none behind it would put the
                 // app's words (say, "re-enter your token") in front of the user unasked.
-                let asked = match host_call {
-                    Some(call) => self.host.elicit(Some(&call), request, now),
-                    None => Err(AbpError::new(
+                let refused = || {
+                    AbpError::new(
                         ErrorCode::NotSupported,
                         "The gateway asks the host only for a running tool call",
-                    )),
+                    )
+                };
+                let asked = match &host_call {
+                    Some((host, call)) => match self.conn(*host) {
+                        Some(conn) => conn.elicit(Some(call), request, now),
+                        None => Err(refused()),
+                    },
+                    None => Err(refused()),
                 };
                 match asked {
                     Ok(ask) => {
-                        self.asks.insert(ask, id);
+                        if let Some((host, _)) = host_call {
+                            self.asks.insert((host, ask), id);
+                        }
                     }
                     Err(error) => {
                         let answer = json!({ "success": false, "error": encode_error(error) });
@@ -304,13 +431,36 @@ impl Gateway {
                 removed: old.iter().filter(|n| !new.contains(n)).cloned().collect(),
                 changed: new.iter().filter(|n| old.contains(n)).cloned().collect(),
             };
-            self.host.capabilities_changed(&changes);
+            for h in &mut self.hosts {
+                h.conn.capabilities_changed(&changes);
+            }
         }
     }
 
     /// When the next held result is due.
     fn next_held(&self) -> Option<Instant> {
-        self.held.iter().map(|(due, _, _)| *due).min()
+        self.held.iter().map(|(due, _, _, _)| *due).min()
+    }
+
+    /// The hosts' next deadline, on the gateway's clock.
+    fn next_deadline(&self) -> Option<Instant> {
+        self.hosts
+            .iter()
+            .filter_map(|h| h.conn.poll_timeout())
+            // A deadline too far to represent (an app's `timeout: 1e300`) is no deadline.
+            .filter_map(|t| Duration::try_from_secs_f64(t.max(0.0).ceil() / 1000.0).ok())
+            .filter_map(|d| self.start.checked_add(d))
+            .chain(self.next_held())
+            .min()
+    }
+
+    /// A deadline passed: every host's.
+    fn handle_timeout(&mut self) {
+        let now = self.now();
+        for h in &mut self.hosts {
+            h.conn.handle_timeout(now);
+        }
+        self.release_held();
     }
 
     /// Writes the held results that are due.
@@ -318,21 +468,29 @@ impl Gateway {
         let now_instant = Instant::now();
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
-            .partition(|(at, _, _)| *at <= now_instant);
+            .partition(|(at, _, _, _)| *at <= now_instant);
         self.held = later;
         let now = self.now();
-        for (_, call_id, outcome) in due {
-            self.host.complete(&call_id, outcome, None, now);
+        for (_, host, call_id, outcome) in due {
+            if let Some(conn) = self.conn(host) {
+                conn.complete(&call_id, outcome, None, now);
+            }
         }
     }
 
     /// The gateway stops: what the dialect says then goes to the host (each modern listen is torn down).
     fn goodbye(&mut self) {
-        self.host.close();
-        while let Some(output) = self.host.poll(&crate::agent::unix_ms, &|| Value::Null) {
-            if let AppOutput::Transmit(t) = output {
-                self.out.push(t.message.to_string());
+        let mut lines = Vec::new();
+        for h in &mut self.hosts {
+            h.conn.close();
+            while let Some(output) = h.conn.poll(&crate::agent::unix_ms, &|| Value::Null) {
+                if let AppOutput::Transmit(t) = output {
+                    lines.push((h.id, t.message.to_string()));
+                }
             }
+        }
+        for (host, line) in lines {
+            self.send(host, line);
         }
     }
 
@@ -402,6 +560,121 @@ fn no_app_text(room: &str) -> String {
     format!("No app is connected: open the web app so that it joins {path} on this gateway")
 }
 
+/// `/mcp-host`: a host's copy of this command joined; its lines go to the room's gateway and the gateway's
+/// answers come back, until either side goes.
+pub(crate) async fn serve_host(socket: axum::extract::ws::WebSocket, hub: Arc<Hub>, room: String) {
+    let mut conn = crate::ws::Conn::new(socket);
+    let host = hub.next_id() + 1; // never STDIO
+    let (out, mut answers) = unbounded_channel();
+    if hub
+        .to_mcp_gateway(&room, HostInput::Joined { host, out })
+        .is_err()
+    {
+        conn.close().await;
+        return;
+    }
+    loop {
+        tokio::select! {
+            incoming = conn.recv() => match incoming {
+                crate::ws::Incoming::Text(line) => {
+                    if hub.to_mcp_gateway(&room, HostInput::Line { host, line }).is_err() {
+                        break;
+                    }
+                }
+                crate::ws::Incoming::Other => {}
+                crate::ws::Incoming::Closed => break,
+            },
+            answer = answers.recv() => match answer {
+                Some(line) => {
+                    if !conn.send(line).await {
+                        break;
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    let _ = hub.to_mcp_gateway(&room, HostInput::Left { host });
+    conn.close().await;
+}
+
+/// This host joins the copy of `abp-peer mcp` that already serves the port (another host started it): its
+/// stdin goes there line by line, and what comes back goes to its stdout, until either end goes. The launch
+/// token comes from the file that copy wrote (readable by this user only).
+async fn join(args: &Args, why: String) -> Result<(), String> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listen = &args.server.listen;
+    let port = listen
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+        .ok_or_else(|| why.clone())?;
+    let file = args
+        .server
+        .token_file
+        .clone()
+        .unwrap_or_else(|| crate::security::default_token_file(port));
+    let token = std::fs::read_to_string(&file).map_err(|_| {
+        format!(
+            "{why}; no abp-peer mcp token at {} to join it with",
+            file.display()
+        )
+    })?;
+    let path = if args.room.is_empty() {
+        "/mcp-host".to_owned()
+    } else {
+        format!("/mcp-host/{}", args.room)
+    };
+    let mut request = format!("ws://{listen}{path}")
+        .into_client_request()
+        .map_err(|e| format!("{why}; cannot join it: {e}"))?;
+    let bearer = format!("Bearer {}", token.trim());
+    request.headers_mut().insert(
+        "authorization",
+        bearer
+            .parse()
+            .map_err(|_| format!("{why}; the token file is unreadable"))?,
+    );
+    let (socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .map_err(|e| format!("{why}; joining the gateway there failed: {e}"))?;
+    eprintln!(
+        "abp-peer mcp: another host's abp-peer mcp serves {listen}: this host joins it (ws://{listen}{path})"
+    );
+    let (mut to_gateway, mut from_gateway) = socket.split();
+    let mut stdout = tokio::io::stdout();
+    let mut lines = BufReader::new(tokio::io::stdin()).split(b'\n');
+    loop {
+        tokio::select! {
+            line = next_line(&mut lines) => match line {
+                Some(line) if line.trim().is_empty() => {}
+                Some(line) => {
+                    if to_gateway.send(Message::text(line)).await.is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+            frame = from_gateway.next() => match frame {
+                Some(Ok(Message::Text(text))) => {
+                    if !write_lines(&mut stdout, vec![text.as_str().to_owned()]).await {
+                        break;
+                    }
+                }
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                    eprintln!("abp-peer mcp: the gateway this host joined has gone");
+                    break;
+                }
+                Some(Ok(_)) => {}
+            },
+        }
+    }
+    let _ = to_gateway.send(Message::Close(None)).await;
+    Ok(())
+}
+
 /// The next line from the host; `None` at the end of stdin. A line that is not UTF-8 comes back empty (skipped).
 async fn next_line(lines: &mut tokio::io::Split<BufReader<tokio::io::Stdin>>) -> Option<String> {
     match lines.next_segment().await {
@@ -422,30 +695,36 @@ async fn write_lines(stdout: &mut tokio::io::Stdout, lines: Vec<String>) -> bool
 
 /// Runs the gateway until the host goes away.
 pub(crate) async fn main(args: Args) -> Result<(), String> {
-    // Only the app's endpoint: nothing here drives an app from outside, so no launch token is needed.
+    // The app's endpoint, and `/mcp-host` for another host's copy of this command (which needs the launch token,
+    // written where only this user reads it).
     let routes = Routes {
         agent_rooms: Some(args.room.clone()),
         control: false,
         relay: false,
         exit: false,
+        mcp_hosts: true,
     };
     let stop = server::stop_signal();
-    let server = Server::bind(&args.server, &routes).await?;
+    let server = match Server::bind(&args.server, &routes).await {
+        Ok(server) => server,
+        // Another host's copy serves this port: this host joins it.
+        Err(server::BindError::InUse(why)) => return join(&args, why).await,
+        Err(e) => return Err(e.into()),
+    };
     let token_file = server.token_file();
     let hub = Arc::new(Hub::default());
     let mut registration = hub.attach_controller(&args.room);
+    let mut joining = hub.attach_mcp_gateway(&args.room);
     let mut serving = tokio::spawn({
         let hub = hub.clone();
         async move { server.run(routes, hub).await }
     });
-    let config = AppConfig {
-        // Every progress update the app sends goes on to the host (the app already paces them).
-        progress_interval: 0.0,
-        ..AppConfig::default()
-    };
-    let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
     let mut gateway = Gateway {
-        host: AppConnection::new(DialectKind::Mcp, Carrier::Stream, config, info, "gw-"),
+        hosts: vec![Host {
+            id: STDIO,
+            conn: host_connection(),
+            sink: None,
+        }],
         registry: Registry::default(),
         tools: Vec::new(),
         joined: false,
@@ -466,27 +745,20 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         if !write_lines(&mut stdout, std::mem::take(&mut gateway.out)).await {
             break; // the host closed our stdout
         }
-        let due = gateway
-            .host
-            .poll_timeout()
-            // A deadline too far to represent (an app's `timeout: 1e300`) is no deadline.
-            .and_then(|t| Duration::try_from_secs_f64(t.max(0.0).ceil() / 1000.0).ok())
-            .and_then(|d| gateway.start.checked_add(d))
-            .into_iter()
-            .chain(gateway.next_held())
-            .min();
+        let due = gateway.next_deadline();
         tokio::select! {
             line = next_line(&mut lines) => match line {
                 Some(line) if line.trim().is_empty() => {}
-                Some(line) => gateway.on_host_line(&line),
+                Some(line) => gateway.on_host_line(STDIO, &line),
                 None => break,
             },
             Some(event) = registration.inbox.recv() => gateway.on_app_event(event),
-            () = crate::agent::sleep_until(due) => {
-                let now = gateway.now();
-                gateway.host.handle_timeout(now);
-                gateway.release_held();
-            }
+            Some(input) = joining.inbox.recv() => match input {
+                HostInput::Joined { host, out } => gateway.join(host, out),
+                HostInput::Line { host, line } => gateway.on_host_line(host, &line),
+                HostInput::Left { host } => gateway.leave(host),
+            },
+            () = crate::agent::sleep_until(due) => gateway.handle_timeout(),
             () = &mut stop => break,
             finished = &mut serving => {
                 server::remove_token_file(token_file.as_deref());
@@ -529,13 +801,17 @@ mod tests {
         let agent = hub.attach_agent("");
         let info = json!({ "name": "abp-peer", "version": "0" });
         let mut g = Gateway {
-            host: AppConnection::new(
-                DialectKind::Mcp,
-                Carrier::Stream,
-                AppConfig::default(),
-                info,
-                "gw-",
-            ),
+            hosts: vec![Host {
+                id: STDIO,
+                conn: AppConnection::new(
+                    DialectKind::Mcp,
+                    Carrier::Stream,
+                    AppConfig::default(),
+                    info,
+                    "gw-",
+                ),
+                sink: None,
+            }],
             registry: Registry::default(),
             tools: Vec::new(),
             joined: false,
@@ -551,7 +827,7 @@ mod tests {
         let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": capabilities,
             "clientInfo": { "name": "host", "version": "1" } } });
-        g.on_host_line(&init.to_string());
+        g.on_host_line(STDIO, &init.to_string());
         g.perform();
         g.on_app_event(Event::Connected {
             session_id: "s".into(),
@@ -560,7 +836,7 @@ mod tests {
         });
         let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": { "name": "ask", "arguments": {} } });
-        g.on_host_line(&call.to_string());
+        g.on_host_line(STDIO, &call.to_string());
         g.perform();
         (g, agent)
     }
@@ -620,7 +896,7 @@ mod tests {
         assert_eq!(asked["params"]["message"], "Sure?");
         let answer =
             json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "decline" } });
-        g.on_host_line(&answer.to_string());
+        g.on_host_line(STDIO, &answer.to_string());
         g.perform();
         match next_command(&mut agent) {
             Command::Answer { id, answer } => {
@@ -667,7 +943,7 @@ mod tests {
         let (mut g, agent) = gateway(json!({}));
         g.out.clear();
         // A fresh host side: the helper's legacy handshake is not part of this host's story.
-        g.host = AppConnection::new(
+        g.hosts[0].conn = AppConnection::new(
             DialectKind::Mcp,
             Carrier::Stream,
             AppConfig::default(),
@@ -696,8 +972,11 @@ mod tests {
     fn a_modern_host_discovers_lists_and_calls_without_a_handshake() {
         let (mut g, mut agent) = modern_gateway();
         while agent.inbox.try_recv().is_ok() {}
-        g.on_host_line(&modern_request(1, "server/discover", json!({}), false));
-        g.on_host_line(&modern_request(2, "tools/list", json!({}), false));
+        g.on_host_line(
+            STDIO,
+            &modern_request(1, "server/discover", json!({}), false),
+        );
+        g.on_host_line(STDIO, &modern_request(2, "tools/list", json!({}), false));
         g.perform();
         let out = answers(&g);
         assert_eq!(out[0]["result"]["resultType"], "complete");
@@ -707,12 +986,15 @@ mod tests {
         );
         assert_eq!(out[1]["result"]["tools"][0]["name"], "ask");
         assert_eq!(out[1]["result"]["cacheScope"], "private");
-        g.on_host_line(&modern_request(
-            3,
-            "tools/call",
-            json!({ "name": "ask", "arguments": {} }),
-            false,
-        ));
+        g.on_host_line(
+            STDIO,
+            &modern_request(
+                3,
+                "tools/call",
+                json!({ "name": "ask", "arguments": {} }),
+                false,
+            ),
+        );
         g.perform();
         let Command::Call { call_id, .. } = next_command(&mut agent) else {
             panic!("the tool call goes to the app")
@@ -735,12 +1017,15 @@ mod tests {
     fn a_modern_hosts_call_that_asks_is_answered_by_the_retry() {
         let (mut g, mut agent) = modern_gateway();
         while agent.inbox.try_recv().is_ok() {}
-        g.on_host_line(&modern_request(
-            3,
-            "tools/call",
-            json!({ "name": "ask", "arguments": {} }),
-            true,
-        ));
+        g.on_host_line(
+            STDIO,
+            &modern_request(
+                3,
+                "tools/call",
+                json!({ "name": "ask", "arguments": {} }),
+                true,
+            ),
+        );
         g.perform();
         let Command::Call { call_id, .. } = next_command(&mut agent) else {
             panic!("the tool call goes to the app")
@@ -774,7 +1059,7 @@ mod tests {
         .unwrap();
         retry["params"]["requestState"] = state;
         retry["params"]["inputResponses"] = json!({ key: { "action": "accept" } });
-        g.on_host_line(&retry.to_string());
+        g.on_host_line(STDIO, &retry.to_string());
         g.perform();
         match next_command(&mut agent) {
             Command::Answer { id, answer } => {
@@ -808,7 +1093,7 @@ mod tests {
             json!({ "notifications": { "toolsListChanged": true } }),
             false,
         );
-        g.on_host_line(&listen);
+        g.on_host_line(STDIO, &listen);
         g.perform();
         assert_eq!(
             answers(&g)[0]["method"],
@@ -845,7 +1130,7 @@ mod tests {
         drop(agent);
         let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
             "params": { "name": "ask", "arguments": {} } });
-        g.on_host_line(&call.to_string());
+        g.on_host_line(STDIO, &call.to_string());
         g.perform();
         let lost = answers(&g)
             .into_iter()

@@ -60,6 +60,8 @@ pub(crate) struct Routes {
     pub(crate) relay: bool,
     /// `/admin/exit`.
     pub(crate) exit: bool,
+    /// `/mcp-host` (and `/mcp-host/<room>` for the gateway's room): another MCP host joins `abp-peer mcp`.
+    pub(crate) mcp_hosts: bool,
 }
 
 /// An endpoint, from a request's path.
@@ -69,15 +71,17 @@ pub(crate) enum Endpoint {
     Control { room: String },
     Relay { room: String, agent: bool },
     Exit,
+    McpHost { room: String },
 }
 
 impl Endpoint {
     pub(crate) fn access(&self) -> Access {
         match self {
             Endpoint::Agent { .. } | Endpoint::Relay { agent: false, .. } => Access::App,
-            Endpoint::Control { .. } | Endpoint::Relay { agent: true, .. } | Endpoint::Exit => {
-                Access::Driver
-            }
+            Endpoint::Control { .. }
+            | Endpoint::Relay { agent: true, .. }
+            | Endpoint::Exit
+            | Endpoint::McpHost { .. } => Access::Driver,
         }
     }
 }
@@ -103,10 +107,18 @@ impl Routes {
                 agent: *role == "agent",
             },
             ["admin", "exit"] if self.exit => Endpoint::Exit,
+            ["mcp-host"] if self.mcp_hosts => Endpoint::McpHost {
+                room: String::new(),
+            },
+            ["mcp-host", room] if self.mcp_hosts => Endpoint::McpHost {
+                room: (*room).to_owned(),
+            },
             _ => return None,
         };
         match (&endpoint, &self.agent_rooms) {
-            (Endpoint::Agent { room }, Some(only)) if room != only => None,
+            (Endpoint::Agent { room } | Endpoint::McpHost { room }, Some(only)) if room != only => {
+                None
+            }
             _ => Some(endpoint),
         }
     }
@@ -125,7 +137,29 @@ pub(crate) struct Server {
 impl Routes {
     /// Whether any endpoint of this mode drives or impersonates (and so needs the launch token).
     pub(crate) fn need_token(&self) -> bool {
-        self.control || self.relay || self.exit
+        self.control || self.relay || self.exit || self.mcp_hosts
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug)]
+pub(crate) enum BindError {
+    /// Another process kept the port past the grace period (for `abp-peer mcp`: maybe another host's copy).
+    InUse(String),
+    Other(String),
+}
+
+impl From<String> for BindError {
+    fn from(why: String) -> Self {
+        BindError::Other(why)
+    }
+}
+
+impl From<BindError> for String {
+    fn from(e: BindError) -> Self {
+        match e {
+            BindError::InUse(why) | BindError::Other(why) => why,
+        }
     }
 }
 
@@ -152,7 +186,10 @@ async fn bind_patiently(addrs: &[SocketAddr]) -> std::io::Result<TcpListener> {
 impl Server {
     /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`) and mints the token;
     /// where `routes` has endpoints that need it, writes it to its file and prints it once on stderr.
-    pub(crate) async fn bind(options: &ServerOptions, routes: &Routes) -> Result<Server, String> {
+    pub(crate) async fn bind(
+        options: &ServerOptions,
+        routes: &Routes,
+    ) -> Result<Server, BindError> {
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host(&options.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?
@@ -168,12 +205,18 @@ impl Server {
                  --allow-non-loopback to do it anyway, or listen on 127.0.0.1",
                 options.listen,
                 wide.join(", ")
-            ));
+            )
+            .into());
         }
         let token = Token::mint()?;
-        let listener = bind_patiently(&addrs)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let listener = bind_patiently(&addrs).await.map_err(|e| {
+            let why = format!("cannot listen on {}: {e}", options.listen);
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                BindError::InUse(why)
+            } else {
+                BindError::Other(why)
+            }
+        })?;
         let addr = listener
             .local_addr()
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
@@ -194,12 +237,21 @@ impl Server {
             } else {
                 String::new()
             };
-            eprintln!(
-                "abp-peer: token{given}: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
-                 Authorization: Bearer TOKEN or ?token=TOKEN)",
-                token.as_str(),
-                file.display()
-            );
+            if routes.control || routes.relay || routes.exit {
+                eprintln!(
+                    "abp-peer: token{given}: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
+                     Authorization: Bearer TOKEN or ?token=TOKEN)",
+                    token.as_str(),
+                    file.display()
+                );
+            } else {
+                // `abp-peer mcp`: only another copy of it reads the token, from the file; an MCP host keeps this
+                // process's stderr in its logs, so the token is not printed there.
+                eprintln!(
+                    "abp-peer: token in {} (another host's abp-peer mcp joins with it)",
+                    file.display()
+                );
+            }
             Some(file)
         } else {
             None
@@ -335,6 +387,17 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             return refused(&path, r);
         }
     }
+    if matches!(endpoint, Endpoint::McpHost { .. }) && parts.headers.contains_key(header::ORIGIN) {
+        // Only another copy of `abp-peer mcp` joins here: no web page, whatever its origin.
+        let why = "only a native MCP host joins here, not a web page".to_owned();
+        return refused(
+            &path,
+            Refusal {
+                status: StatusCode::FORBIDDEN,
+                why,
+            },
+        );
+    }
     if endpoint == Endpoint::Exit {
         eprintln!("abp-peer: exiting (asked by /admin/exit)");
         remove_token_file(s.token_file.as_deref());
@@ -374,6 +437,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                 Endpoint::Relay { room, agent } => {
                     crate::relay::serve(socket, hub, room, agent).await
                 }
+                Endpoint::McpHost { room } => crate::mcp::serve_host(socket, hub, room).await,
                 Endpoint::Exit => {}
             }
         })
@@ -397,6 +461,7 @@ mod tests {
             control: true,
             relay: true,
             exit: false,
+            mcp_hosts: false,
         };
         assert_eq!(
             all.route("/agent"),
@@ -424,6 +489,7 @@ mod tests {
             control: false,
             relay: false,
             exit: false,
+            mcp_hosts: true,
         };
         assert_eq!(
             one.route("/agent/r1"),
@@ -440,5 +506,15 @@ mod tests {
             Access::App
         );
         assert_eq!(Endpoint::Exit.access(), Access::Driver);
+        assert_eq!(
+            one.route("/mcp-host/r1"),
+            Some(Endpoint::McpHost { room: "r1".into() })
+        );
+        assert_eq!(one.route("/mcp-host/other"), None);
+        assert_eq!(all.route("/mcp-host"), None, "only the MCP gateway has it");
+        assert_eq!(
+            Endpoint::McpHost { room: "r1".into() }.access(),
+            Access::Driver
+        );
     }
 }

@@ -116,20 +116,37 @@ struct Gateway {
 impl Gateway {
     /// `abp-peer mcp --listen 127.0.0.1:0`, started by rmcp, initialized, its address read off its stderr.
     async fn start() -> Gateway {
+        Gateway::start_on("127.0.0.1:0", "abp-peer listening on ").await
+    }
+
+    /// A second host's `abp-peer mcp --listen 127.0.0.1:PORT` on the port a first one serves: it joins that one.
+    async fn join(port: u16) -> Gateway {
+        let listen = format!("127.0.0.1:{port}");
+        Gateway::start_on(&listen, "abp-peer mcp: another host's abp-peer mcp serves ").await
+    }
+
+    /// `abp-peer mcp --listen LISTEN`, started by rmcp and initialized once its stderr has a line starting with
+    /// `ready` (the address follows it).
+    async fn start_on(listen: &str, ready: &str) -> Gateway {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_abp-peer"));
-        command.args(["mcp", "--listen", "127.0.0.1:0"]);
+        command.args(["mcp", "--listen", listen]);
         let (process, stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::piped())
             .spawn()
             .expect("rmcp starts abp-peer mcp");
         let stderr = stderr.expect("the gateway's stderr, piped");
         let mut lines = BufReader::new(stderr).lines();
-        let url = within(WAIT, "abp-peer listening on ws://…", async {
+        let url = within(WAIT, "abp-peer ready on ws://…", async {
             loop {
                 match lines.next_line().await {
                     Ok(Some(line)) => {
-                        if let Some(url) = line.strip_prefix("abp-peer listening on ") {
-                            break url.to_owned();
+                        if let Some(rest) = line.strip_prefix(ready) {
+                            let address = rest.split(' ').next().unwrap_or_default();
+                            let address = address.trim_end_matches(':');
+                            break match address.strip_prefix("ws://") {
+                                Some(_) => address.to_owned(),
+                                None => format!("ws://{address}"),
+                            };
                         }
                     }
                     _ => panic!("the gateway's stderr ended before it was listening"),
@@ -771,4 +788,48 @@ async fn a_newer_app_in_the_room_replaces_the_older_one() {
         other => panic!("expected the abort in the newer app, got {other:?}"),
     }
     gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_host_joins_the_first_gateway_and_both_use_the_app() {
+    let (first, mut app) = joined().await;
+    // A second host, configured the same way (same port), starts its own copy: it joins the first.
+    let second = Gateway::join(first.port).await;
+    let expected: Vec<String> = TOOLS.iter().map(|(n, d)| format!("{n}: {d}")).collect();
+    assert_eq!(
+        second.tools().await,
+        expected,
+        "the second host sees the app's tools"
+    );
+    let params = json!({ "from": "second" });
+    let result = second.call_tool("echo", params.clone()).await;
+    assert_eq!(result.structured_content.as_ref(), Some(&params));
+    assert_eq!(app.started().await.1, "echo");
+    let params = json!({ "from": "first" });
+    let result = first.call_tool("echo", params.clone()).await;
+    assert_eq!(
+        result.structured_content.as_ref(),
+        Some(&params),
+        "the first host still works"
+    );
+    assert_eq!(app.started().await.1, "echo");
+    // A call of the second host's still running when it goes is cancelled in the app.
+    let _slow = second.call("slow", json!({})).await;
+    assert_eq!(app.started().await.1, "slow");
+    let t0 = Instant::now();
+    second.close().await;
+    loop {
+        match app.next("the second host's call aborted").await {
+            AppEvent::Aborted { reason, .. } => {
+                assert!(reason.unwrap_or_default().contains("went away"));
+                break;
+            }
+            _ => continue,
+        }
+    }
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    // The first host is unaffected.
+    let result = first.call_tool("echo", json!({ "after": true })).await;
+    assert_eq!(result.structured_content, Some(json!({ "after": true })));
+    first.close().await;
 }

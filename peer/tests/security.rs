@@ -394,10 +394,36 @@ fn bad_origins_are_usage_errors_and_the_wide_listener_warns() {
 fn the_mcp_gateway_checks_the_same_and_serves_only_its_app_endpoint() {
     let p = Peer::start(&["mcp", "--allow-origin", GOOD, "--room", "r"]);
     assert!(
-        p.token.is_empty() && !p.token_file.exists(),
-        "nothing here needs a token, so none is printed or written: {}",
+        p.token.is_empty() && p.token_file.exists(),
+        "the token is written for another host's copy to join with, and not printed where hosts log stderr: {}",
         p.banner
     );
+    let token = std::fs::read_to_string(&p.token_file).expect("the token file");
+    let auth = format!("Authorization: Bearer {}", token.trim());
+    assert_eq!(
+        status(&p, "/mcp-host/r", &[]),
+        401,
+        "a host joins with the token only"
+    );
+    assert_eq!(
+        status(
+            &p,
+            "/mcp-host/r",
+            &["Authorization: Bearer wrong-token-wrong-token-wrong-token"]
+        ),
+        403
+    );
+    assert_eq!(
+        status(&p, "/mcp-host/r", &[&auth, &format!("Origin: {GOOD}")]),
+        403,
+        "no web page joins as a host, even the app's own origin with the token"
+    );
+    assert_eq!(
+        status(&p, "/mcp-host/r", &[&auth]),
+        101,
+        "another host's copy joins"
+    );
+    assert_eq!(status(&p, "/mcp-host/other", &[&auth]), 404);
     let good = format!("Origin: {GOOD}");
     assert_eq!(status(&p, "/agent/r", &[&good]), 101, "the app's endpoint");
     assert_eq!(
