@@ -137,8 +137,9 @@ impl<P: Wire> AgentConnection<P> {
     /// Speak this protocol version and no other, before `connect` (MCP: a dated version, which also picks the
     /// era: `2025-11-25` or older starts with `initialize`, `2026-07-28` never does). By default an MCP client
     /// asks `server/discover` first and falls back to `initialize` when the server does not answer it.
-    pub fn pin_version(&mut self, version: &str) {
-        self.codec.pin_version(version);
+    /// False for a version the dialect does not speak (and in dialects with one version): nothing changes.
+    pub fn pin_version(&mut self, version: &str) -> bool {
+        self.codec.pin_version(version)
     }
 
     /// A call could not be sent (`sent` is its [`Sent::Call`]): it settles with `error`.

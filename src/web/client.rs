@@ -255,14 +255,21 @@ impl AbpClient {
             on_elicitation: opt_function(&options, connect::ON_ELICITATION.name),
             on_capabilities_changed: opt_function(&options, connect::ON_CAPABILITIES_CHANGED.name),
         };
+        let mut core = AgentConnection::new(dialect, target.carrier(), config, info, id_prefix());
+        if let Some(v) = opt_string(&options, connect::PROTOCOL_VERSION.name) {
+            if !core.pin_version(&v) {
+                let message = text(&[
+                    "AbpClient.connect: options.protocolVersion '",
+                    &v,
+                    "' is not a version of the '",
+                    dialect.name(),
+                    "' dialect this build speaks",
+                ]);
+                return Err(type_error(&message));
+            }
+        }
         let inner = Rc::new(ClientInner {
-            core: RefCell::new(AgentConnection::new(
-                dialect,
-                target.carrier(),
-                config,
-                info,
-                id_prefix(),
-            )),
+            core: RefCell::new(core),
             js: RefCell::new(ClientJs {
                 calls: StrMap::new(),
                 cancels: StrMap::new(),

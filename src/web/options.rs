@@ -167,6 +167,12 @@ pub(crate) mod connect {
             "The protocol the app speaks: `'abp'` (the default), `'mcp'` (the tools of an MCP server), `'acp'` (an",
             "ACP agent's methods) or `'tesseron'` (a Tesseron app, dialled as its gateway).",
         ]);
+    pub(crate) const PROTOCOL_VERSION: OptionSpec =
+        OptionSpec::new("protocolVersion", Given::String, "string").doc(&[
+            "`dialect: 'mcp'` only: the one MCP version to speak. `'2026-07-28'` never sends `initialize`;",
+            "`'2025-11-25'` (or an older one) starts with it. By default the client asks `server/discover` first",
+            "and falls back to `initialize` when the server does not answer it.",
+        ]);
     pub(crate) const CONNECT_TIMEOUT: OptionSpec =
         OptionSpec::new("connectTimeout", Given::Number, "number").doc(&[
             "How long to keep (re)sending `initialize` before giving up, ms (default 10000).",
@@ -206,6 +212,7 @@ pub(crate) mod connect {
 pub(crate) const CONNECT_OPTIONS: &[OptionSpec] = &[
     connect::AGENT,
     connect::DIALECT,
+    connect::PROTOCOL_VERSION,
     connect::CONNECT_TIMEOUT,
     connect::CANCEL_GRACE,
     connect::HEARTBEAT,

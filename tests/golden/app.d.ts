@@ -124,6 +124,10 @@ export interface ClientOptions {
     /** The protocol the app speaks: `'abp'` (the default), `'mcp'` (the tools of an MCP server), `'acp'` (an
      *  ACP agent's methods) or `'tesseron'` (a Tesseron app, dialled as its gateway). */
     dialect?: Dialect;
+    /** `dialect: 'mcp'` only: the one MCP version to speak. `'2026-07-28'` never sends `initialize`;
+     *  `'2025-11-25'` (or an older one) starts with it. By default the client asks `server/discover` first
+     *  and falls back to `initialize` when the server does not answer it. */
+    protocolVersion?: string;
     /** How long to keep (re)sending `initialize` before giving up, ms (default 10000). */
     connectTimeout?: number;
     /** Default wait for a cancel to be answered before settling locally, ms (default 1000). */

@@ -213,9 +213,13 @@ impl<P: Wire> McpCodec<P> {
         }
     }
 
-    /// The client speaks `version` only.
-    pub fn pin_version(&mut self, version: &str) {
-        self.client.pin(version);
+    /// The client speaks `version` only; false if it is not one of ours.
+    pub fn pin_version(&mut self, version: &str) -> bool {
+        let known = MODERN_VERSIONS.contains(&version) || SUPPORTED_VERSIONS.contains(&version);
+        if known {
+            self.client.pin(version);
+        }
+        known
     }
 
     /// A message the codec sends on its own, before what the machine says next.

@@ -76,8 +76,10 @@ pub trait DialectCodec<P: Wire> {
     /// This side is going away: the codec queues what its dialect says then (MCP: each listen is torn down).
     fn close(&mut self) {}
     /// The client speaks this protocol version and no other (MCP: a dated version, which also picks the era).
-    /// Ignored by dialects with one version.
-    fn pin_version(&mut self, _version: &str) {}
+    /// False for a version the dialect does not speak, and in dialects with one version.
+    fn pin_version(&mut self, _version: &str) -> bool {
+        false
+    }
 }
 
 /// [`DialectCodec`] for a JSON-RPC dialect's codec, whose own `decode(msg)`, `encode_agent(msg, hello)` and
@@ -99,7 +101,7 @@ macro_rules! jsonrpc_dialect_codec {
                 $codec::close(self)
             }
 
-            fn pin_version(&mut self, version: &str) {
+            fn pin_version(&mut self, version: &str) -> bool {
                 $codec::pin_version(self, version)
             }
         });
@@ -281,8 +283,8 @@ macro_rules! dialects {
                 }
             }
 
-            /// The client speaks this protocol version and no other.
-            pub fn pin_version(&mut self, version: &str) {
+            /// The client speaks this protocol version and no other; false if the dialect cannot.
+            pub fn pin_version(&mut self, version: &str) -> bool {
                 match self {
                     $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::pin_version(c, version), )*
                     Codec::_Never(never, _) => match *never {},
