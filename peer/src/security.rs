@@ -121,6 +121,12 @@ impl Token {
                     "{TOKEN_ENV} must be at least 32 characters of A-Z a-z 0-9 . _ ~ - (or unset, to mint one)"
                 ));
             }
+            if !looks_random(&given) {
+                return Err(format!(
+                    "{TOKEN_ENV} is too easy to guess (too few different characters, or a run of one): use a \
+                     random one, such as `od -An -N32 -tx1 /dev/urandom | tr -d ' \\n'`, or unset it"
+                ));
+            }
             return Ok(Token(given));
         }
         let mut bytes = [0u8; 32];
@@ -131,6 +137,11 @@ impl Token {
 
     pub(crate) fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Whether it came from [`TOKEN_ENV`] (then it is not printed: it is the supervisor's, in its own config).
+    pub(crate) fn from_env() -> bool {
+        std::env::var_os(TOKEN_ENV).is_some()
     }
 
     /// Constant-time comparison (the length is not secret).
@@ -164,6 +175,19 @@ impl Token {
         let mut file = options.open(path).map_err(fail)?;
         writeln!(file, "{}", self.0).map_err(fail)
     }
+}
+
+/// A token a person did not type: at least 12 different characters, and no character eight times in a row
+/// (32 zeros, `aaaa…`, `abcabc…` are refused; 32 random bytes in hex pass, but for about one in five million).
+fn looks_random(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    let mut seen = [false; 256];
+    for &b in bytes {
+        seen[usize::from(b)] = true;
+    }
+    let distinct = seen.iter().filter(|s| **s).count();
+    let run = bytes.windows(8).any(|w| w.iter().all(|b| *b == w[0]));
+    distinct >= 12 && !run
 }
 
 /// Where the token goes without `--token-file`: `$XDG_RUNTIME_DIR/abp-peer/<port>.token` (a per-user tmpfs on
@@ -270,6 +294,13 @@ impl Guard {
         }
         let origin = single(headers, header::ORIGIN)
             .map_err(|n| refuse(StatusCode::FORBIDDEN, format!("{n} Origin headers")))?;
+        if origin.is_none() && headers.contains_key(header::ORIGIN) {
+            // Present but not text (bytes no browser sends): not to be mistaken for a native client's absent one.
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "an Origin header that is not readable text".to_owned(),
+            ));
+        }
         if let Some(origin) = origin {
             let allowed = Origin::parse(origin).is_ok_and(|o| self.origins.contains(&o));
             if !allowed {

@@ -232,14 +232,16 @@ impl Server {
                 .clone()
                 .unwrap_or_else(|| default_token_file(addr.port()));
             token.write_to(&file)?;
-            let given = if std::env::var_os(TOKEN_ENV).is_some() {
-                format!(" (from {TOKEN_ENV})")
-            } else {
-                String::new()
-            };
-            if routes.control || routes.relay || routes.exit {
+            if Token::from_env() {
+                // The supervisor's own secret, already in its configuration: never echoed into a log.
                 eprintln!(
-                    "abp-peer: token{given}: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
+                    "abp-peer: token from {TOKEN_ENV} (also in {}; /control, /relay/…/agent and /admin/exit need it \
+                     as Authorization: Bearer TOKEN or ?token=TOKEN)",
+                    file.display()
+                );
+            } else if routes.control || routes.relay || routes.exit {
+                eprintln!(
+                    "abp-peer: token: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
                      Authorization: Bearer TOKEN or ?token=TOKEN)",
                     token.as_str(),
                     file.display()

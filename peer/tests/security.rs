@@ -258,19 +258,47 @@ fn unknown_paths_are_404() {
 }
 
 #[test]
+fn an_origin_that_is_not_readable_text_is_refused_not_taken_for_none() {
+    let p = Peer::start(&["--allow-origin", GOOD]);
+    assert_eq!(
+        status(&p, "/agent", &["Origin: http://\u{e9}vil.test"]),
+        403
+    );
+    assert_eq!(
+        status(&p, "/agent", &[]),
+        101,
+        "no Origin at all: a native client"
+    );
+}
+
+#[test]
 fn the_token_can_come_from_the_environment() {
     let given = "a-token-from-the-supervisor-0123456789";
     let Started::Up(p) = Peer::try_start(&[], &[("ABP_PEER_TOKEN", given)]) else {
         panic!("did not start");
     };
-    assert_eq!(p.token, given);
+    assert!(
+        !p.banner.contains(given) && p.token != given,
+        "the supervisor's token is never echoed: {}",
+        p.banner
+    );
+    assert_eq!(
+        std::fs::read_to_string(&p.token_file).unwrap().trim(),
+        given
+    );
     assert_eq!(status(&p, &format!("/control/e?token={given}"), &[]), 101);
-    match Peer::try_start(&[], &[("ABP_PEER_TOKEN", "short")]) {
-        Started::Exited(status, stderr) => {
-            assert!(!status.success());
-            assert!(stderr.contains("ABP_PEER_TOKEN"), "{stderr}");
+    let zeros = "0".repeat(32);
+    let abc = "abcabcabcabcabcabcabcabcabcabcabcabc";
+    let run = "0123456789abcdefghij000000000000";
+    for weak in ["short", zeros.as_str(), abc, run] {
+        match Peer::try_start(&[], &[("ABP_PEER_TOKEN", weak)]) {
+            Started::Exited(status, stderr) => {
+                assert!(!status.success());
+                assert!(stderr.contains("ABP_PEER_TOKEN"), "{stderr}");
+                assert!(!stderr.contains(weak), "not echoed either: {stderr}");
+            }
+            Started::Up(_) => panic!("a guessable ABP_PEER_TOKEN was accepted: {weak}"),
         }
-        Started::Up(_) => panic!("a short ABP_PEER_TOKEN was accepted"),
     }
 }
 

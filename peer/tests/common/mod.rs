@@ -116,8 +116,8 @@ impl Peer {
                     if let Some(url) = line.strip_prefix("abp-peer listening on ") {
                         break url.to_owned();
                     }
-                    if let Some(rest) = line.strip_prefix("abp-peer: token") {
-                        let rest = rest.split_once(": ").map(|(_, t)| t).unwrap_or_default();
+                    // Printed only when minted here (not one from ABP_PEER_TOKEN, not in `mcp` mode).
+                    if let Some(rest) = line.strip_prefix("abp-peer: token: ") {
                         token = rest
                             .split_whitespace()
                             .next()
