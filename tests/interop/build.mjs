@@ -1,6 +1,8 @@
 // Bundles the official MCP and ACP packages (pinned in package-lock.json next to this file) into browser ES modules:
 //   mcp-sdk/dist/client.js  Client, IframeParentTransport, WebSocketClientTransport, McpError, ErrorCode, ...
 //   mcp-sdk/dist/server.js  McpServer, Server, IframeChildTransport, z (zod), McpError, ErrorCode, ...
+//   mcp-sdk/dist/client-v2.js  SDK 2's Client, IframeParentTransport (@mcp-b/transports 5), ext-apps 2's transport
+//   mcp-sdk/dist/server-v2.js  SDK 2's McpServer, serveStdio, inputRequired, IframeChildTransport 5, z (zod), ...
 //   acp-sdk/dist/acp.js     @agentclientprotocol/sdk (agent, client, methods, RequestError, ...), z, portStream
 //   webmcp/dist/polyfill.js @mcp-b/webmcp-polyfill's initializeWebMCPPolyfill, cleanupWebMCPPolyfill
 // Run it from anywhere: `node tests/interop/build.mjs` (add `--force` to rebuild). On a fresh clone it first runs
@@ -18,6 +20,8 @@ const installed = join(here, 'node_modules', '.package-lock.json');
 const entries = {
   'mcp-sdk/dist/client': join(here, 'mcp-sdk', 'entries', 'client.js'),
   'mcp-sdk/dist/server': join(here, 'mcp-sdk', 'entries', 'server.js'),
+  'mcp-sdk/dist/client-v2': join(here, 'mcp-sdk', 'entries', 'client-v2.js'),
+  'mcp-sdk/dist/server-v2': join(here, 'mcp-sdk', 'entries', 'server-v2.js'),
   'acp-sdk/dist/acp': join(here, 'acp-sdk', 'entries', 'acp.js'),
   'webmcp/dist/polyfill': join(here, 'webmcp', 'entries', 'polyfill.js'),
 };

@@ -1,6 +1,7 @@
 // MCP interop cases, run by tests/mcp.rs in headless Chrome and Firefox: this SDK speaking MCP with code nobody
 // here wrote, the official @modelcontextprotocol/sdk 1.32.2 with @mcp-b/transports 4.0.0 and
-// @modelcontextprotocol/ext-apps 1.7.5 (pinned in tests/interop/package.json, bundled by tests/interop/build.mjs).
+// @modelcontextprotocol/ext-apps 1.7.5, their last releases on SDK 1 (pinned under npm aliases in
+// tests/interop/package.json, bundled by tests/interop/build.mjs). SDK 2 is in mcp-v2-cases.js.
 // Every app runs in a cross-origin iframe; what happens inside it is reported back as messages.
 import { AbpClient, AbpApp, PostMessageTransport, WebSocketTransport } from '/wasm-bindgen-test';
 import { Client, IframeParentTransport, ExtAppsPostMessageTransport, WebSocketClientTransport, ElicitRequestSchema }
@@ -146,6 +147,7 @@ export async function sdkClientDrivesOurAppOverBareJsonRpc() {
 /** Our AbpClient (dialect 'mcp') connected to the SDK's McpServer in a cross-origin iframe. */
 async function ourClientToSdkServer(framing, options = {}) {
   reports.length = 0;
+  frames.length = 0;
   const iframe = frame(`/tests/interop/mcp-sdk/server.html${framing === 'bare' ? '?framing=bare' : ''}`);
   const transport = PostMessageTransport.toIframe(iframe, framing === 'bare' ? { targetOrigin: OTHER }
     : { targetOrigin: OTHER, channel: 'mcp-iframe' });
@@ -155,6 +157,12 @@ async function ourClientToSdkServer(framing, options = {}) {
 
 async function ourClientDrivesTheSdkServer(framing) {
   const { iframe, abp } = await ourClientToSdkServer(framing);
+  // Our client asks server/discover first; SDK 1 refuses it with -32601, and our client falls back to initialize.
+  const methods = () => reports.filter((r) => r.event === 'wire').map((r) => r.method);
+  await until(() => methods().includes('notifications/initialized'), 'the legacy handshake to finish');
+  eq(methods()[0], 'server/discover', 'the probe first');
+  eq(methods().filter((m) => m !== 'server/discover').slice(0, 2), ['initialize', 'notifications/initialized'], 'then the legacy handshake');
+  assert(frames.some((m) => m.error?.code === -32601), 'the SDK 1 server refused the probe with -32601');
   eq(abp.listCapabilities().map((c) => c.name), ['echo', 'add', 'slow', 'fail', 'ask'], 'listCapabilities() from tools/list');
   eq(abp.describeCapability('add').description, 'Adds two numbers (has an outputSchema, returns structuredContent)', 'descriptions');
   const echoed = await abp.call('echo', { text: 'hi' });

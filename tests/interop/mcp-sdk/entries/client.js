@@ -14,6 +14,7 @@ export {
   ProgressNotificationSchema,
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-export { IframeParentTransport } from '@mcp-b/transports';
+// @mcp-b/transports 4.0.0 and ext-apps 1.7.5, the last releases on SDK 1 (npm aliases in ../../package.json).
+export { IframeParentTransport } from 'mcp-b-transports-v4';
 // Bare JSON-RPC objects over postMessage, no envelope and no handshake (MCP Apps' transport).
-export { PostMessageTransport as ExtAppsPostMessageTransport } from '@modelcontextprotocol/ext-apps';
+export { PostMessageTransport as ExtAppsPostMessageTransport } from 'ext-apps-v1';

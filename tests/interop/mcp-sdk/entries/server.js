@@ -9,7 +9,8 @@ export {
   SUPPORTED_PROTOCOL_VERSIONS,
   ElicitResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-export { IframeChildTransport } from '@mcp-b/transports';
+// @mcp-b/transports 4.0.0 and ext-apps 1.7.5, the last releases on SDK 1 (npm aliases in ../../package.json).
+export { IframeChildTransport } from 'mcp-b-transports-v4';
 export { z } from 'zod';
 // Bare JSON-RPC objects over postMessage, no envelope and no handshake (MCP Apps' transport).
-export { PostMessageTransport as ExtAppsPostMessageTransport } from '@modelcontextprotocol/ext-apps';
+export { PostMessageTransport as ExtAppsPostMessageTransport } from 'ext-apps-v1';
