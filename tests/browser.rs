@@ -155,6 +155,11 @@ async fn cross_origin_iframe() {
 }
 
 #[wasm_bindgen_test]
+async fn origins_are_compared_as_the_browser_writes_them() {
+    check("originsAreComparedAsTheBrowserWritesThem").await;
+}
+
+#[wasm_bindgen_test]
 async fn nothing_is_posted_to_the_blank_frame() {
     check("nothingIsPostedToTheBlankFrame").await;
 }

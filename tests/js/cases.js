@@ -540,6 +540,18 @@ export async function crossOriginIframe() {
   iframe.remove();
 }
 
+export async function originsAreComparedAsTheBrowserWritesThem() {
+  // Both sides name the other's origin the way people write it: a trailing slash, capitals. Compared as written,
+  // every reply would be dropped (the connect would time out).
+  const written = (o) => `${o.toUpperCase()}/`;
+  const iframe = frame(`?allowed=${encodeURIComponent(written(ORIGIN))}`, OTHER);
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: written(OTHER) }),
+    { ...AGENT, connectTimeout: 5000 });
+  eq((await abp.call('echo', 'normalised')).data, 'normalised', 'a call both ways');
+  await abp.shutdown();
+  iframe.remove();
+}
+
 export async function nothingIsPostedToTheBlankFrame() {
   // Until the app's page commits, a cross-origin frame holds an about:blank of this page's origin. A message to
   // the app's origin posted there is dropped and logged as a console error, so connect must not post there.
@@ -835,6 +847,10 @@ export async function optionsAreChecked() {
   const iframe = frame();
   const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
   assert(throws(() => PostMessageTransport.toIframe(iframe, {})) instanceof TypeError, 'targetOrigin is required');
+  assert(throws(() => PostMessageTransport.toIframe(iframe, { targetOrigin: 'app.example' })) instanceof TypeError,
+    'a targetOrigin that is no origin is refused, not a transport that drops every message');
+  assert(throws(() => PostMessageTransport.toParent({ allowedOrigins: ['file:///tmp/x'] })) instanceof TypeError,
+    'an allowed origin that is no origin is refused');
   assert(throws(() => new AbpApp({ name: 'x' })) instanceof TypeError, 'app info is checked');
   const app = new AbpApp({ id: 'a', name: 'a', version: '1' });
   assert(throws(() => app.register('x', 'not a function')) instanceof TypeError, 'handler must be a function');
@@ -1135,6 +1151,7 @@ const cases = {
   elicitationAnswered, handlerThatIgnoresItsSignal, aSignalReadAfterTheCancelIsAlreadyAborted, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
   messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe, nothingIsPostedToTheBlankFrame,
+  originsAreComparedAsTheBrowserWritesThem,
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
   arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,

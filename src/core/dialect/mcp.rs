@@ -1127,25 +1127,23 @@ fn initialize_result<P: Wire>(requested: Option<&str>, hello: &Hello<'_, P>) -> 
     ])
 }
 
-/// The `tools/list` result: the app's capabilities as tools. A modern one is in name order and says how long
-/// it may be kept, and by whom (the tools are this user's app's).
+/// The `tools/list` result: the app's capabilities as tools, in its registration order (the same order on
+/// every call, in both eras). A modern one says how long it may be kept, and by whom (the tools are this user's
+/// app's).
 fn tool_list<P: Wire>(hello: &Hello<'_, P>, modern: bool) -> P {
     let list = hello
         .capabilities
         .map(|f| f())
         .unwrap_or_else(|| P::array(Vec::new()));
-    let mut tools: Vec<P> = (0..list.array_len().unwrap_or(0))
+    let tools: Vec<P> = (0..list.array_len().unwrap_or(0))
         .filter_map(|i| list.index(i))
         .map(|d| tool_of(&d))
         .collect();
-    if !modern {
-        return P::object_of(&mut [("tools", Some(P::array(tools)))]);
-    }
-    tools.sort_by_cached_key(|t| t.get_string("name").unwrap_or_default());
+    let cache = |v| modern.then_some(v);
     P::object_of(&mut [
         ("tools", Some(P::array(tools))),
-        ("ttlMs", Some(P::number(TOOLS_TTL_MS))),
-        ("cacheScope", Some(P::constant("private"))),
+        ("ttlMs", cache(P::number(TOOLS_TTL_MS))),
+        ("cacheScope", cache(P::constant("private"))),
     ])
 }
 

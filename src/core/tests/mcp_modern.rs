@@ -158,7 +158,7 @@ fn modern_requests_are_answered_without_a_session_with_result_types_and_cache_fi
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "export.pdf"], "in name order");
+    assert_eq!(names, ["echo", "export.pdf"], "in registration order");
 
     let call = modern(
         json!(3),

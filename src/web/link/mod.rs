@@ -137,7 +137,12 @@ impl Link {
             let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
             if let Some(parent) = page().and_then(|w| w.parent().ok().flatten()) {
                 for origin in allowed {
-                    let _ = window::post_to(&parent, &ready, origin, None);
+                    let to = if origin == "null" {
+                        "*"
+                    } else {
+                        origin.as_str()
+                    };
+                    let _ = window::post_to(&parent, &ready, to, None);
                 }
             }
         }
@@ -330,18 +335,31 @@ impl Link {
                 window::post_to(&win, msg, origin, transfer)
             }
             Target::Window { win, origin, .. } => window::post_to(win, msg, origin, transfer),
-            Target::Parent { .. } => {
+            Target::Parent { allowed, .. } => {
                 let parent = page()
                     .and_then(|w| w.parent().ok().flatten())
                     .ok_or_else(|| type_error("no parent window"))?;
-                let origin = self.reply_origin.borrow().clone().unwrap_or_default();
-                // An opaque ("null") origin cannot be named; the message still goes only to window.parent.
-                let origin = if origin.is_empty() || origin == "null" {
-                    "*".to_owned()
-                } else {
-                    origin
-                };
-                window::post_to(&parent, msg, &origin, transfer)
+                let reply = self.reply_origin.borrow().clone();
+                match reply.as_deref() {
+                    // An opaque parent, which `allowedOrigins` named itself: it cannot be named in postMessage.
+                    Some("null") => window::post_to(&parent, msg, "*", transfer),
+                    Some(origin) => window::post_to(&parent, msg, origin, transfer),
+                    // Before the parent has said anything (an app that speaks first): to each allowed origin,
+                    // which the browser delivers only if it is the parent's.
+                    // (What carries a transfer list goes once: its objects move with the first message.)
+                    None => {
+                        let count = if transfer.is_some() { 1 } else { allowed.len() };
+                        for origin in allowed.iter().take(count) {
+                            let to = if origin == "null" {
+                                "*"
+                            } else {
+                                origin.as_str()
+                            };
+                            window::post_to(&parent, msg, to, transfer)?;
+                        }
+                        Ok(())
+                    }
+                }
             }
             Target::Port(port) => port_post(port, msg, transfer),
             Target::Socket(socket) => socket.send(msg),

@@ -71,7 +71,33 @@ fn target_origin(options: &JsValue, what: &str) -> Result<String, JsValue> {
     if origin == "*" {
         console_warn("abp-wasm: targetOrigin '*' sends every message to whatever page the frame holds; name the app's origin instead");
     }
-    Ok(origin)
+    normal_origin(&origin, what, "targetOrigin")
+}
+
+/// An origin as the browser writes it (`new URL(o).origin`: `https://app.example/` and `HTTPS://App.Example`
+/// are `https://app.example`), so that the comparison with `event.origin` holds; `*` and `/` as they are.
+/// What is no origin (`file:`, not a URL) is a TypeError rather than a transport that drops every message.
+fn normal_origin(origin: &str, what: &str, option: &str) -> Result<String, JsValue> {
+    if matches!(origin, "*" | "/" | "null") {
+        return Ok(origin.to_owned());
+    }
+    // A URL without a host (`file:`, `data:`) names no origin a message could come from or go to.
+    let parsed = web_sys::Url::new(origin)
+        .ok()
+        .filter(|u| !u.host().is_empty())
+        .map(|u| u.origin());
+    match parsed {
+        Some(o) if o != "null" => Ok(o),
+        _ => Err(type_error(&text(&[
+            "PostMessageTransport.",
+            what,
+            ": options.",
+            option,
+            " has '",
+            origin,
+            "', which is not an origin (scheme://host[:port])",
+        ]))),
+    }
 }
 
 #[wasm_bindgen]
@@ -123,7 +149,8 @@ impl PostMessageTransport {
             Some(list) if Array::is_array(&list) => Array::from(&list)
                 .iter()
                 .filter_map(|o| o.as_string())
-                .collect(),
+                .map(|o| normal_origin(&o, "toParent", "allowedOrigins"))
+                .collect::<Result<_, _>>()?,
             Some(_) => {
                 return Err(type_error(
                     "PostMessageTransport.toParent: allowedOrigins must be an array of origins",
@@ -138,6 +165,12 @@ impl PostMessageTransport {
         if allowed.iter().any(|o| o == "*") {
             console_warn(
                 "abp-wasm: allowedOrigins ['*'] lets any page that frames this app call it",
+            );
+        }
+        if allowed.iter().any(|o| o == "null") {
+            console_warn(
+                "abp-wasm: allowedOrigins ['null'] lets any page that frames this app in a sandboxed frame call it, \
+                 and the app's replies then go to '*'",
             );
         }
         let channel = channel_option(&options, "toParent")?;

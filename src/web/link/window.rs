@@ -81,7 +81,8 @@ pub(crate) fn other_window<S: Sink>(
     (accept, dog)
 }
 
-/// The parent page, from one of the `allowed` origins.
+/// The parent page, from one of the `allowed` origins. An opaque (`"null"`) parent counts only when `"null"` is
+/// listed itself: `'*'` does not let it in, since replies to it could only go to `'*'`.
 pub(crate) fn parent(allowed: &[String]) -> Accept {
     let allowed = allowed.to_vec();
     let parent = window().and_then(|w| w.parent().ok().flatten());
@@ -90,7 +91,12 @@ pub(crate) fn parent(allowed: &[String]) -> Accept {
             (Some(src), Some(p)) => same(&src, p),
             _ => false,
         };
-        if from_parent && allowed.iter().any(|o| o == "*" || *o == e.origin()) {
+        let origin = e.origin();
+        if from_parent
+            && allowed
+                .iter()
+                .any(|o| *o == origin || (o == "*" && origin != "null"))
+        {
             Verdict::Accept
         } else {
             Verdict::Reject
