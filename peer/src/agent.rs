@@ -22,6 +22,9 @@ use crate::control::{Command, Envelope, Event};
 use crate::hub::Hub;
 use crate::ws::{Conn, Incoming};
 
+/// The WebSocket close code for an app refused because another app holds its room (HTTP 409 before the upgrade).
+pub(crate) const ROOM_TAKEN: u16 = 4409;
+
 struct Agent {
     /// Speaking the app's dialect (from the WebSocket subprotocol).
     core: AgentConnection<Value>,
@@ -38,8 +41,6 @@ struct Agent {
     next_call: u64,
     ignored: u64,
     outbox: Vec<String>,
-    /// A newer app joined the same room: this connection ends.
-    replaced: bool,
 }
 
 impl Agent {
@@ -48,11 +49,6 @@ impl Agent {
     }
 
     fn event(&self, event: Event) {
-        // A replaced agent still settles the calls it had (they were the controller's), but no longer speaks
-        // for the room: its `disconnected` would read as the newer app's.
-        if self.replaced && !matches!(event, Event::Settled { .. } | Event::CancelResult { .. }) {
-            return;
-        }
         self.hub.emit(&self.room, event);
     }
 
@@ -298,10 +294,22 @@ pub(crate) fn unix_ms() -> f64 {
 /// `/agent/<room>`: an app connected; be its agent until it goes.
 /// `dialect`: what the app speaks (ABP; MCP for the subprotocol `mcp`; Tesseron, where this peer is the
 /// gateway, for `tesseron-gateway`).
-pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialect: DialectKind) {
+pub(crate) async fn serve(
+    socket: WebSocket,
+    hub: Arc<Hub>,
+    room: String,
+    dialect: DialectKind,
+    ping: Duration,
+) {
     let mut conn = Conn::new(socket);
-    // A newer app in the same room replaces this one (its commands go there; this connection is closed).
-    let mut registration = hub.attach_agent(&room);
+    // The first app wins the room (a second one was refused before the upgrade; one that raced it is closed here).
+    let Some(mut registration) = hub.try_attach_agent(&room) else {
+        eprintln!("abp-peer: 409 for /agent/{room}: another app holds it");
+        conn.close_with(ROOM_TAKEN, "another app holds this room")
+            .await;
+        return;
+    };
+    let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + ping, ping);
     let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
     let core = AgentConnection::new(
         dialect,
@@ -322,7 +330,6 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
         next_call: 0,
         ignored: 0,
         outbox: Vec::new(),
-        replaced: false,
     };
     let now = agent.now();
     agent.core.connect(now);
@@ -342,13 +349,16 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, dialec
             },
             envelope = registration.inbox.recv() => match envelope {
                 Some(envelope) => agent.run(envelope),
-                // A newer app joined this room and takes its commands: this one's connection ends.
-                None => {
-                    agent.replaced = true;
-                    break;
-                }
+                // The room's registration is gone (the process is stopping).
+                None => break,
             },
             () = sleep_until(deadline), if deadline.is_some() => {}
+            _ = pings.tick() => {
+                if !conn.keep_alive(ping).await {
+                    eprintln!("abp-peer: the app of /agent/{} stopped answering; its room is free", agent.room);
+                    break;
+                }
+            }
         }
         agent.tick();
     }

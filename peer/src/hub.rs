@@ -58,9 +58,39 @@ impl Hub {
         }
     }
 
-    /// Becomes the agent of `room`: commands for it arrive in the returned inbox.
+    /// Becomes the agent of `room`: commands for it arrive in the returned inbox (the tests' stand-in for an
+    /// app's connection).
+    #[cfg(test)]
     pub(crate) fn attach_agent(self: &Arc<Self>, room: &str) -> Registration<Envelope> {
         self.register(|h| &h.agents, room)
+    }
+
+    /// Becomes the agent of `room` (the app that joined it is served by it), unless another app holds the room:
+    /// the first app wins, and `None` says the room is taken.
+    pub(crate) fn try_attach_agent(self: &Arc<Self>, room: &str) -> Option<Registration<Envelope>> {
+        let (tx, inbox) = unbounded_channel();
+        let id = self.next_id();
+        {
+            let mut agents = lock(&self.agents);
+            if agents.get(room).is_some_and(|(_, held)| !held.is_closed()) {
+                return None;
+            }
+            agents.insert(room.to_owned(), (id, tx));
+        }
+        Some(Registration {
+            hub: self.clone(),
+            which: |h| &h.agents,
+            room: room.to_owned(),
+            id,
+            inbox,
+        })
+    }
+
+    /// Whether an app holds `room` (its agent is there and serving).
+    pub(crate) fn agent_taken(&self, room: &str) -> bool {
+        lock(&self.agents)
+            .get(room)
+            .is_some_and(|(_, held)| !held.is_closed())
     }
 
     /// Becomes the controller of `room`'s agent: its events arrive in the returned inbox.

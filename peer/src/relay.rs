@@ -3,6 +3,7 @@
 //! the other is closed, so both ends see the connection drop (and their pending calls settle).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::ws::WebSocket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
@@ -23,24 +24,59 @@ fn index(is_agent: bool) -> usize {
     usize::from(!is_agent)
 }
 
-pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String, is_agent: bool) {
+/// Whether an app holds `room`'s app side.
+pub(crate) fn app_taken(hub: &Hub, room: &str) -> bool {
+    lock(&hub.relay).get(room).is_some_and(|r| {
+        r.sides[index(false)]
+            .as_ref()
+            .is_some_and(|(_, tx)| !tx.is_closed())
+    })
+}
+
+pub(crate) async fn serve(
+    socket: WebSocket,
+    hub: Arc<Hub>,
+    room: String,
+    is_agent: bool,
+    ping: Duration,
+) {
     let mut conn = Conn::new(socket);
     let me = index(is_agent);
     let other = 1 - me;
     let (tx, mut inbox) = unbounded_channel();
     let id = hub.next_id();
-    {
+    let refused = {
         let mut rooms = lock(&hub.relay);
         let r = rooms.entry(room.clone()).or_default();
-        // A newer connection for the same role replaces the old one (whose inbox closes).
-        r.sides[me] = Some((id, tx.clone()));
-        for text in r.waiting[other].drain(..) {
-            let _ = tx.send(text);
+        let held = r.sides[me].as_ref().is_some_and(|(_, t)| !t.is_closed());
+        // The first app wins: a second one must not take the user's app's place (a race the 409 before the
+        // upgrade did not catch ends here). A newer agent (it holds the token) replaces the old one, whose inbox
+        // closes.
+        let refused = held && !is_agent;
+        if !refused {
+            r.sides[me] = Some((id, tx.clone()));
+            for text in r.waiting[other].drain(..) {
+                let _ = tx.send(text);
+            }
         }
+        refused
+    };
+    if refused {
+        eprintln!("abp-peer: 409 for /relay/{room}/app: another app holds it");
+        conn.close_with(crate::agent::ROOM_TAKEN, "another app holds this room")
+            .await;
+        return;
     }
     drop(tx);
+    let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + ping, ping);
     loop {
         tokio::select! {
+            _ = pings.tick() => {
+                if !conn.keep_alive(ping).await {
+                    eprintln!("abp-peer: a side of /relay/{room} stopped answering; its place is free");
+                    break;
+                }
+            }
             incoming = conn.recv() => match incoming {
                 Incoming::Text(text) => {
                     let mut rooms = lock(&hub.relay);

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use abp_wasm::core::dialect::DialectKind;
 use axum::body::Body;
@@ -47,6 +48,10 @@ pub(crate) struct ServerOptions {
     /// Largest frame accepted; a bigger one closes that connection.
     #[arg(long, value_name = "N", default_value_t = 16 * 1024 * 1024)]
     pub(crate) max_message_bytes: usize,
+    /// How often an app's connection is pinged, in ms. An app silent for three of these is gone, and its room is
+    /// free for the next app (a reloaded page, after a crash or a sleep).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub(crate) app_ping: u64,
 }
 
 /// The endpoints a mode serves. Each is looked up only after the `Host` and `Origin` checks passed.
@@ -132,6 +137,7 @@ pub(crate) struct Server {
     /// Where the token was written; `None` for a mode without endpoints that need it.
     token_file: Option<PathBuf>,
     max_message_bytes: usize,
+    app_ping: Duration,
 }
 
 impl Routes {
@@ -271,6 +277,7 @@ impl Server {
             guard,
             token_file,
             max_message_bytes: options.max_message_bytes,
+            app_ping: Duration::from_millis(options.app_ping),
         })
     }
 
@@ -287,6 +294,7 @@ impl Server {
             hub,
             token_file: self.token_file,
             max_message_bytes: self.max_message_bytes,
+            app_ping: self.app_ping,
         });
         let app = Router::new().fallback(handle).with_state(state);
         eprintln!("abp-peer listening on ws://{}", self.addr);
@@ -347,6 +355,7 @@ struct Served {
     hub: Arc<Hub>,
     token_file: Option<PathBuf>,
     max_message_bytes: usize,
+    app_ping: Duration,
 }
 
 /// The read buffer of each WebSocket.
@@ -389,6 +398,24 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             return refused(&path, r);
         }
     }
+    let taken = match &endpoint {
+        Endpoint::Agent { room } => s.hub.agent_taken(room),
+        Endpoint::Relay { room, agent: false } => crate::relay::app_taken(&s.hub, room),
+        _ => false,
+    };
+    {
+        if taken {
+            // The first app wins: a second one must not take the user's app's place (and its calls).
+            let why = format!("another app holds {path}: close it first (a silent one is let go within a few pings)");
+            return refused(
+                &path,
+                Refusal {
+                    status: StatusCode::CONFLICT,
+                    why,
+                },
+            );
+        }
+    }
     if matches!(endpoint, Endpoint::McpHost { .. }) && parts.headers.contains_key(header::ORIGIN) {
         // Only another copy of `abp-peer mcp` joins here: no web page, whatever its origin.
         let why = "only a native MCP host joins here, not a web page".to_owned();
@@ -424,6 +451,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         upgrade.set_selected_protocol(HeaderValue::from_static(p));
     }
     let hub = s.hub.clone();
+    let ping = s.app_ping;
     upgrade
         // tungstenite allocates the whole read buffer per connection up front (128 KiB by default); most of these
         // sockets idle, and a larger frame still arrives (the buffer grows for it).
@@ -433,11 +461,11 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         .on_upgrade(move |socket| async move {
             match endpoint {
                 Endpoint::Agent { room } => {
-                    crate::agent::serve(socket, hub, room, dialect_of(chosen)).await
+                    crate::agent::serve(socket, hub, room, dialect_of(chosen), ping).await
                 }
                 Endpoint::Control { room } => crate::control::serve(socket, hub, room).await,
                 Endpoint::Relay { room, agent } => {
-                    crate::relay::serve(socket, hub, room, agent).await
+                    crate::relay::serve(socket, hub, room, agent, ping).await
                 }
                 Endpoint::McpHost { room } => crate::mcp::serve_host(socket, hub, room).await,
                 Endpoint::Exit => {}

@@ -1,6 +1,6 @@
 //! One accepted WebSocket, as the endpoints use it: text in, text out, and an end.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message, WebSocket};
 
@@ -16,11 +16,40 @@ pub(crate) enum Incoming {
 pub(crate) struct Conn {
     ws: WebSocket,
     open: bool,
+    /// When the other end last sent anything (a frame, a pong).
+    heard: Instant,
 }
+
+/// A slot's holder that answers nothing for this many ping intervals is gone.
+const SILENT_PINGS: u32 = 3;
 
 impl Conn {
     pub(crate) fn new(ws: WebSocket) -> Conn {
-        Conn { ws, open: true }
+        Conn {
+            ws,
+            open: true,
+            heard: Instant::now(),
+        }
+    }
+
+    /// Pings the other end (a browser answers by itself); false when it has been silent for three `interval`s,
+    /// which is the end of it (a page that froze, a laptop that slept, a socket half open).
+    pub(crate) async fn keep_alive(&mut self, interval: Duration) -> bool {
+        if self.heard.elapsed() > interval * SILENT_PINGS {
+            return false;
+        }
+        self.open && self.ws.send(Message::Ping(Vec::new().into())).await.is_ok()
+    }
+
+    /// A close frame with `code` and `reason`, then the socket is dropped.
+    pub(crate) async fn close_with(mut self, code: u16, reason: &'static str) {
+        if self.open {
+            let frame = axum::extract::ws::CloseFrame {
+                code,
+                reason: reason.into(),
+            };
+            let _ = self.ws.send(Message::Close(Some(frame))).await;
+        }
     }
 
     /// The next frame. Cancel-safe while waiting for one (it may be a branch of a `select!`).
@@ -28,7 +57,11 @@ impl Conn {
         if !self.open {
             return std::future::pending().await;
         }
-        match self.ws.recv().await {
+        let frame = self.ws.recv().await;
+        if matches!(frame, Some(Ok(_))) {
+            self.heard = Instant::now();
+        }
+        match frame {
             Some(Ok(Message::Text(t))) => Incoming::Text(t.as_str().to_owned()),
             Some(Ok(Message::Close(_))) => {
                 // One more read sends the close frame queued in answer (and then reports the end).

@@ -313,6 +313,15 @@ impl App {
         )
         .await
         .expect("the app connects to /agent");
+        App::serve(ws)
+    }
+
+    /// Serves an app on `ws`, on a task.
+    fn serve(
+        ws: tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+    ) -> App {
         let (events_tx, events) = mpsc::unbounded_channel();
         let (leave_tx, leave) = oneshot::channel();
         tokio::spawn(serve_app(ws, NativeApp::new(events_tx), leave));
@@ -734,59 +743,50 @@ async fn the_client_closing_aborts_the_running_call_and_the_gateway_exits_within
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_newer_app_in_the_room_replaces_the_older_one() {
+async fn a_second_app_in_the_room_is_refused_and_the_first_keeps_the_hosts_calls() {
     let (gateway, mut first) = joined().await;
-    let stale = gateway.call("slow", json!({})).await;
+    let running = gateway.call("slow", json!({})).await;
     assert_eq!(first.started().await.1, "slow");
-    // A second app joins the same room (the page reloaded, or opened twice): it takes over.
-    let mut second = App::join(&gateway.url).await;
-    assert!(matches!(
-        second.next("the second app's session").await,
-        AppEvent::Joined
-    ));
-    // The older one is let go: its socket closes (its handler aborts with it), and its call ends as an error.
-    let ended = within(WAIT, "the older app's call", result_of(stale)).await;
-    assert_eq!(ended.is_error, Some(true), "{ended:?}");
-    assert!(
-        text_of(&ended).contains("DISCONNECTED"),
-        "{}",
-        text_of(&ended)
-    );
-    loop {
-        match first.next("the older app's socket closing").await {
-            AppEvent::Closed => break,
-            AppEvent::Aborted { .. } => {}
-            other => panic!("expected the older app to be let go, got {other:?}"),
+    // A second program joins the same room (anything that can reach the port): the first app wins.
+    let refused = tokio_tungstenite::connect_async(format!("{}/agent", gateway.url)).await;
+    match refused {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(
+                response.status().as_u16(),
+                409,
+                "a conflict, not an upgrade"
+            )
         }
+        other => panic!("expected the second app to be refused with 409, got {other:?}"),
     }
-    // The host still has the tools, and its calls and cancels reach the newer app.
-    assert_eq!(gateway.tools().await.len(), TOOLS.len());
-    // (The gateway's side of the newer session opens a moment after the app's: until then a call is refused
-    // NOT_INITIALIZED, so ask until it runs.)
-    within(WAIT, "a call that reaches the newer app", async {
-        while gateway.call_tool("echo", json!({ "x": 1 })).await.is_error == Some(true) {
+    // The first app still has the host's call, and its cancel.
+    running
+        .cancel(Some("stop".into()))
+        .await
+        .expect("the cancel goes out");
+    match first.next("the first app's abort").await {
+        AppEvent::Aborted { reason, .. } => assert_eq!(reason.as_deref(), Some("stop")),
+        other => panic!("expected the abort in the first app, got {other:?}"),
+    }
+    let echoed = gateway.call_tool("echo", json!({ "still": "first" })).await;
+    assert_eq!(echoed.structured_content, Some(json!({ "still": "first" })));
+    // Once the first app has gone, the room is free: a reloaded page joins.
+    first.leave();
+    let mut second = within(WAIT, "the next app joining", async {
+        loop {
+            if let Ok((ws, _)) =
+                tokio_tungstenite::connect_async(format!("{}/agent", gateway.url)).await
+            {
+                break App::serve(ws);
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await;
-    let handle = gateway.call("slow", json!({})).await;
-    let call_id = loop {
-        // The echo above started there too.
-        match second.started().await {
-            (call_id, capability) if capability == "slow" => break call_id,
-            _ => {}
-        }
-    };
-    handle
-        .cancel(Some("stop".into()))
-        .await
-        .expect("the cancel goes out");
-    match second.next("the newer app's abort").await {
-        AppEvent::Aborted {
-            call_id: aborted, ..
-        } => assert_eq!(aborted, call_id),
-        other => panic!("expected the abort in the newer app, got {other:?}"),
-    }
+    assert!(matches!(
+        second.next("the next app's session").await,
+        AppEvent::Joined
+    ));
     gateway.close().await;
 }
 

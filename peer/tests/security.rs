@@ -478,3 +478,45 @@ fn the_mcp_gateway_checks_the_same_and_serves_only_its_app_endpoint() {
         );
     }
 }
+
+#[test]
+fn the_first_app_wins_its_room_and_a_silent_one_is_let_go() {
+    let p = Peer::start(&["--app-ping", "100"]);
+    // The user's app holds /agent/r and /relay/r/app.
+    let mut app = p.connect("/agent/r");
+    let mut relay_app = p.connect("/relay/r/app");
+    // Anyone else is refused, before the upgrade, with 409.
+    assert_eq!(
+        status(&p, "/agent/r", &[]),
+        409,
+        "a second app for /agent/r"
+    );
+    assert_eq!(
+        status(&p, "/relay/r/app", &[]),
+        409,
+        "a second app for /relay/r/app"
+    );
+    assert_eq!(status(&p, "/agent/other", &[]), 101, "another room is free");
+    // The holders keep their connections: they read (and answer the server's pings) for a while.
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_millis(600) {
+        let _ = app.read();
+        let _ = relay_app.read();
+    }
+    assert!(
+        app.can_write() && relay_app.can_write(),
+        "the holders are still connected"
+    );
+    assert_eq!(
+        status(&p, "/agent/r", &[]),
+        409,
+        "still held while it answers"
+    );
+    // A holder that stops answering (it never reads, so it never answers a ping) is let go within three pings.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        status(&p, "/agent/r", &[]),
+        101,
+        "the silent app's room is free again"
+    );
+}
