@@ -83,7 +83,7 @@ async function theSdk2ClientDrivesOurApp(framing) {
   eq(sent[0].method, 'server/discover', 'the first message is the probe');
 
   const { tools } = await client.listTools();
-  eq(tools.map((t) => t.name), ['ask', 'echo', 'fail', 'slow'], 'listTools');
+  eq(tools.map((t) => t.name), ['echo', 'slow', 'fail', 'ask'], 'listTools, in the app\'s registration order');
   eq(tools.find((t) => t.name === 'echo').inputSchema.required, ['text'], 'inputSchema');
   const listed = received.find((m) => m.result?.tools);
   eq([listed.result.resultType, listed.result.ttlMs, listed.result.cacheScope], ['complete', 0, 'private'], 'tools/list carries ttlMs and cacheScope');
@@ -132,7 +132,7 @@ async function theSdk2ClientDrivesOurApp(framing) {
   eq(subscription.honoredFilter, { toolsListChanged: true }, 'listen: the filter is honored');
   iframe.contentWindow.postMessage({ fixtureCommand: 'register', name: 'late' }, OTHER);
   await until(() => changed.length > 0, "the client's list_changed handler", 5000);
-  eq((await client.listTools()).tools.map((t) => t.name), ['ask', 'echo', 'fail', 'late', 'slow'], 'the new tool is listed');
+  eq((await client.listTools()).tools.map((t) => t.name), ['echo', 'slow', 'fail', 'ask', 'late'], 'the new tool is listed');
   eq((await client.callTool({ name: 'late', arguments: {} })).structuredContent, { late: true }, 'and can be called');
   // Closed: the app hears no more of it.
   await subscription.close();
