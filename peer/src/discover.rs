@@ -5,8 +5,13 @@
 //! file `SSL_CERT_FILE` names when it is set). Redirects are not followed here: each is reported to the core,
 //! which follows at most 5. Prints the `DiscoveryResult` as JSON on stdout; the exit code is 0 when the app is
 //! supported, 1 when not, 2 for bad arguments.
+//!
+//! A page's links and redirects are the page's to choose, and this runs on the user's machine: a URL whose host
+//! is (or resolves to) a loopback, private, link-local or unspecified address is not fetched unless discovery
+//! started on such an address itself, so a public page cannot make it probe the user's own network.
 
 use std::io::{self, Read, Write};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,7 +91,15 @@ fn discover(agent: &ureq::Agent, url: &str, timeout: Duration) -> DiscoveryResul
     let deadline = Instant::now() + timeout;
     let ms = timeout.as_millis() as f64;
     let mut d = Discovery::new(url);
+    let local_start = is_local(url);
     while let Some(req) = d.request().cloned() {
+        if !may_fetch(local_start, &req.url) {
+            d.on_failure(Failure::Network(format!(
+                "refused: {} is on a loopback, private or link-local address, and discovery did not start on one",
+                req.url
+            )));
+            continue;
+        }
         if let Err(e) = exchange(agent, &mut d, &req, deadline) {
             d.on_failure(match e {
                 Error::Timeout => Failure::Timeout(ms),
@@ -95,6 +108,65 @@ fn discover(agent: &ureq::Agent, url: &str, timeout: Duration) -> DiscoveryResul
         }
     }
     d.result()
+}
+
+/// Whether discovery may fetch `url`: a local address only when discovery started on one (`local_start`).
+fn may_fetch(local_start: bool, url: &str) -> bool {
+    local_start || !is_local(url)
+}
+
+/// Whether `url`'s host is, or resolves to, an address of this machine or its network: loopback, private
+/// (RFC 1918, fc00::/7, 100.64/10), link-local, or unspecified. A URL that cannot be read counts as local.
+fn is_local(url: &str) -> bool {
+    let Ok(uri) = url.parse::<ureq::http::Uri>() else {
+        return true;
+    };
+    let Some(host) = uri.host() else {
+        return true;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return local_ip(ip);
+    }
+    if host.eq_ignore_ascii_case("localhost") || host.to_ascii_lowercase().ends_with(".localhost") {
+        return true;
+    }
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("http") {
+            80
+        } else {
+            443
+        });
+    // A name that does not resolve here fails when fetched anyway.
+    (host, port)
+        .to_socket_addrs()
+        .map(|mut addrs| addrs.any(|a| local_ip(a.ip())))
+        .unwrap_or(false)
+}
+
+fn local_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (a == 100 && (64..128).contains(&b))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return local_ip(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
+    }
 }
 
 enum Error {
@@ -182,4 +254,53 @@ fn exchange(
     }
     d.on_end();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_of_the_users_machine_and_network_are_local() {
+        for url in [
+            "http://127.0.0.1:8080/",
+            "https://localhost/",
+            "https://app.localhost/x",
+            "http://10.1.2.3/",
+            "http://192.168.0.1/",
+            "http://172.16.5.5/",
+            "http://169.254.169.254/latest/meta-data",
+            "http://100.64.0.1/",
+            "http://0.0.0.0/",
+            "http://[::1]:9000/",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "not a url",
+        ] {
+            assert!(is_local(url), "{url}");
+        }
+        for url in [
+            "https://8.8.8.8/",
+            "http://[2001:4860::8888]/",
+            "https://1.1.1.1:8443/x",
+        ] {
+            assert!(!is_local(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_public_start_is_not_led_to_a_local_address() {
+        let metadata = "http://169.254.169.254/.well-known/abp";
+        assert!(
+            !may_fetch(false, metadata),
+            "a public page's link to the cloud metadata service"
+        );
+        assert!(!may_fetch(false, "http://127.0.0.1:8787/admin/exit"));
+        assert!(may_fetch(false, "https://1.1.1.1/app"), "public to public");
+        assert!(
+            may_fetch(true, metadata),
+            "discovery that started on a local address may stay local"
+        );
+    }
 }
