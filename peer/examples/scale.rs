@@ -197,6 +197,8 @@ impl Peer {
         let piped = || if stdio { Stdio::piped() } else { Stdio::null() };
         let mut child = Command::new(bin)
             .args(mode)
+            // The idle steps hold far more connections than the default cap admits.
+            .args(["--max-connections", "1000000"])
             .args(["--listen", "127.0.0.1:0", "--token-file"])
             .arg(dir.join("token"))
             .env("ABP_PEER_TOKEN", token)

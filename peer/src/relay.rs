@@ -1,5 +1,6 @@
 //! The relay: `/relay/<room>/agent` and `/relay/<room>/app` meet, and text frames pass between them
-//! unchanged. Frames sent while the other side is absent wait (up to [`WAITING_LIMIT`]). When one side goes,
+//! unchanged. Frames sent while the other side is absent wait (up to [`WAITING_LIMIT`] frames and
+//! [`WAITING_BYTES`]; a side that sends more is closed). When one side goes,
 //! the other is closed, so both ends see the connection drop (and their pending calls settle).
 
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use crate::hub::{lock, Hub};
 use crate::ws::{Conn, Incoming};
 
 const WAITING_LIMIT: usize = 256;
+/// The bytes one side may leave waiting for an absent other side; a side that sends more is closed.
+const WAITING_BYTES: usize = 1024 * 1024;
 
 #[derive(Default)]
 pub(crate) struct Room {
@@ -85,8 +88,21 @@ pub(crate) async fn serve(
                         Some((_, peer)) => {
                             let _ = peer.send(text);
                         }
-                        None if r.waiting[me].len() < WAITING_LIMIT => r.waiting[me].push(text),
-                        None => {}
+                        None => {
+                            let held: usize = r.waiting[me].iter().map(String::len).sum();
+                            if r.waiting[me].len() >= WAITING_LIMIT || held + text.len() > WAITING_BYTES {
+                                // Nobody reads these: a side that keeps sending into an empty room is closed
+                                // rather than held in memory.
+                                r.waiting[me].clear();
+                                drop(rooms);
+                                eprintln!(
+                                    "abp-peer: closed a side of /relay/{room}: more than {WAITING_LIMIT} frames or \
+                                     {WAITING_BYTES} bytes for an absent other side"
+                                );
+                                break;
+                            }
+                            r.waiting[me].push(text);
+                        }
                     }
                 }
                 Incoming::Other => {}

@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,6 +53,9 @@ pub(crate) struct ServerOptions {
     /// free for the next app (a reloaded page, after a crash or a sleep).
     #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..))]
     pub(crate) app_ping: u64,
+    /// How many WebSocket connections may be open at once; one more is refused with 503 before the upgrade.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_connections: u64,
 }
 
 /// The endpoints a mode serves. Each is looked up only after the `Host` and `Origin` checks passed.
@@ -138,6 +142,7 @@ pub(crate) struct Server {
     token_file: Option<PathBuf>,
     max_message_bytes: usize,
     app_ping: Duration,
+    max_connections: usize,
 }
 
 impl Routes {
@@ -278,6 +283,7 @@ impl Server {
             token_file,
             max_message_bytes: options.max_message_bytes,
             app_ping: Duration::from_millis(options.app_ping),
+            max_connections: usize::try_from(options.max_connections).unwrap_or(usize::MAX),
         })
     }
 
@@ -295,6 +301,8 @@ impl Server {
             token_file: self.token_file,
             max_message_bytes: self.max_message_bytes,
             app_ping: self.app_ping,
+            max_connections: self.max_connections,
+            open: Arc::new(AtomicUsize::new(0)),
         });
         let app = Router::new().fallback(handle).with_state(state);
         eprintln!("abp-peer listening on ws://{}", self.addr);
@@ -356,6 +364,18 @@ struct Served {
     token_file: Option<PathBuf>,
     max_message_bytes: usize,
     app_ping: Duration,
+    max_connections: usize,
+    /// WebSocket connections open now.
+    open: Arc<AtomicUsize>,
+}
+
+/// One open WebSocket connection, counted while it lives.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The read buffer of each WebSocket.
@@ -450,6 +470,23 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     if let Some(p) = chosen {
         upgrade.set_selected_protocol(HeaderValue::from_static(p));
     }
+    // A slot among the connections allowed, held until the connection ends (taken now, so a burst of upgrades
+    // cannot all pass the check before any of them counts).
+    if s.open.fetch_add(1, Ordering::AcqRel) >= s.max_connections {
+        s.open.fetch_sub(1, Ordering::AcqRel);
+        let why = format!(
+            "{} connections are open, the most this server takes (--max-connections)",
+            s.max_connections
+        );
+        return refused(
+            &path,
+            Refusal {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                why,
+            },
+        );
+    }
+    let counted = Counted(s.open.clone());
     let hub = s.hub.clone();
     let ping = s.app_ping;
     upgrade
@@ -459,6 +496,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         .max_message_size(s.max_message_bytes)
         .max_frame_size(s.max_message_bytes)
         .on_upgrade(move |socket| async move {
+            let _counted = counted;
             match endpoint {
                 Endpoint::Agent { room } => {
                     crate::agent::serve(socket, hub, room, dialect_of(chosen), ping).await

@@ -520,3 +520,63 @@ fn the_first_app_wins_its_room_and_a_silent_one_is_let_go() {
         "the silent app's room is free again"
     );
 }
+
+#[test]
+fn connections_are_capped_and_a_room_holds_no_more_than_a_mebibyte_for_nobody() {
+    let p = Peer::start(&["--max-connections", "3"]);
+    let mut held: Vec<_> = (0..3)
+        .map(|i| p.connect(&format!("/relay/cap{i}/app")))
+        .collect();
+    assert_eq!(
+        status(&p, "/agent/r", &[]),
+        503,
+        "a fourth connection waits for one to end"
+    );
+    let last = held.pop().expect("three");
+    drop(last);
+    let t0 = std::time::Instant::now();
+    loop {
+        match status(&p, "/relay/again/app", &[]) {
+            101 => break,
+            503 if t0.elapsed() < Duration::from_secs(3) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            other => panic!("the freed place is not given again: {other}"),
+        }
+    }
+    drop(held);
+
+    // An app alone in a relay room: what it sends waits for the agent, up to a bound; a side that sends more is
+    // closed, not held.
+    let p = Peer::start(&[]);
+    let mut app = p.connect("/relay/flood/app");
+    let chunk = "x".repeat(64 * 1024);
+    let mut closed = false;
+    for _ in 0..64 {
+        if app.send(tungstenite::Message::text(chunk.clone())).is_err() {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if !closed {
+        // The close may only show on the next read.
+        closed = loop {
+            match app.read() {
+                Ok(tungstenite::Message::Close(_)) => break true,
+                // The read timeout (5 s): still open.
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break false
+                }
+                Err(_) => break true,
+                Ok(_) => {}
+            }
+        };
+    }
+    assert!(closed, "4 MiB for nobody closed the sender");
+}
