@@ -841,6 +841,17 @@ mod tests {
         (g, agent)
     }
 
+    /// The gateway's answer to the app's elicitation `id`: the next command the app gets must be it.
+    fn answer_to(agent: &mut crate::hub::Registration<Envelope>, id: &str) -> Value {
+        match next_command(agent) {
+            Command::Answer { id: got, answer } => {
+                assert_eq!(got, id);
+                answer.expect("an answer")
+            }
+            other => panic!("expected the answer to {id}, got {other:?}"),
+        }
+    }
+
     fn next_command(agent: &mut crate::hub::Registration<Envelope>) -> Command {
         agent
             .inbox
@@ -861,13 +872,10 @@ mod tests {
             request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
         });
         g.perform();
-        match next_command(&mut agent) {
-            Command::Answer { id, answer } => {
-                assert_eq!(id, "e1");
-                assert_eq!(answer.unwrap()["error"]["code"], "NOT_SUPPORTED");
-            }
-            other => panic!("expected the answer, got {other:?}"),
-        }
+        assert_eq!(
+            answer_to(&mut agent, "e1")["error"]["code"],
+            "NOT_SUPPORTED"
+        );
         assert!(
             !g.out.iter().any(|l| l.contains("elicitation/create")),
             "the host is not asked: {:?}",
@@ -898,16 +906,10 @@ mod tests {
             json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "decline" } });
         g.on_host_line(STDIO, &answer.to_string());
         g.perform();
-        match next_command(&mut agent) {
-            Command::Answer { id, answer } => {
-                assert_eq!(id, "e1");
-                assert_eq!(
-                    answer.unwrap(),
-                    json!({ "success": true, "data": { "confirmed": false } })
-                );
-            }
-            other => panic!("expected the answer, got {other:?}"),
-        }
+        assert_eq!(
+            answer_to(&mut agent, "e1"),
+            json!({ "success": true, "data": { "confirmed": false } })
+        );
     }
 
     #[test]
@@ -924,13 +926,10 @@ mod tests {
                 "params": { "message": "Re-enter your token", "requestedSchema": { "type": "object" } } }),
         });
         g.perform();
-        match next_command(&mut agent) {
-            Command::Answer { id, answer } => {
-                assert_eq!(id, "e1");
-                assert_eq!(answer.unwrap()["error"]["code"], "NOT_SUPPORTED");
-            }
-            other => panic!("expected the answer, got {other:?}"),
-        }
+        assert_eq!(
+            answer_to(&mut agent, "e1")["error"]["code"],
+            "NOT_SUPPORTED"
+        );
         assert!(
             !g.out.iter().any(|l| l.contains("Re-enter")),
             "the host is not asked: {:?}",
@@ -1061,16 +1060,10 @@ mod tests {
         retry["params"]["inputResponses"] = json!({ key: { "action": "accept" } });
         g.on_host_line(STDIO, &retry.to_string());
         g.perform();
-        match next_command(&mut agent) {
-            Command::Answer { id, answer } => {
-                assert_eq!(id, "e1");
-                assert_eq!(
-                    answer.unwrap(),
-                    json!({ "success": true, "data": { "confirmed": true } })
-                );
-            }
-            other => panic!("expected the answer, got {other:?}"),
-        }
+        assert_eq!(
+            answer_to(&mut agent, "e1"),
+            json!({ "success": true, "data": { "confirmed": true } })
+        );
         g.on_app_event(Event::Settled {
             reference: Value::Null,
             call_id: call_id.unwrap(),

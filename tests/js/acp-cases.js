@@ -4,19 +4,11 @@
 // object per postMessage).
 import { AbpApp, AbpClient, PostMessageTransport } from '/wasm-bindgen-test';
 import { agent, client, portStream, RequestError, methods, PROTOCOL_VERSION } from '/tests/interop/acp-sdk/dist/acp.js';
-import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+import { assert, eq, pageErrors, rejection, runNamed, sleep, until } from './helpers.js';
 
 const AGENT = { agent: { name: 'abp-wasm-test-agent', version: '1.0.0' }, dialect: 'acp' };
 const raw = (p) => p ?? {};
 
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  return fail('expected a rejection');
-}
 
 /** The SDK's client role calling our AbpApp (dialect 'acp'). */
 export async function sdkClientCallsOurApp() {

@@ -1,4 +1,5 @@
-// Assertions and waiting, shared by the browser cases (cases.js) and the WebSocket cases (ws-cases.js).
+// Assertions, waiting and the pages the cases open, shared by every browser case file (cases.js, ws-cases.js,
+// mcp-cases.js, mcp-v2-cases.js, acp-cases.js, …).
 
 /** Uncaught errors and unhandled rejections on the test page; every case ends by checking it is empty. */
 export const pageErrors = [];
@@ -21,6 +22,43 @@ export async function until(f, what, ms = 3000) {
     if (performance.now() - t0 > ms) fail(`timed out waiting for ${what}`);
     await sleep(5);
   }
+}
+
+/** The promise's rejection (a failure if it resolves). */
+export async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  return fail('expected a rejection');
+}
+
+/** This page's origin, and the same test server under its other name (127.0.0.1 or localhost): a second origin. */
+export const ORIGIN = location.origin;
+export const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
+
+/** An iframe showing `path` on the other origin, told (`?parent=`) which origin embeds it. */
+export function crossOriginFrame(path) {
+  const iframe = document.createElement('iframe');
+  iframe.src = `${OTHER}${path}${path.includes('?') ? '&' : '?'}parent=${encodeURIComponent(ORIGIN)}`;
+  document.body.appendChild(iframe);
+  return iframe;
+}
+
+/** What the MCP frames post to this page, from now on: `reports` ({ fixtureLog } from our app, { sdkLog } from an
+ *  SDK server page) and `messages` (every JSON-RPC message, inside the MCP-B envelope or bare). */
+export function recordMcpTraffic() {
+  const reports = [];
+  const messages = [];
+  addEventListener('message', (e) => {
+    const d = e.data;
+    if (d && d.fixtureLog) reports.push(d.fixtureLog);
+    else if (d && d.sdkLog) reports.push(d.sdkLog);
+    else if (d && d.type === 'mcp' && d.payload && typeof d.payload === 'object') messages.push(d.payload);
+    else if (d && d.jsonrpc === '2.0') messages.push(d);
+  });
+  return { reports, messages, reported: (f) => reports.find(f) };
 }
 
 /** Runs `cases[name]`, failing it if it takes longer than `limitMs`; `after` cleans up either way. */

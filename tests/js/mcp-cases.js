@@ -6,43 +6,18 @@
 import { AbpClient, AbpApp, PostMessageTransport, WebSocketTransport } from '/wasm-bindgen-test';
 import { Client, IframeParentTransport, ExtAppsPostMessageTransport, WebSocketClientTransport, ElicitRequestSchema }
   from '/tests/interop/mcp-sdk/dist/client.js';
-import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+import { assert, crossOriginFrame, eq, fail, ORIGIN, OTHER, pageErrors, recordMcpTraffic, rejection, runNamed, sleep, until }
+  from './helpers.js';
 
-const ORIGIN = location.origin;
-const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
 const AGENT = { agent: { name: 'abp-wasm-test-agent', version: '1.0.0' }, dialect: 'mcp' };
 
-// What the frames report: { fixtureLog } from our app (tests/fixtures/mcp-app.html), { sdkLog } from the SDK's
-// McpServer page (tests/interop/mcp-sdk/server.html).
-const reports = [];
-// Every MCP-B envelope and bare JSON-RPC message the frames post to this page, for counting frames.
-const frames = [];
-addEventListener('message', (e) => {
-  const d = e.data;
-  if (d && d.fixtureLog) reports.push(d.fixtureLog);
-  else if (d && d.sdkLog) reports.push(d.sdkLog);
-  else if (d && d.type === 'mcp' && d.payload && typeof d.payload === 'object') frames.push(d.payload);
-  else if (d && d.jsonrpc === '2.0') frames.push(d);
-});
-const reported = (f) => reports.find(f);
-
-function frame(path) {
-  const iframe = document.createElement('iframe');
-  iframe.src = `${OTHER}${path}${path.includes('?') ? '&' : '?'}parent=${encodeURIComponent(ORIGIN)}`;
-  document.body.appendChild(iframe);
-  return iframe;
-}
+// What the frames report ({ fixtureLog } from our app, tests/fixtures/mcp-app.html; { sdkLog } from the SDK's
+// McpServer page, tests/interop/mcp-sdk/server.html), and every JSON-RPC message they post, for counting frames.
+const { reports, messages: frames, reported } = recordMcpTraffic();
+const frame = crossOriginFrame;
 
 const loaded = (iframe) => new Promise((resolve) => iframe.addEventListener('load', resolve, { once: true }));
 
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  return fail('expected a rejection');
-}
 
 /** The official SDK Client, connected to our AbpApp (dialect 'mcp') in a cross-origin iframe. */
 async function sdkClientToOurApp(framing) {

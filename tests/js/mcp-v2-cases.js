@@ -5,42 +5,16 @@
 // the calls do. Every server runs in a cross-origin iframe; what happens inside it is reported back as messages.
 import { AbpClient, PostMessageTransport } from '/wasm-bindgen-test';
 import { Client, IframeParentTransport, ExtAppsPostMessageTransport } from '/tests/interop/mcp-sdk/dist/client-v2.js';
-import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+import { assert, crossOriginFrame, eq, fail, OTHER, pageErrors, recordMcpTraffic, rejection, runNamed, sleep, until }
+  from './helpers.js';
 
-const ORIGIN = location.origin;
-const OTHER = ORIGIN.includes('127.0.0.1') ? ORIGIN.replace('127.0.0.1', 'localhost') : ORIGIN.replace('localhost', '127.0.0.1');
 const MODERN = '2026-07-28';
 const VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
 
-// What the frames report: { fixtureLog } from our app (tests/fixtures/mcp-app.html), { sdkLog } from the SDK 2
-// server page (tests/interop/mcp-sdk/server-v2.html).
-const reports = [];
-// Every JSON-RPC message the frames post to this page (inside the MCP-B envelope or bare).
-const received = [];
-addEventListener('message', (e) => {
-  const d = e.data;
-  if (d && d.fixtureLog) reports.push(d.fixtureLog);
-  else if (d && d.sdkLog) reports.push(d.sdkLog);
-  else if (d && d.type === 'mcp' && d.payload && typeof d.payload === 'object') received.push(d.payload);
-  else if (d && d.jsonrpc === '2.0') received.push(d);
-});
-const reported = (f) => reports.find(f);
-
-function frame(path) {
-  const iframe = document.createElement('iframe');
-  iframe.src = `${OTHER}${path}${path.includes('?') ? '&' : '?'}parent=${encodeURIComponent(ORIGIN)}`;
-  document.body.appendChild(iframe);
-  return iframe;
-}
-
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    return e;
-  }
-  return fail('expected a rejection');
-}
+// What the frames report ({ fixtureLog } from our app, tests/fixtures/mcp-app.html; { sdkLog } from the SDK 2
+// server page, tests/interop/mcp-sdk/server-v2.html), and every JSON-RPC message they post.
+const { reports, messages: received, reported } = recordMcpTraffic();
+const frame = crossOriginFrame;
 
 /** The SDK 2 Client (version negotiation on) connected to our AbpApp (dialect 'mcp') in a cross-origin iframe;
  * `sent` is every message the SDK hands its transport. */
