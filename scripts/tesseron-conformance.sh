@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/page-server.sh
 dir="${TESSERON_CONFORMANCE_DIR:-tests/interop/tesseron/conformance}"
 if [ ! -d "$dir/fixtures" ]; then
   echo "conformance:tesseron: FAILED: no fixtures at $dir/fixtures (the Tesseron conformance fixtures, CC BY 4.0," \

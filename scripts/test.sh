@@ -32,8 +32,7 @@ export WASM_BINDGEN_TEST_NO_ORIGIN_ISOLATION=1 WASM_BINDGEN_TEST_TIMEOUT=150
 trap 'bash scripts/peer.sh stop; bash scripts/discovery-fixtures.sh stop; bash scripts/tesseron-app.sh stop' EXIT
 # The test runner serves its page on this address, so that abp-peer can allow exactly that origin (it refuses
 # every other page); the same server under the name localhost is the second, unlisted origin the cases use.
-runner_port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
-export WASM_BINDGEN_TEST_ADDRESS="127.0.0.1:$runner_port"
+source scripts/page-server.sh
 ABP_PEER_URL=$(bash scripts/peer.sh "http://$WASM_BINDGEN_TEST_ADDRESS")
 # The peer's launch token (the same across its restarts), for the cases that drive it; read at build time.
 ABP_PEER_TOKEN=$(cat target/peer.token)
@@ -44,10 +43,9 @@ export ABP_PEER_URL ABP_PEER_TOKEN ABP_DISCOVERY_URL TESSERON_APP_URL
 echo "abp-peer at $ABP_PEER_URL; discovery fixtures at $ABP_DISCOVERY_URL; Tesseron app at $TESSERON_APP_URL"
 # The official MCP packages the interop cases talk to (tests/interop/package.json, pinned), bundled for the browser.
 node tests/interop/build.mjs
-# One test file and browser at a time. Now and then (always at "Loading scripts...", before any test has
-# started) headless Chrome's renderer hangs while the runner's page loads, and
-# the runner gives up after WASM_BINDGEN_TEST_TIMEOUT. Only that case is run again, once; a failing test is
-# never retried.
+# One test file and browser at a time. Should the page still never load (at "Loading scripts...", before any test
+# has started; scripts/nudge-runner.mjs says why it did), the runner gives up after WASM_BINDGEN_TEST_TIMEOUT: only
+# that case is run again, once; a failing test is never retried.
 for file in tests/*.rs; do
   name=$(basename "$file" .rs)
   # Run below by their own scripts, which start the processes they need.

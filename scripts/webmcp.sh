@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/page-server.sh
 [ "${1:-}" = --no-setup ] || bash scripts/setup.sh browsers
 node tests/interop/build.mjs
 export WASM_BINDGEN_TEST_TIMEOUT=150
