@@ -19,11 +19,8 @@ use axum::extract::ws::WebSocket;
 use serde_json::{json, Value};
 
 use crate::control::{Command, Envelope, Event};
-use crate::hub::Hub;
+use crate::hub::{Hub, Registration};
 use crate::ws::{Conn, Incoming};
-
-/// The WebSocket close code for an app refused because another app holds its room (HTTP 409 before the upgrade).
-pub(crate) const ROOM_TAKEN: u16 = 4409;
 
 struct Agent {
     /// Speaking the app's dialect (from the WebSocket subprotocol).
@@ -291,24 +288,19 @@ pub(crate) fn unix_ms() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// `/agent/<room>`: an app connected; be its agent until it goes.
+/// `/agent/<room>`: an app connected; be its agent until it goes. `registration`: the room, taken for it before
+/// the upgrade was answered ([`Hub::try_attach_agent`]).
 /// `dialect`: what the app speaks (ABP; MCP for the subprotocol `mcp`; Tesseron, where this peer is the
 /// gateway, for `tesseron-gateway`).
 pub(crate) async fn serve(
     socket: WebSocket,
     hub: Arc<Hub>,
+    mut registration: Registration<Envelope>,
     room: String,
     dialect: DialectKind,
     ping: Duration,
 ) {
     let mut conn = Conn::new(socket);
-    // The first app wins the room (a second one was refused before the upgrade; one that raced it is closed here).
-    let Some(mut registration) = hub.try_attach_agent(&room) else {
-        eprintln!("abp-peer: 409 for /agent/{room}: another app holds it");
-        conn.close_with(ROOM_TAKEN, "another app holds this room")
-            .await;
-        return;
-    };
     let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + ping, ping);
     let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
     let core = AgentConnection::new(

@@ -14,7 +14,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use crate::control::{Envelope, Event};
 use crate::relay;
 
-type Registry<T> = Mutex<HashMap<String, (u64, UnboundedSender<T>)>>;
+/// Per room: the registration's id, its inbox, and (for an app's slot) the room key it holds the slot with.
+type Registry<T> = Mutex<HashMap<String, (u64, UnboundedSender<T>, Option<String>)>>;
 
 #[derive(Default)]
 pub(crate) struct Hub {
@@ -29,6 +30,37 @@ pub(crate) struct Hub {
 /// A lock that survives a panicked holder (the maps stay usable; each entry is replaced whole).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether an app may have a room's app slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Nobody holds it, and no key is asked for (or the right one was given).
+    Free,
+    /// Another app holds it: the first app wins.
+    Taken,
+    /// The room was joined with a key, and this one is missing or wrong.
+    WrongKey,
+    /// Another app holds it, and this one has the key it was joined with: it takes the holder's place.
+    Retake,
+}
+
+/// The app slot's rule: `held` whether someone holds it, `pinned` the key the room asks for, `key` the
+/// newcomer's. Keys are compared in constant time.
+pub(crate) fn slot(held: bool, pinned: Option<&str>, key: Option<&str>) -> Slot {
+    use subtle::ConstantTimeEq;
+    match (pinned, key) {
+        (Some(p), Some(k)) if bool::from(p.as_bytes().ct_eq(k.as_bytes())) => {
+            if held {
+                Slot::Retake
+            } else {
+                Slot::Free
+            }
+        }
+        (Some(_), _) => Slot::WrongKey,
+        (None, _) if held => Slot::Taken,
+        (None, _) => Slot::Free,
+    }
 }
 
 /// The agent of `room` is gone or was never there.
@@ -48,7 +80,7 @@ impl Hub {
     ) -> Registration<T> {
         let (tx, inbox) = unbounded_channel();
         let id = self.next_id();
-        lock(which(self)).insert(room.to_owned(), (id, tx));
+        lock(which(self)).insert(room.to_owned(), (id, tx, None));
         Registration {
             hub: self.clone(),
             which,
@@ -66,31 +98,35 @@ impl Hub {
     }
 
     /// Becomes the agent of `room` (the app that joined it is served by it), unless another app holds the room:
-    /// the first app wins, and `None` says the room is taken.
-    pub(crate) fn try_attach_agent(self: &Arc<Self>, room: &str) -> Option<Registration<Envelope>> {
+    /// the first app wins, unless the newcomer has the key the holder joined with (then it takes the holder's
+    /// place, and the holder's connection ends).
+    pub(crate) fn try_attach_agent(
+        self: &Arc<Self>,
+        room: &str,
+        key: Option<&str>,
+    ) -> Result<Registration<Envelope>, Slot> {
         let (tx, inbox) = unbounded_channel();
         let id = self.next_id();
         {
             let mut agents = lock(&self.agents);
-            if agents.get(room).is_some_and(|(_, held)| !held.is_closed()) {
-                return None;
+            match agents.get(room) {
+                Some((_, held, pinned)) if !held.is_closed() => {
+                    match slot(true, pinned.as_deref(), key) {
+                        Slot::Free | Slot::Retake => {}
+                        refused => return Err(refused),
+                    }
+                }
+                _ => {}
             }
-            agents.insert(room.to_owned(), (id, tx));
+            agents.insert(room.to_owned(), (id, tx, key.map(str::to_owned)));
         }
-        Some(Registration {
+        Ok(Registration {
             hub: self.clone(),
             which: |h| &h.agents,
             room: room.to_owned(),
             id,
             inbox,
         })
-    }
-
-    /// Whether an app holds `room` (its agent is there and serving).
-    pub(crate) fn agent_taken(&self, room: &str) -> bool {
-        lock(&self.agents)
-            .get(room)
-            .is_some_and(|(_, held)| !held.is_closed())
     }
 
     /// Becomes the controller of `room`'s agent: its events arrive in the returned inbox.
@@ -113,13 +149,13 @@ impl Hub {
         input: crate::mcp::HostInput,
     ) -> Result<(), NoAgent> {
         let gateways = lock(&self.mcp_gateways);
-        let (_, tx) = gateways.get(room).ok_or(NoAgent)?;
+        let (_, tx, _) = gateways.get(room).ok_or(NoAgent)?;
         tx.send(input).map_err(|_| NoAgent)
     }
 
     /// Sends an event to the controller of `room`, if there is one.
     pub(crate) fn emit(&self, room: &str, event: Event) {
-        if let Some((_, tx)) = lock(&self.controllers).get(room) {
+        if let Some((_, tx, _)) = lock(&self.controllers).get(room) {
             let _ = tx.send(event);
         }
     }
@@ -127,7 +163,7 @@ impl Hub {
     /// Sends a command to the agent of `room`.
     pub(crate) fn command(&self, room: &str, envelope: Envelope) -> Result<(), NoAgent> {
         let agents = lock(&self.agents);
-        let (_, tx) = agents.get(room).ok_or(NoAgent)?;
+        let (_, tx, _) = agents.get(room).ok_or(NoAgent)?;
         tx.send(envelope).map_err(|_| NoAgent)
     }
 
@@ -163,7 +199,7 @@ pub(crate) struct Registration<T> {
 impl<T> Drop for Registration<T> {
     fn drop(&mut self) {
         let mut map = lock((self.which)(&self.hub));
-        if map.get(&self.room).is_some_and(|(i, _)| *i == self.id) {
+        if map.get(&self.room).is_some_and(|(i, _, _)| *i == self.id) {
             map.remove(&self.room);
         }
     }

@@ -190,8 +190,12 @@ impl Gateway {
         }
     }
 
-    /// A host joined through `/mcp-host`.
+    /// A host joined through `/mcp-host`; past [`MAX_HOSTS`], dropping `out` closes its connection.
     fn join(&mut self, host: u64, out: UnboundedSender<String>) {
+        if self.hosts.len() >= MAX_HOSTS {
+            eprintln!("abp-peer mcp: refused a host: {MAX_HOSTS} are joined already");
+            return;
+        }
         self.hosts.push(Host {
             id: host,
             conn: host_connection(),
@@ -597,6 +601,9 @@ pub(crate) async fn serve_host(socket: axum::extract::ws::WebSocket, hub: Arc<Hu
     let _ = hub.to_mcp_gateway(&room, HostInput::Left { host });
     conn.close().await;
 }
+
+/// The hosts one gateway serves at once, stdio's among them.
+pub(crate) const MAX_HOSTS: usize = 16;
 
 /// This host joins the copy of `abp-peer mcp` that already serves the port (another host started it): its
 /// stdin goes there line by line, and what comes back goes to its stdout, until either end goes. The launch
@@ -1144,5 +1151,29 @@ mod tests {
             .expect("an answer for the call left behind");
         assert_eq!(left["result"]["isError"], true);
         assert!(g.calls.is_empty());
+    }
+
+    #[test]
+    fn a_gateway_serves_at_most_max_hosts() {
+        let (mut g, _agent) = gateway(json!({}));
+        let mut outs = Vec::new();
+        for host in 1..=MAX_HOSTS as u64 {
+            let (out, rx) = unbounded_channel();
+            g.join(host, out);
+            outs.push(rx);
+        }
+        assert_eq!(
+            g.hosts.len(),
+            MAX_HOSTS,
+            "stdio's and the joined ones, up to the cap"
+        );
+        assert!(
+            outs.iter().take(MAX_HOSTS - 1).all(|rx| !rx.is_closed()),
+            "the joined hosts stay"
+        );
+        assert!(
+            outs.last().is_some_and(|rx| rx.is_closed()),
+            "one more is closed"
+        );
     }
 }

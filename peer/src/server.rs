@@ -17,12 +17,14 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use axum::Router;
 use clap::Args;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-use crate::hub::Hub;
+use crate::control::Envelope;
+use crate::hub::{Hub, Registration, Slot};
 use crate::security::{default_token_file, Access, Guard, Origin, Refusal, Token, TOKEN_ENV};
 
 /// What every server mode accepts on its command line.
@@ -306,12 +308,50 @@ impl Server {
         });
         let app = Router::new().fallback(handle).with_state(state);
         eprintln!("abp-peer listening on ws://{}", self.addr);
-        let listener = self.listener.tap_io(|tcp| {
+        let handshakes = Arc::new(AtomicUsize::new(0));
+        loop {
+            let tcp = match self.listener.accept().await {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of descriptors, or a connection reset before it was accepted: the listener itself is
+                    // fine, and the next accept may work once a connection has gone.
+                    eprintln!("abp-peer: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            if handshakes.fetch_add(1, Ordering::AcqRel) >= MAX_HANDSHAKES {
+                // Sockets that never finish their request would otherwise hold descriptors the user's app needs.
+                handshakes.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            let handshake = Counted(handshakes.clone());
             let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app).await
+            let service = TowerToHyperService::new(app.clone());
+            tokio::spawn(async move {
+                let mut http = hyper::server::conn::http1::Builder::new();
+                // The timeout also closes a kept-alive connection that sends no next request. (Turning keep-alive
+                // off instead would answer upgrades with `Connection: upgrade, close`, which WebSocket clients
+                // refuse.)
+                http.timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT);
+                // Resolves once the request is answered (an upgraded socket goes on in its own task).
+                let _ = http
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .with_upgrades()
+                    .await;
+                drop(handshake);
+            });
+        }
     }
 }
+
+/// How long a connection may take to send its request's head, or stay idle between requests; then it is
+/// closed.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many connections may be sending their request at once; one more is closed as soon as it is accepted.
+const MAX_HANDSHAKES: usize = 256;
 
 /// Resolves when the process is told to stop (SIGINT, or SIGTERM on Unix); never, where signals cannot be had.
 pub(crate) fn stop_signal() -> impl std::future::Future<Output = ()> {
@@ -418,24 +458,18 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             return refused(&path, r);
         }
     }
-    let taken = match &endpoint {
-        Endpoint::Agent { room } => s.hub.agent_taken(room),
-        Endpoint::Relay { room, agent: false } => crate::relay::app_taken(&s.hub, room),
-        _ => false,
-    };
-    {
-        if taken {
-            // The first app wins: a second one must not take the user's app's place (and its calls).
-            let why = format!("another app holds {path}: close it first (a silent one is let go within a few pings)");
+    let key = match room_key(parts.uri.query()) {
+        Ok(key) => key,
+        Err(why) => {
             return refused(
                 &path,
                 Refusal {
-                    status: StatusCode::CONFLICT,
+                    status: StatusCode::BAD_REQUEST,
                     why,
                 },
-            );
+            )
         }
-    }
+    };
     if matches!(endpoint, Endpoint::McpHost { .. }) && parts.headers.contains_key(header::ORIGIN) {
         // Only another copy of `abp-peer mcp` joins here: no web page, whatever its origin.
         let why = "only a native MCP host joins here, not a web page".to_owned();
@@ -486,6 +520,43 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             },
         );
     }
+    // An app's place in its room is taken now, before the upgrade is answered: a refused app gets its status,
+    // and of two apps racing for a room only one is told yes.
+    let place = match &endpoint {
+        Endpoint::Agent { room } => s
+            .hub
+            .try_attach_agent(room, key.as_deref())
+            .map(Place::Agent),
+        Endpoint::Relay { room, agent } => {
+            crate::relay::join(&s.hub, room, *agent, key).map(Place::Relay)
+        }
+        _ => Ok(Place::None),
+    };
+    let place = match place {
+        Ok(place) => place,
+        // The first app wins: a second one must not take the user's app's place (and its calls).
+        Err(Slot::WrongKey) => {
+            let why =
+                format!("{path} was joined with a key (?key=), and this one is missing or wrong");
+            return refused(
+                &path,
+                Refusal {
+                    status: StatusCode::FORBIDDEN,
+                    why,
+                },
+            );
+        }
+        Err(_) => {
+            let why = format!("another app holds {path}: close it first (a silent one is let go within a few pings)");
+            return refused(
+                &path,
+                Refusal {
+                    status: StatusCode::CONFLICT,
+                    why,
+                },
+            );
+        }
+    };
     let counted = Counted(s.open.clone());
     let hub = s.hub.clone();
     let ping = s.app_ping;
@@ -497,18 +568,42 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         .max_frame_size(s.max_message_bytes)
         .on_upgrade(move |socket| async move {
             let _counted = counted;
-            match endpoint {
-                Endpoint::Agent { room } => {
-                    crate::agent::serve(socket, hub, room, dialect_of(chosen), ping).await
+            match (endpoint, place) {
+                (Endpoint::Agent { room }, Place::Agent(registration)) => {
+                    let dialect = dialect_of(chosen);
+                    crate::agent::serve(socket, hub, registration, room, dialect, ping).await
                 }
-                Endpoint::Control { room } => crate::control::serve(socket, hub, room).await,
-                Endpoint::Relay { room, agent } => {
-                    crate::relay::serve(socket, hub, room, agent, ping).await
+                (Endpoint::Relay { .. }, Place::Relay(joined)) => {
+                    crate::relay::serve(socket, joined, ping).await
                 }
-                Endpoint::McpHost { room } => crate::mcp::serve_host(socket, hub, room).await,
-                Endpoint::Exit => {}
+                (Endpoint::Control { room }, _) => crate::control::serve(socket, hub, room).await,
+                (Endpoint::McpHost { room }, _) => crate::mcp::serve_host(socket, hub, room).await,
+                _ => {}
             }
         })
+}
+
+/// A room's side, taken for a connection before its upgrade is answered.
+enum Place {
+    None,
+    Agent(Registration<Envelope>),
+    Relay(crate::relay::Joined),
+}
+
+/// The room key of a request's query (`key=`): what an app joins its room with, so that only a holder of it
+/// takes the room (or takes it back). Between 16 and 256 characters, so it cannot be guessed by trying.
+fn room_key(query: Option<&str>) -> Result<Option<String>, String> {
+    let Some(value) = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("key="))
+    else {
+        return Ok(None);
+    };
+    if !(16..=256).contains(&value.len()) || !value.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a room key (?key=) is 16 to 256 printable ASCII characters".to_owned());
+    }
+    Ok(Some(value.to_owned()))
 }
 
 /// Removes the token file a mode wrote, if any (when it stops).

@@ -41,17 +41,6 @@ impl Conn {
         self.open && self.ws.send(Message::Ping(Vec::new().into())).await.is_ok()
     }
 
-    /// A close frame with `code` and `reason`, then the socket is dropped.
-    pub(crate) async fn close_with(mut self, code: u16, reason: &'static str) {
-        if self.open {
-            let frame = axum::extract::ws::CloseFrame {
-                code,
-                reason: reason.into(),
-            };
-            let _ = self.ws.send(Message::Close(Some(frame))).await;
-        }
-    }
-
     /// The next frame. Cancel-safe while waiting for one (it may be a branch of a `select!`).
     pub(crate) async fn recv(&mut self) -> Incoming {
         if !self.open {
@@ -80,6 +69,14 @@ impl Conn {
     /// Sends a text frame; false once the connection is gone.
     pub(crate) async fn send(&mut self, text: String) -> bool {
         if self.open && self.ws.send(Message::text(text)).await.is_err() {
+            self.open = false;
+        }
+        self.open
+    }
+
+    /// Sends a binary frame; false once the connection is gone.
+    pub(crate) async fn send_binary(&mut self, bytes: &'static [u8]) -> bool {
+        if self.open && self.ws.send(Message::binary(bytes)).await.is_err() {
             self.open = false;
         }
         self.open

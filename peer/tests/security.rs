@@ -583,3 +583,43 @@ fn connections_are_capped_and_a_room_holds_no_more_than_a_mebibyte_for_nobody() 
     }
     assert!(closed, "4 MiB for nobody closed the sender");
 }
+
+#[test]
+fn sockets_that_never_finish_their_request_are_closed_and_cannot_lock_the_app_out() {
+    use std::io::{Read, Write};
+    let p = Peer::start(&[]);
+    let head = format!("GET /agent/slow HTTP/1.1\r\nHost: {}\r\n", host(&p));
+    // 300 sockets: half send part of a request head and stop, half send nothing.
+    let socks: Vec<_> = (0..300)
+        .map(|i| {
+            let mut s = std::net::TcpStream::connect(p.addr).expect("connect");
+            if i % 2 == 0 {
+                s.write_all(head.as_bytes()).expect("write");
+            }
+            s
+        })
+        .collect();
+    let closed = |mut s: &std::net::TcpStream, wait: Duration| {
+        s.set_read_timeout(Some(wait)).expect("timeout");
+        let mut b = [0u8; 64];
+        // EOF, a reset or a refusal's answer (nothing is ever answered to a request that did not end).
+        !matches!(s.read(&mut b), Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+    };
+    // More than the server takes at once are closed as soon as they are accepted.
+    let early = socks
+        .iter()
+        .filter(|s| closed(s, Duration::from_millis(20)))
+        .count();
+    assert!(early >= 300 - 256, "{early} of 300 closed at once");
+    // The rest are closed after the header-read timeout (10 s), and the app gets its room.
+    let t0 = std::time::Instant::now();
+    for s in &socks {
+        let left = Duration::from_secs(14).saturating_sub(t0.elapsed());
+        assert!(
+            closed(s, left.max(Duration::from_millis(1))),
+            "a silent socket is still open after {:?}",
+            t0.elapsed()
+        );
+    }
+    assert_eq!(status(&p, "/agent/slow", &[]), 101, "the app's connection");
+}
