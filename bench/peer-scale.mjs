@@ -14,7 +14,7 @@
 // Environment: CARGO_TARGET_DIR (default target/), PEER_SCALE_STEPS (idle connections held, cumulative, default
 // 1000,5000,10000,15000), PEER_SCALE_CONCURRENCY (calls in flight, default 1,64), PEER_SCALE_WINDOW (seconds per
 // round, default 3), PEER_SCALE_CYCLES (times all are closed and opened again, default 2), PEER_SCALE_ONLY
-// (idle,relay,gateway), PEER_SCALE_JSON=1 (also print the raw JSON).
+// (idle,relay,gateway,caps), PEER_SCALE_JSON=1 (also print the raw JSON).
 import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -129,3 +129,18 @@ calls(`Calls through the relay (${r.windowSeconds} s × 2 rounds each, interleav
   'baseline: WebSocket echo app in the client process', 'relay: /relay/R/agent → peer → /relay/R/app');
 calls(`Calls through the MCP gateway (${r.windowSeconds} s × 2 rounds each, interleaved):`, r.gateway,
   'baseline: stdio MCP server answering itself', 'gateway: stdio → abp-peer mcp → ABP app on /agent');
+
+const c = r.caps;
+if (c) {
+  const mib = (c.frameBytes * c.framesPerFlood / 1048576).toFixed(0);
+  console.log(`Memory under the default caps: ${c.rooms} relay rooms, each flooded with ${mib} MiB in ${c.frameBytes / 1024} KiB frames, then 1,000 sockets that never send a request:`);
+  table(['after', 'frames sent', 'senders closed', 'peer RSS', 'peer peak RSS'], [
+    ['start (no connection)', '–', '–', kib(c.start.rssKiB), kib(c.start.peakKiB)],
+    ['apps flooding agents that never read', f(c.unreadAgent.framesSent), `${c.unreadAgent.sendersClosed} of ${c.rooms}`,
+      kib(c.unreadAgent.memory.rssKiB), kib(c.unreadAgent.memory.peakKiB)],
+    ['apps alone flooding empty rooms', f(c.emptyRoom.framesSent), `${c.emptyRoom.sendersClosed} of ${c.rooms}`,
+      kib(c.emptyRoom.memory.rssKiB), kib(c.emptyRoom.memory.peakKiB)],
+    ['1,000 silent sockets', '–', '–', kib(c.silentSockets.memory.rssKiB), kib(c.silentSockets.memory.peakKiB)],
+    ['all closed', '–', '–', kib(c.afterClosing.rssKiB), kib(c.afterClosing.peakKiB)],
+  ]);
+}

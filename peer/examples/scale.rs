@@ -45,7 +45,7 @@ const SPARE_FDS: u64 = 64;
 #[derive(Parser)]
 #[command(
     name = "scale",
-    about = "abp-peer under load: idle connections, the relay, the MCP gateway"
+    about = "abp-peer under load: idle connections, the relay, the MCP gateway, memory under its caps"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -83,8 +83,8 @@ struct RunArgs {
     /// Everything ends after this many seconds, finished or not.
     #[arg(long, default_value_t = 300.0)]
     deadline: f64,
-    /// Only these parts (idle, relay, gateway).
-    #[arg(long, value_delimiter = ',', default_value = "idle,relay,gateway")]
+    /// Only these parts (idle, relay, gateway, caps).
+    #[arg(long, value_delimiter = ',', default_value = "idle,relay,gateway,caps")]
     only: Vec<String>,
 }
 
@@ -167,6 +167,9 @@ fn run(args: &RunArgs) -> Result<Value, String> {
     if wants("gateway") {
         report["gateway"] = gateway(args, &token, tck)?;
     }
+    if wants("caps") {
+        report["caps"] = caps(args, &token)?;
+    }
     report["loadAverageAtEnd"] = json!(load_average());
     Ok(report)
 }
@@ -186,6 +189,17 @@ impl Peer {
     /// `abp-peer [mode...] --listen 127.0.0.1:0 --token-file DIR/token`, with `ABP_PEER_TOKEN`; ready once it
     /// printed its listening line. `stdio`: stdin and stdout piped (the gateway's MCP host side).
     fn start(bin: &Path, mode: &[&str], token: &str, stdio: bool) -> Result<Peer, String> {
+        Peer::start_with(bin, mode, token, stdio, &["--max-connections", "1000000"])
+    }
+
+    /// As [`Peer::start`], with `caps` instead of the raised connection cap.
+    fn start_with(
+        bin: &Path,
+        mode: &[&str],
+        token: &str,
+        stdio: bool,
+        caps: &[&str],
+    ) -> Result<Peer, String> {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "abp-peer-scale-{}-{}",
@@ -198,7 +212,7 @@ impl Peer {
         let mut child = Command::new(bin)
             .args(mode)
             // The idle steps hold far more connections than the default cap admits.
-            .args(["--max-connections", "1000000"])
+            .args(caps)
             .args(["--listen", "127.0.0.1:0", "--token-file"])
             .arg(dir.join("token"))
             .env("ABP_PEER_TOKEN", token)
@@ -1057,4 +1071,76 @@ fn stdio_echo() {
             return;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What a flood leaves the peer holding, with its default caps.
+
+/// The peer's RSS now and at its peak, in KiB.
+fn rss(pid: &str) -> Value {
+    json!({ "rssKiB": status_field(pid, "VmRSS:"), "peakKiB": status_field(pid, "VmHWM:") })
+}
+
+/// Sends `frame` on `ws` until the peer closes it or `limit` frames went; how many went.
+fn flood(ws: &mut Ws, frame: &str, limit: usize) -> usize {
+    let mut sent = 0;
+    while sent < limit {
+        if ws.send(Message::text(frame)).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    sent
+}
+
+/// Three floods against one peer with the default caps, the peer's memory after each: `rooms` relay rooms whose
+/// app sends 16 MiB in 256 KiB frames to an agent that never reads; as many apps alone in their rooms sending
+/// the same to nobody; then 1,000 sockets that never finish their request.
+fn caps(args: &RunArgs, token: &str) -> Result<Value, String> {
+    const ROOMS: usize = 64;
+    let peer = Peer::start_with(&args.peer, &[], token, false, &[])?;
+    let pid = peer.pid().to_string();
+    let start = rss(&pid);
+    let frame = "x".repeat(256 * 1024);
+    let limit = 64; // 16 MiB each
+    let mut agents = Vec::new();
+    let mut sent = 0usize;
+    let mut closed = 0usize;
+    for room in 0..ROOMS {
+        let agent = ws_connect(peer.addr, &format!("/relay/f{room}/agent"), Some(token))?;
+        let mut app = ws_connect(peer.addr, &format!("/relay/f{room}/app"), None)?;
+        let n = flood(&mut app, &frame, limit);
+        sent += n;
+        closed += usize::from(n < limit || ws_recv(&mut app).is_err());
+        agents.push(agent);
+    }
+    let unread = rss(&pid);
+    let mut alone = Vec::new();
+    let mut sent_alone = 0usize;
+    let mut closed_alone = 0usize;
+    for room in 0..ROOMS {
+        let mut app = ws_connect(peer.addr, &format!("/relay/e{room}/app"), None)?;
+        let n = flood(&mut app, &frame, limit);
+        sent_alone += n;
+        closed_alone += usize::from(n < limit || ws_recv(&mut app).is_err());
+        alone.push(app);
+    }
+    let nobody = rss(&pid);
+    let silent: Vec<TcpStream> = (0..1000)
+        .filter_map(|_| TcpStream::connect_timeout(&peer.addr, IO_TIMEOUT).ok())
+        .collect();
+    thread::sleep(Duration::from_secs(1));
+    let heads = rss(&pid);
+    drop((agents, alone, silent));
+    thread::sleep(Duration::from_secs(1));
+    Ok(json!({
+        "rooms": ROOMS,
+        "frameBytes": frame.len(),
+        "framesPerFlood": limit,
+        "start": start,
+        "unreadAgent": { "framesSent": sent, "sendersClosed": closed, "memory": unread },
+        "emptyRoom": { "framesSent": sent_alone, "sendersClosed": closed_alone, "memory": nobody },
+        "silentSockets": { "opened": 1000, "memory": heads },
+        "afterClosing": rss(&pid),
+    }))
 }
