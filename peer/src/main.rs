@@ -21,6 +21,7 @@ mod control;
 mod discover;
 mod hub;
 mod mcp;
+mod mcp_http;
 mod relay;
 mod security;
 mod server;

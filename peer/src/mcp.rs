@@ -47,6 +47,17 @@ pub(crate) struct Args {
     /// The room the browser app joins: `/agent/ROOM` (empty: `/agent`).
     #[arg(long, value_name = "ROOM", default_value = "")]
     room: String,
+    /// Also serve MCP's Streamable HTTP transport (revision 2026-07-28) at http://HOST:PORT/mcp, for hosts that
+    /// reach servers by URL; port 0 picks one. Stdin is then left alone unless --stdio is given too.
+    #[arg(long, value_name = "HOST:PORT")]
+    http: Option<String>,
+    /// With --http: serve a host on stdin/stdout as well.
+    #[arg(long, requires = "http")]
+    stdio: bool,
+    /// With --http: take requests without the launch token (`Authorization: Bearer`), for a host behind a proxy
+    /// that authenticates, or a test runner. Anything on this machine can then use the app.
+    #[arg(long, requires = "http")]
+    http_no_auth: bool,
 }
 
 /// How long the host's going away waits for the app to confirm the cancels before the process exits.
@@ -722,16 +733,65 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let hub = Arc::new(Hub::default());
     let mut registration = hub.attach_controller(&args.room);
     let mut joining = hub.attach_mcp_gateway(&args.room);
+    let mut hosts = vec![Host {
+        id: STDIO,
+        conn: host_connection(),
+        sink: None,
+    }];
+    if let Some(listen) = &args.http {
+        let listener = crate::mcp_http::bind(listen, args.server.allow_non_loopback).await?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| format!("--http {listen}: {e}"))?;
+        // The gateway's own origins: it serves no pages, so a page there is one the user opened on purpose.
+        let own = [
+            format!("http://127.0.0.1:{}", bound.port()),
+            format!("http://localhost:{}", bound.port()),
+        ]
+        .iter()
+        .filter_map(|o| crate::security::Origin::parse(o).ok())
+        .collect();
+        let (lines, for_http) = unbounded_channel();
+        let streams = Arc::new(crate::mcp_http::Streams::default());
+        tokio::spawn(crate::mcp_http::dispatch(for_http, streams.clone()));
+        let endpoint = Arc::new(crate::mcp_http::Endpoint {
+            guard: server.guard_beside(&args.server, listen, bound, own),
+            auth: !args.http_no_auth,
+            hub: hub.clone(),
+            room: args.room.clone(),
+            streams,
+        });
+        hosts.push(Host {
+            id: crate::mcp_http::HTTP,
+            conn: host_connection(),
+            sink: Some(lines),
+        });
+        if args.http_no_auth {
+            eprintln!(
+                "abp-peer mcp: warning: --http-no-auth: any program on this machine (and any page on an allowed \
+                 origin) can call the app's tools at http://{bound}/mcp"
+            );
+        } else if let Some(file) = &token_file {
+            eprintln!(
+                "abp-peer mcp: http://{bound}/mcp needs Authorization: Bearer TOKEN, the token in {} (or set {} \
+                 before starting)",
+                file.display(),
+                crate::security::TOKEN_ENV
+            );
+        }
+        eprintln!("abp-peer mcp on http://{bound}/mcp");
+        tokio::spawn(server::serve_connections(
+            listener,
+            crate::mcp_http::router(endpoint),
+        ));
+    }
     let mut serving = tokio::spawn({
         let hub = hub.clone();
         async move { server.run(routes, hub).await }
     });
+    let stdio = args.http.is_none() || args.stdio;
     let mut gateway = Gateway {
-        hosts: vec![Host {
-            id: STDIO,
-            conn: host_connection(),
-            sink: None,
-        }],
+        hosts,
         registry: Registry::default(),
         tools: Vec::new(),
         joined: false,
@@ -754,7 +814,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         }
         let due = gateway.next_deadline();
         tokio::select! {
-            line = next_line(&mut lines) => match line {
+            line = next_line(&mut lines), if stdio => match line {
                 Some(line) if line.trim().is_empty() => {}
                 Some(line) => gateway.on_host_line(STDIO, &line),
                 None => break,

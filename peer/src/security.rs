@@ -99,6 +99,7 @@ fn split_host_port(text: &str) -> Option<(&str, Option<u16>)> {
 }
 
 /// The launch secret: minted from the OS RNG (or taken from `ABP_PEER_TOKEN`), never printed but once.
+#[derive(Clone)]
 pub(crate) struct Token(String);
 
 /// The environment variable a supervisor sets to give every restart of the peer the same secret.
@@ -266,6 +267,20 @@ impl Guard {
             origins,
             token,
         }
+    }
+
+    /// The same checks for another listener of this process (`bound`, with `origins` allowed besides the
+    /// configured ones), with the same token.
+    pub(crate) fn beside(
+        &self,
+        listen: &str,
+        bound: SocketAddr,
+        extra_hosts: &[String],
+        origins: Vec<Origin>,
+    ) -> Guard {
+        let mut all = self.origins.clone();
+        all.extend(origins);
+        Guard::new(listen, bound, extra_hosts, all, self.token.clone())
     }
 
     /// The `Host` and `Origin` checks, which every request passes before its path is even looked at.

@@ -289,6 +289,18 @@ impl Server {
         })
     }
 
+    /// The checks for another listener of this process (`abp-peer mcp --http`), with this server's token.
+    pub(crate) fn guard_beside(
+        &self,
+        options: &ServerOptions,
+        listen: &str,
+        bound: SocketAddr,
+        origins: Vec<Origin>,
+    ) -> Guard {
+        self.guard
+            .beside(listen, bound, &options.allow_hosts, origins)
+    }
+
     /// Where the token was written, if it was (the mode removes it when it stops).
     pub(crate) fn token_file(&self) -> Option<PathBuf> {
         self.token_file.clone()
@@ -308,41 +320,47 @@ impl Server {
         });
         let app = Router::new().fallback(handle).with_state(state);
         eprintln!("abp-peer listening on ws://{}", self.addr);
-        let handshakes = Arc::new(AtomicUsize::new(0));
-        loop {
-            let tcp = match self.listener.accept().await {
-                Ok((tcp, _)) => tcp,
-                Err(e) => {
-                    // Out of descriptors, or a connection reset before it was accepted: the listener itself is
-                    // fine, and the next accept may work once a connection has gone.
-                    eprintln!("abp-peer: accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            if handshakes.fetch_add(1, Ordering::AcqRel) >= MAX_HANDSHAKES {
-                // Sockets that never finish their request would otherwise hold descriptors the user's app needs.
-                handshakes.fetch_sub(1, Ordering::AcqRel);
+        serve_connections(self.listener, app).await
+    }
+}
+
+/// Serves `app` on every connection `listener` accepts until the process ends: hyper with a header-read timeout,
+/// and a bound on the connections still sending their request.
+pub(crate) async fn serve_connections(listener: TcpListener, app: Router) -> std::io::Result<()> {
+    let handshakes = Arc::new(AtomicUsize::new(0));
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of descriptors, or a connection reset before it was accepted: the listener itself is
+                // fine, and the next accept may work once a connection has gone.
+                eprintln!("abp-peer: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
-            let handshake = Counted(handshakes.clone());
-            let _ = tcp.set_nodelay(true);
-            let service = TowerToHyperService::new(app.clone());
-            tokio::spawn(async move {
-                let mut http = hyper::server::conn::http1::Builder::new();
-                // The timeout also closes a kept-alive connection that sends no next request. (Turning keep-alive
-                // off instead would answer upgrades with `Connection: upgrade, close`, which WebSocket clients
-                // refuse.)
-                http.timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT);
-                // Resolves once the request is answered (an upgraded socket goes on in its own task).
-                let _ = http
-                    .serve_connection(TokioIo::new(tcp), service)
-                    .with_upgrades()
-                    .await;
-                drop(handshake);
-            });
+        };
+        if handshakes.fetch_add(1, Ordering::AcqRel) >= MAX_HANDSHAKES {
+            // Sockets that never finish their request would otherwise hold descriptors the user's app needs.
+            handshakes.fetch_sub(1, Ordering::AcqRel);
+            continue;
         }
+        let handshake = Counted(handshakes.clone());
+        let _ = tcp.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            // The timeout also closes a kept-alive connection that sends no next request. (Turning keep-alive
+            // off instead would answer upgrades with `Connection: upgrade, close`, which WebSocket clients
+            // refuse.)
+            http.timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            // Resolves once the request is answered (an upgraded socket goes on in its own task).
+            let _ = http
+                .serve_connection(TokioIo::new(tcp), service)
+                .with_upgrades()
+                .await;
+            drop(handshake);
+        });
     }
 }
 

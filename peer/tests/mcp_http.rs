@@ -1,0 +1,408 @@
+//! `abp-peer mcp --http`: the gateway over MCP's Streamable HTTP (revision 2026-07-28), with raw HTTP/1.1 on
+//! 127.0.0.1 (so every header is exactly what a client, a page or an attacker would send) and a native ABP app
+//! joined to `/agent`. Covers the refusals (token 401, foreign `Origin` and rebinding `Host` 403, GET 405, a
+//! notification 202, header mismatches -32020, a legacy request 400); a call answered as JSON and as an SSE
+//! stream whose progress comes first with the client's own token; ids given back as the client wrote them; and
+//! the client closing a call's stream aborting the app's handler within 500 ms.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+mod native_app;
+use native_app::{App, AppEvent};
+
+const TOKEN: &str = "Zq8mW3xK1vR7tB2nY6pL4hD9sF0gJ5cA";
+
+struct Gateway {
+    child: Child,
+    ws: String,
+    http: SocketAddr,
+    _dir: tempdir::Dir,
+}
+
+mod tempdir {
+    /// A directory removed when dropped.
+    pub struct Dir(pub std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl Gateway {
+    fn start(extra: &[&str]) -> (Gateway, String) {
+        let dir = std::env::temp_dir().join(format!(
+            "abp-mcp-http-{}-{}",
+            std::process::id(),
+            extra.len()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
+            .args(["mcp", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .arg("--token-file")
+            .arg(dir.join("token"))
+            .env("ABP_PEER_TOKEN", TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start abp-peer mcp --http");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let (mut ws, mut http, mut log) = (None, None, String::new());
+        while ws.is_none() || http.is_none() {
+            let line = lines.next().expect("a line").expect("text");
+            log.push_str(&line);
+            log.push('\n');
+            if let Some(a) = line.strip_prefix("abp-peer listening on ") {
+                ws = Some(a.to_owned());
+            }
+            if let Some(a) = line.strip_prefix("abp-peer mcp on http://") {
+                http = Some(a.trim_end_matches("/mcp").parse().expect("an address"));
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+        let g = Gateway {
+            child,
+            ws: ws.expect("ws"),
+            http: http.expect("http"),
+            _dir: tempdir::Dir(dir),
+        };
+        (g, log)
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.http.port())
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" }
+    })
+}
+
+/// A request as bytes: `headers` ("Name: value") after Host, and the body.
+fn request(g: &Gateway, method: &str, path: &str, headers: &[String], body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(g.http).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", g.host());
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    s.write_all(head.as_bytes()).expect("write");
+    s.write_all(body.as_bytes()).expect("write");
+    s
+}
+
+/// The standard headers of a modern request for `message`, with the token.
+fn modern_headers(message: &Value, accept: &str) -> Vec<String> {
+    let mut h = vec![
+        format!("Authorization: Bearer {TOKEN}"),
+        "Content-Type: application/json".to_owned(),
+        format!("Accept: {accept}"),
+        "MCP-Protocol-Version: 2026-07-28".to_owned(),
+        format!("Mcp-Method: {}", message["method"].as_str().unwrap_or("")),
+    ];
+    if let Some(name) = message.pointer("/params/name").and_then(Value::as_str) {
+        h.push(format!("Mcp-Name: {name}"));
+    }
+    h
+}
+
+/// The whole answer (the server closes: `Connection: close`): status, head, body.
+fn answer(mut s: TcpStream) -> (u16, String, String) {
+    let mut all = String::new();
+    let _ = s.read_to_string(&mut all);
+    let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
+}
+
+fn post(g: &Gateway, message: &Value, headers: Vec<String>) -> (u16, String, String) {
+    answer(request(g, "POST", "/mcp", &headers, &message.to_string()))
+}
+
+/// The JSON-RPC messages of an SSE body (chunk-size lines between them are skipped).
+fn events(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+#[test]
+fn refusals_as_the_transport_and_section_8_say() {
+    let (g, log) = Gateway::start(&[]);
+    assert!(log.contains("needs Authorization: Bearer TOKEN"), "{log}");
+    assert!(!log.contains(TOKEN), "the token is never printed: {log}");
+    let list =
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": meta() } });
+    let ok = modern_headers(&list, "application/json, text/event-stream");
+    let without = |name: &str| -> Vec<String> {
+        ok.iter()
+            .filter(|h| !h.to_lowercase().starts_with(&name.to_lowercase()))
+            .cloned()
+            .collect()
+    };
+    let with = |extra: &str| -> Vec<String> {
+        let mut h = ok.clone();
+        h.push(extra.to_owned());
+        h
+    };
+    assert_eq!(post(&g, &list, ok.clone()).0, 200, "a good request");
+    let (status, head, _) = post(&g, &list, without("Authorization"));
+    assert_eq!(status, 401, "no token");
+    assert!(
+        head.to_lowercase().contains("www-authenticate: bearer"),
+        "{head}"
+    );
+    let mut wrong = without("Authorization");
+    wrong.push("Authorization: Bearer not-the-token-at-all-0123456789".to_owned());
+    assert_eq!(post(&g, &list, wrong).0, 401, "a wrong token");
+    assert_eq!(
+        post(&g, &list, with("Origin: https://evil.example")).0,
+        403,
+        "a foreign Origin"
+    );
+    let own = format!("Origin: http://127.0.0.1:{}", g.http.port());
+    assert_eq!(
+        post(&g, &list, with(&own)).0,
+        200,
+        "the gateway's own origin"
+    );
+    let forged = answer({
+        let mut s = TcpStream::connect(g.http).expect("connect");
+        let body = list.to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: attacker.test:{}\r\n{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            g.http.port(),
+            ok.join("\r\n"),
+            body.len()
+        );
+        s.write_all(head.as_bytes()).expect("write");
+        s
+    });
+    assert_eq!(forged.0, 403, "a rebinding Host");
+    let get = answer(request(&g, "GET", "/mcp", &ok, ""));
+    assert_eq!(get.0, 405, "GET");
+    assert!(get.1.to_lowercase().contains("allow: post"), "{}", get.1);
+    assert_eq!(
+        answer(request(&g, "DELETE", "/mcp", &ok, "")).0,
+        405,
+        "DELETE"
+    );
+    assert_eq!(
+        answer(request(&g, "POST", "/other", &ok, "{}")).0,
+        404,
+        "another path"
+    );
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": {} });
+    assert_eq!(post(&g, &note, ok.clone()).0, 202, "a notification");
+
+    // The metadata headers against the body: -32020.
+    let mismatch = |headers: Vec<String>, what: &str| {
+        let (status, _, body) = post(&g, &list, headers);
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        assert_eq!(
+            (status, v["error"]["code"].as_i64()),
+            (400, Some(-32020)),
+            "{what}: {body}"
+        );
+        assert_eq!(v["id"], 1, "{what}: the request's id");
+    };
+    mismatch(without("MCP-Protocol-Version"), "no version header");
+    let mut other = without("MCP-Protocol-Version");
+    other.push("MCP-Protocol-Version: 2025-11-25".to_owned());
+    mismatch(other, "another version");
+    let mut method = without("Mcp-Method");
+    method.push("Mcp-Method: tools/call".to_owned());
+    mismatch(method, "another method");
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "echo", "arguments": {}, "_meta": meta() } });
+    let mut named = modern_headers(&call, "application/json");
+    named.retain(|h| !h.starts_with("Mcp-Name"));
+    named.push("Mcp-Name: fail".to_owned());
+    let (status, _, body) = post(&g, &call, named);
+    assert!(
+        status == 400 && body.contains("-32020") && body.contains("Mcp-Name"),
+        "{body}"
+    );
+    // Base64 form of the name (what a client sends for a name that is not plain ASCII) is decoded first.
+    let mut encoded = modern_headers(&call, "application/json");
+    encoded.retain(|h| !h.starts_with("Mcp-Name"));
+    encoded.push("Mcp-Name: =?base64?ZWNobw==?=".to_owned());
+    assert_eq!(post(&g, &call, encoded).0, 200, "Mcp-Name in base64");
+
+    // A legacy request (no version in _meta): refused, and says why.
+    let init = json!({ "jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {} });
+    let (status, _, body) = post(&g, &init, modern_headers(&init, "application/json"));
+    assert!(status == 400 && body.contains("2026-07-28"), "{body}");
+
+    // --http-no-auth: no token asked, and a warning.
+    let (open, log) = Gateway::start(&["--http-no-auth"]);
+    assert!(log.contains("warning: --http-no-auth"), "{log}");
+    let mut h = modern_headers(&list, "application/json");
+    h.retain(|h| !h.starts_with("Authorization"));
+    assert_eq!(post(&open, &list, h).0, 200, "no token needed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
+    let (g, _) = Gateway::start(&[]);
+    let mut app = App::join(&g.ws).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    let g = std::sync::Arc::new(g);
+    let blocking =
+        |f: Box<dyn FnOnce() -> (u16, String, String) + Send>| tokio::task::spawn_blocking(f);
+
+    // tools/list, then a call answered as JSON with the client's own id (a string here).
+    // (The gateway lists the app's capabilities once it has joined: ask until they are there.)
+    let list = json!({ "jsonrpc": "2.0", "id": "L", "method": "tools/list", "params": { "_meta": meta() } });
+    let t0 = Instant::now();
+    let (status, v, body) = loop {
+        let (gg, l) = (g.clone(), list.clone());
+        let (status, _, body) = blocking(Box::new(move || {
+            post(&gg, &l, modern_headers(&l, "application/json"))
+        }))
+        .await
+        .expect("join");
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        if v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+            || t0.elapsed() > Duration::from_secs(5)
+        {
+            break (status, v, body);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!((status, &v["id"]), (200, &json!("L")), "{body}");
+    let names: Vec<&str> = v["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo", "fail", "steps", "slow"]);
+    let echo = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "echo", "arguments": { "text": "hi" }, "_meta": meta() } });
+    let (gg, e) = (g.clone(), echo.clone());
+    let (status, head, body) = blocking(Box::new(move || {
+        post(&gg, &e, modern_headers(&e, "application/json"))
+    }))
+    .await
+    .expect("join");
+    assert!(
+        head.to_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (status, &v["id"], &v["result"]["structuredContent"]["text"]),
+        (200, &json!(1), &json!("hi"))
+    );
+
+    // A call with a progress token, as an SSE stream: its progress (the client's token), then its result.
+    let mut meta_p = meta();
+    meta_p["progressToken"] = json!("my-token");
+    let steps = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "steps", "arguments": {}, "_meta": meta_p } });
+    let (gg, st) = (g.clone(), steps.clone());
+    let (status, head, body) = blocking(Box::new(move || {
+        post(
+            &gg,
+            &st,
+            modern_headers(&st, "application/json, text/event-stream"),
+        )
+    }))
+    .await
+    .expect("join");
+    assert_eq!(status, 200);
+    let head = head.to_lowercase();
+    assert!(
+        head.contains("content-type: text/event-stream") && head.contains("x-accel-buffering: no"),
+        "{head}"
+    );
+    let messages = events(&body);
+    let progress: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{body}");
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "my-token"),
+        "{body}"
+    );
+    let last = messages.last().expect("a response");
+    assert_eq!(
+        (&last["id"], &last["result"]["structuredContent"]["steps"]),
+        (&json!(1), &json!(3)),
+        "{body}"
+    );
+    // Drain the app's events of those two calls.
+    for _ in 0..2 {
+        app.started().await;
+    }
+
+    // A running call whose stream the client closes: the app's handler is aborted within 500 ms.
+    let slow = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {}, "_meta": meta() } });
+    let stream = request(
+        &g,
+        "POST",
+        "/mcp",
+        &modern_headers(&slow, "application/json, text/event-stream"),
+        &slow.to_string(),
+    );
+    let (call_id, capability) = app.started().await;
+    assert_eq!(capability, "slow");
+    let closed_at = Instant::now();
+    drop(stream);
+    match app.next("the handler's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted,
+            at,
+            ..
+        } => {
+            assert_eq!(aborted, call_id);
+            let took = at.duration_since(closed_at);
+            assert!(
+                took < Duration::from_millis(500),
+                "aborted {took:?} after the stream closed"
+            );
+        }
+        other => panic!("expected the abort, got {other:?}"),
+    }
+    app.leave();
+}

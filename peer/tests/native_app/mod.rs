@@ -1,0 +1,270 @@
+//! A browser app's stand-in for the gateway tests: this crate's app core with the ABP codec, over a WebSocket to
+//! `/agent`, serving four capabilities and reporting what it sees.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use abp_wasm::core::dialect::{Carrier, DialectKind};
+use abp_wasm::core::{AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+
+/// How long any one thing may take before the test fails (the gateway's tighter bounds are checked apart).
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// `fut`, or a failure naming `what` once `limit` has passed.
+pub async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: nothing within {limit:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The app: this crate's app core with the ABP codec, over a WebSocket to /agent.
+
+/// The app's capabilities: name, description.
+pub const TOOLS: [(&str, &str); 4] = [
+    ("echo", "Returns its params"),
+    ("fail", "Always refused: PERMISSION_DENIED"),
+    ("steps", "Reports three steps of progress, then returns"),
+    ("slow", "Runs until it is cancelled"),
+];
+
+#[derive(Debug)]
+pub enum AppEvent {
+    Joined,
+    Started {
+        call_id: String,
+        capability: String,
+    },
+    /// The handler's signal aborted.
+    Aborted {
+        call_id: String,
+        reason: Option<String>,
+        at: Instant,
+    },
+    /// The gateway closed the app's socket.
+    Closed,
+}
+
+pub struct App {
+    events: mpsc::UnboundedReceiver<AppEvent>,
+    leave: Option<oneshot::Sender<()>>,
+}
+
+impl App {
+    /// Connects to `url/agent` and serves it on a task until told to leave or the socket closes.
+    pub async fn join(url: &str) -> App {
+        let (ws, _) = within(
+            WAIT,
+            "the app's WebSocket",
+            tokio_tungstenite::connect_async(format!("{url}/agent")),
+        )
+        .await
+        .expect("the app connects to /agent");
+        App::serve(ws)
+    }
+
+    /// Serves an app on `ws`, on a task.
+    pub fn serve(
+        ws: tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+    ) -> App {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (leave_tx, leave) = oneshot::channel();
+        tokio::spawn(serve_app(ws, NativeApp::new(events_tx), leave));
+        App {
+            events,
+            leave: Some(leave_tx),
+        }
+    }
+
+    pub async fn next(&mut self, what: &str) -> AppEvent {
+        within(WAIT, what, self.events.recv())
+            .await
+            .unwrap_or_else(|| panic!("{what}: the app stopped"))
+    }
+
+    /// The next call the app started, as (ABP call id, capability).
+    pub async fn started(&mut self) -> (String, String) {
+        match self.next("a call started in the app").await {
+            AppEvent::Started {
+                call_id,
+                capability,
+            } => (call_id, capability),
+            other => panic!("expected a call to start, got {other:?}"),
+        }
+    }
+
+    /// Closes the app's socket (as a page that goes away).
+    pub fn leave(&mut self) {
+        if let Some(leave) = self.leave.take() {
+            let _ = leave.send(());
+        }
+    }
+}
+
+struct NativeApp {
+    conn: AppConnection<Value>,
+    registry: Registry<Value>,
+    start: Instant,
+    events: mpsc::UnboundedSender<AppEvent>,
+}
+
+impl NativeApp {
+    fn new(events: mpsc::UnboundedSender<AppEvent>) -> NativeApp {
+        let mut registry = Registry::default();
+        for (name, description) in TOOLS {
+            let descriptor = json!({ "name": name, "description": description });
+            registry
+                .register(name, Some(descriptor))
+                .expect("a valid descriptor");
+        }
+        let config = AppConfig {
+            // Every update goes out as it is made (the test counts them).
+            progress_interval: 0.0,
+            ..AppConfig::default()
+        };
+        let info = json!({ "id": "test.rmcp", "name": "rmcp test app", "version": "1" });
+        NativeApp {
+            conn: AppConnection::new(DialectKind::Abp, Carrier::Stream, config, info, "app-"),
+            registry,
+            start: Instant::now(),
+            events,
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// One frame from the agent (the gateway); what is not ABP is ignored.
+    fn receive(&mut self, text: &str) {
+        if let Ok(value) = serde_json::from_str::<Value>(text) {
+            let now = self.now();
+            let _ = self.conn.receive(&value, now, &self.registry);
+        }
+    }
+
+    /// Everything the core asks for: handlers run, and the frames to send.
+    fn perform(&mut self) -> Vec<String> {
+        let mut frames = Vec::new();
+        loop {
+            let registry = &self.registry;
+            let list = || registry.list();
+            let Some(output) = self.conn.poll(&unix_ms, &list) else {
+                break;
+            };
+            match output {
+                AppOutput::Transmit(t) => frames.push(t.message.to_string()),
+                AppOutput::Start {
+                    call_id,
+                    capability,
+                    params,
+                    ..
+                } => {
+                    let _ = self.events.send(AppEvent::Started {
+                        call_id: call_id.clone(),
+                        capability: capability.clone(),
+                    });
+                    self.run(&call_id, &capability, params);
+                }
+                AppOutput::Abort { call_id, reason } => {
+                    let at = Instant::now();
+                    let _ = self.events.send(AppEvent::Aborted {
+                        call_id,
+                        reason,
+                        at,
+                    });
+                }
+                AppOutput::SessionOpened { .. } => {
+                    let _ = self.events.send(AppEvent::Joined);
+                }
+                _ => {}
+            }
+        }
+        frames
+    }
+
+    /// The handlers, run to completion at once (but `slow`, which waits for its abort).
+    fn run(&mut self, call_id: &str, capability: &str, params: Value) {
+        let now = self.now();
+        let outcome = match capability {
+            "echo" => Outcome::Success { data: params },
+            "fail" => Outcome::Failure(AbpError::new(
+                ErrorCode::PermissionDenied,
+                "The user said no",
+            )),
+            "steps" => {
+                for step in 1..=3 {
+                    let info = json!({ "progress": step, "total": 3, "message": format!("step {step} of 3") });
+                    self.conn.progress(call_id, info, now);
+                }
+                Outcome::Success {
+                    data: json!({ "steps": 3 }),
+                }
+            }
+            _ => return,
+        };
+        self.conn.complete(call_id, outcome, None, now);
+    }
+}
+
+async fn serve_app(
+    mut ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    mut app: NativeApp,
+    mut leave: oneshot::Receiver<()>,
+) {
+    loop {
+        for frame in app.perform() {
+            if ws.send(Message::text(frame)).await.is_err() {
+                let _ = app.events.send(AppEvent::Closed);
+                return;
+            }
+        }
+        let due = app.conn.poll_timeout().map(|t| {
+            let ms = (t - app.now()).max(0.0).ceil();
+            tokio::time::Instant::now() + Duration::from_millis(ms as u64)
+        });
+        tokio::select! {
+            frame = ws.next() => match frame {
+                Some(Ok(Message::Text(text))) => app.receive(text.as_str()),
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                    let _ = app.events.send(AppEvent::Closed);
+                    return;
+                }
+                Some(Ok(_)) => {}
+            },
+            () = sleep_until(due) => {
+                let now = app.now();
+                app.conn.handle_timeout(now);
+            }
+            _ = &mut leave => {
+                // The page goes: the socket closes with calls still running.
+                let _ = ws.close(None).await;
+                return;
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
