@@ -17,7 +17,7 @@ import { sizes } from '../scripts/sizes.mjs';
 const calls = Number(process.env.BENCH_CALLS ?? 10000);
 const runs = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
-// The JS a page loads: wasm-bindgen's generated module plus our snippets (src/web/*.js),
+// The JS a page loads: wasm-bindgen's generated module plus our snippets (src/web/*.js, src/web/link/*.js),
 // gzipped together.
 const snippets = readdirSync('pkg/snippets', { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => readFileSync(`pkg/snippets/${f}`));
 const glue = Buffer.concat([readFileSync('pkg/abp_wasm.js'), ...snippets]);

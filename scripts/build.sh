@@ -94,10 +94,6 @@ rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/
 
 # The post-processing steps below each save at least 1 KB gzipped in the published package (what each saves:
 # BENCHMARKS.md); each checks its result and fails the build where it does not match the generated code.
-# Each build's copy of glue.js keeps only what that build reaches (scripts/shake-snippets.mjs): the agent's
-# drops the app's handler and window.abp glue, the app's the client's. It reads which snippet each wasm import
-# comes from, so it runs before the module names are shortened.
-node scripts/shake-snippets.mjs pkg pkg/agent pkg/app
 # wasm-bindgen names each import `__wbg_<name>_<16 hex digits>` and each closure shim it exports after the
 # closure's full Rust type, which gzip cannot shrink; the names appear in the wasm and again in the generated
 # JS. Both get short names (scripts/short-names.mjs): the imports from './abp_wasm_bg.js', the modules' names,

@@ -1,6 +1,6 @@
 // Minifies the JS a page loads from pkg/ (the generated module and its snippets in every build) with esbuild:
 // whitespace, comments, syntax and local names. Run last by scripts/build.sh, after the steps that read the
-// generated layout (short-names, shake-snippets, finish-pkg, which minifies bootstrap.js with `minify`). The
+// generated layout (short-names, finish-pkg, which minifies bootstrap.js with `minify`). The
 // typings keep every doc comment; the sources in src/web keep theirs.
 //
 // Safe by construction and checked: esbuild is given no output format, so it keeps the module as a module and

@@ -1,5 +1,5 @@
 //! `AbpApp`: the app side. A registry of capability handlers; each call gets a `ctx` with its own
-//! `AbortSignal`, made by the SDK when the handler first reads it (glue.js `HandlerCancel`).
+//! `AbortSignal`, made by the SDK when the handler first reads it (app.js `HandlerCancel`).
 
 use crate::core::map::StrMap;
 use std::cell::{Cell, RefCell};
@@ -29,7 +29,7 @@ use crate::core::{
     AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry, Sent, Transmit,
 };
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/app.js")]
 extern "C" {
     #[wasm_bindgen(js_name = ctxHooks)]
     pub(crate) fn ctx_hooks(
@@ -51,7 +51,7 @@ extern "C" {
         run: u32,
     );
     /// How a running handler is told it was cancelled: `ctx.signal`, made when the handler first reads it
-    /// (glue.js `HandlerCancel`).
+    /// (app.js `HandlerCancel`).
     #[derive(Clone)]
     pub(crate) type HandlerCancel;
     /// Never throws: it makes no AbortController yet.
@@ -62,12 +62,12 @@ extern "C" {
     pub(crate) fn abort_with(cancel: &HandlerCancel, message: &JsValue);
 }
 
-/// One hook of a connection's `ctx` (glue.js `ctxHooks`): `(callId or event, argument)`.
+/// One hook of a connection's `ctx` (app.js `ctxHooks`): `(callId or event, argument)`.
 type CtxHook = Closure<dyn Fn(JsValue, JsValue) -> JsValue>;
-/// How a handler ended (glue.js `runHandler`): `(run, value or error, flags)`, `run` as in [`Running`].
+/// How a handler ended (app.js `runHandler`): `(run, value or error, flags)`, `run` as in [`Running`].
 type SettleHook = Closure<dyn Fn(u32, JsValue, u32)>;
 
-/// `runHandler`'s flags (glue.js): the handler's signal had aborted when it settled; the value is an object
+/// `runHandler`'s flags (app.js): the handler's signal had aborted when it settled; the value is an object
 /// with a boolean `success` (it may be a whole ABPResponse).
 const ABORTED: u32 = 1;
 const RESPONSE: u32 = 2;

@@ -28,7 +28,7 @@ use crate::core::{
     ElicitAnswer, ErrorCode, Sent, Settlement, Transmit,
 };
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/client.js")]
 extern "C" {
     #[wasm_bindgen(js_name = watchAbort)]
     pub(crate) fn watch_abort(

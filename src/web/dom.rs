@@ -21,7 +21,8 @@ extern "C" {
     fn queue_microtask(f: &JsValue);
 }
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+/// `value.js`, which every build has (time and promises are values too, as far as the JS side goes).
+#[wasm_bindgen(module = "/src/web/value.js")]
 extern "C" {
     #[wasm_bindgen(js_name = whenSettled)]
     fn when_settled_js(value: &JsValue, then: &JsValue);

@@ -26,7 +26,7 @@ use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
 use crate::core::{AbpError, AppConfig, ErrorCode};
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/global.js")]
 extern "C" {
     /// `window.abp`'s API object; `private`: not the page's `window.abp` (the page's `window.__abp_*` hooks are
     /// not called for it).
@@ -37,7 +37,7 @@ extern "C" {
         app: &JsValue,
         private: bool,
     ) -> JsValue;
-    /// `app.exposeWebMCP()`'s tools over the private session `api` (see glue.js): `{ ready, close }`.
+    /// `app.exposeWebMCP()`'s tools over the private session `api` (see global.js): `{ ready, close }`.
     #[wasm_bindgen(catch, js_name = webmcpExpose)]
     pub(crate) fn webmcp_expose(api: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = emitGlobal)]
@@ -568,7 +568,7 @@ impl Exposure for Rc<GlobalSession> {
 }
 
 /// `exposeWebMCP()`'s tools: their private session, and the handle `webmcpExpose` returned (`{ ready,
-/// close }`, glue.js).
+/// close }`, global.js).
 struct WebMcpTools {
     _session: Rc<GlobalSession>,
     handle: JsValue,

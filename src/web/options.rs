@@ -5,12 +5,12 @@
 //! `client.rs` reads the options through these constants. Generated from the tables, and checked against them
 //! by `cargo test --test options_drift` (tests/options_drift/main.rs, which compiles this file natively; it must
 //! stay plain data, with no `wasm_bindgen` or `web_sys`):
-//! - `readCallOptions` in src/web/glue.js, between its `<generated:call-options>` markers;
+//! - `readCallOptions` in src/web/client.js, between its `<generated:call-options>` markers;
 //! - the `CallOptions` and `ClientOptions` interfaces in the typings (`TS_TYPES` in types.rs).
 //!
 //! Adding a call option: add a constant to `call` below (a name, `given`, the next free bit, and for a number
 //! the next free slot) and list it in `CALL_OPTIONS` where it belongs in the typings; then run
-//! `ABP_REGENERATE=1 cargo test --test options_drift`, which rewrites glue.js and types.rs, and use it in
+//! `ABP_REGENERATE=1 cargo test --test options_drift`, which rewrites client.js and types.rs, and use it in
 //! `AbpClient::call` (client.rs) through its constant. A connect option is the same in `connect` and
 //! `CONNECT_OPTIONS` (no bit, no slot: `connect` reads those options by name, once per connection). The golden
 //! typings (tests/golden, `node scripts/check-dts.mjs --update` after a build) then show the API change.

@@ -14,9 +14,8 @@ use crate::core::payload::{Kind, Payload};
 use crate::core::payload::{Timestamp, Wire};
 use crate::core::AbpError;
 
-/// `glue.js`: one snippet for every build, from which each build keeps what it reaches (`scripts/shake-snippets.mjs`);
-/// each Rust file declares what it uses of it.
-#[wasm_bindgen(module = "/src/web/glue.js")]
+/// What every build has of the JS side: `value.js`.
+#[wasm_bindgen(module = "/src/web/value.js")]
 extern "C" {
     #[wasm_bindgen(js_name = randomUUID)]
     fn random_uuid_js() -> JsValue;
@@ -54,7 +53,7 @@ extern "C" {
         k4: &JsValue,
         v4: &JsValue,
     ) -> JsValue;
-    /// A pending promise and its resolve function (glue.js `Deferred`).
+    /// A pending promise and its resolve function (value.js `Deferred`).
     pub(crate) type Deferred;
     #[wasm_bindgen(constructor)]
     pub(crate) fn new() -> Deferred;
@@ -73,7 +72,7 @@ extern "C" {
 /// The one-step builds of a call's two messages (`Wire::call_message`, `Wire::success_message`), each with the
 /// role that sends it.
 #[cfg(feature = "agent")]
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/client.js")]
 extern "C" {
     /// The call message, built in one step (see `Wire::call_message`).
     #[allow(clippy::too_many_arguments)]
@@ -89,7 +88,7 @@ extern "C" {
 }
 
 #[cfg(feature = "app")]
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/app.js")]
 extern "C" {
     /// A success result, built in one step (see `Wire::success_message`).
     #[wasm_bindgen(js_name = successMessage)]

@@ -587,7 +587,7 @@ export async function garbageNeitherThrowsNorPanics() {
   await t.done();
 }
 
-// The private channel's calls and results are read in JS in one pass (glue.js abpPortListener); anything it
+// The private channel's calls and results are read in JS in one pass (link/port.js abpPortListener); anything it
 // does not read is decoded in wasm, as window messages are. A hand-written agent sends the same messages
 // both ways, to two apps: one over window messages, one over a port it offers with `initialize` as our
 // client does. Every answer must be the same.

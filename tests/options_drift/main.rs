@@ -1,6 +1,6 @@
 //! The call and connect options are declared once, in src/web/options.rs. This test writes from that
 //! declaration what must match it, and compares:
-//! - `readCallOptions` in src/web/glue.js (between `// <generated:call-options>` and
+//! - `readCallOptions` in src/web/client.js (between `// <generated:call-options>` and
 //!   `// </generated:call-options>`): the same one-pass reader as written by hand, one test per option in the
 //!   order of their bits, no loop over a table at run time;
 //! - the `CallOptions` and `ClientOptions` interfaces in `TS_TYPES` (src/web/types.rs), which go into the
@@ -30,7 +30,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The generated part of glue.js: the marker lines and everything between them.
+/// The generated part of client.js: the marker lines and everything between them.
 fn read_call_options_js() -> String {
     let mut by_bit: Vec<&OptionSpec> = CALL_OPTIONS.iter().collect();
     by_bit.sort_by_key(|o| o.bit);
@@ -266,7 +266,7 @@ fn check(file: &str, regions: &[(&str, &str, String)]) -> Vec<String> {
 
 #[test]
 fn generated_code_matches_the_declaration() {
-    let mut problems = check("src/web/glue.js", &[(START, END, read_call_options_js())]);
+    let mut problems = check("src/web/client.js", &[(START, END, read_call_options_js())]);
     problems.extend(check(
         "src/web/types.rs",
         &[

@@ -1,5 +1,5 @@
 //! The browser build writes and reads the two messages of every call in JavaScript (`callMessage`,
-//! `successMessage` and `abpPortListener` in src/web/glue.js), not through the codec here. These run those
+//! `successMessage` and `abpPortListener` in src/web/client.js, app.js and link/port.js), not through the codec here. These run those
 //! functions in Node and check them against the codec, so the two cannot drift apart: the same messages, and
 //! the same reading of what arrives, including what each refuses.
 
@@ -17,7 +17,8 @@ fn in_node(cases: &Value) -> Vec<Value> {
     let web = concat!(env!("CARGO_MANIFEST_DIR"), "/src/web");
     let script = r#"
 const web = process.argv[1];
-const m = await import(`${web}/glue.js`);
+const m = { ...(await import(`${web}/client.js`)), ...(await import(`${web}/app.js`)),
+  ...(await import(`${web}/link/port.js`)) };
 const none = (v) => (v === null ? undefined : v);
 const answers = JSON.parse(process.argv[2]).map((c) => {
   switch (c.kind) {

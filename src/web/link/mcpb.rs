@@ -12,7 +12,7 @@ use crate::core::payload::Payload;
 use crate::web::value::type_error;
 
 #[cfg(feature = "mcp")]
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/link/mcpb.js")]
 extern "C" {
     #[wasm_bindgen(js_name = mcpbWrap)]
     pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;

@@ -12,9 +12,9 @@ use crate::core::message::{ToAgent, ToApp};
 use crate::web::dom::Listener;
 use crate::web::value::keep_id;
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/link/port.js")]
 extern "C" {
-    /// The listener of a private ABP channel: reads calls and results in one pass (see glue.js).
+    /// The listener of a private ABP channel: reads calls and results in one pass (see port.js).
     #[wasm_bindgen(js_name = abpPortListener)]
     pub(crate) fn abp_port_listener(
         on_call: &JsValue,

@@ -9,7 +9,7 @@ use web_sys::MessagePort;
 use crate::core::message::Incoming;
 
 /// A message as a link hands it on: a value for the sink's codec to read, or a call or result that the
-/// private channel's listener already read (`abpPortListener` in glue.js: one crossing per message).
+/// private channel's listener already read (`abpPortListener` in link/port.js: one crossing per message).
 pub(crate) enum Received {
     Raw(JsValue),
     Read(Incoming<JsValue>),

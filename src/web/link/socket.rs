@@ -21,7 +21,7 @@ use crate::web::dom::{later, now, Listener, Timer};
 use crate::web::types::WebSocketOptions;
 use crate::web::value::{error_with_code, opt_number, type_error, Deferred};
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/link/socket.js")]
 extern "C" {
     #[wasm_bindgen(js_name = wsEncode, catch)]
     pub(crate) fn ws_encode(msg: &JsValue, max: f64) -> Result<String, JsValue>;

@@ -5,9 +5,9 @@ use wasm_bindgen::prelude::*;
 
 use super::target::PostMessageTransport;
 
-#[wasm_bindgen(module = "/src/web/glue.js")]
+#[wasm_bindgen(module = "/src/web/link/webmcp.js")]
 extern "C" {
-    /// `WebMCPTransport.document()`'s port (see glue.js).
+    /// `WebMCPTransport.document()`'s port (see webmcp.js).
     #[wasm_bindgen(catch, js_name = webmcpPort)]
     pub(crate) fn webmcp_port() -> Result<web_sys::MessagePort, JsValue>;
 }

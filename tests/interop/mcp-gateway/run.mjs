@@ -139,6 +139,11 @@ async function run(browser, sdk) {
   page.stdout.on('data', (c) => { pageLog += c; });
   page.stderr.on('data', (c) => { pageLog += c; });
   const pageDone = new Promise((ok) => page.on('exit', (code) => ok(code)));
+  // Keeps the runner's page server answering while the page loads and runs: with the snippets of every Rust file
+  // the page asks for many modules at once, and the server can leave one unread (scripts/nudge-runner.mjs says why).
+  const nudger = spawn(process.execPath, [join(root, 'scripts', 'nudge-runner.mjs'), `127.0.0.1:${pagePort}`, String(process.pid)],
+    { stdio: 'ignore' });
+  page.on('exit', () => nudger.kill());
   try {
     await until(async () => listChanged > 0 || pageLog.includes('test result'), 'the app to join (tools/list_changed)', 240000);
     const tools = (await client.listTools()).tools;
