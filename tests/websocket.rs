@@ -95,6 +95,11 @@ async fn ws_without_reconnect_stays_closed() {
 }
 
 #[wasm_bindgen_test]
+async fn ws_the_app_leaving_the_relay_keeps_the_agent() {
+    check("wsTheAppLeavingTheRelayKeepsTheAgent").await;
+}
+
+#[wasm_bindgen_test]
 async fn ws_garbage_from_the_socket() {
     check("wsGarbageFromTheSocket").await;
 }

@@ -351,6 +351,36 @@ export async function wsWithoutReconnectStaysClosed() {
   await serverBack();
 }
 
+export async function wsTheAppLeavingTheRelayKeepsTheAgent() {
+  // With reconnect: the app goes mid-call; the agent's socket stays, its calls settle, and when the next app
+  // takes the room the client starts a new session on the same socket.
+  const again = { reconnect: { initialDelay: 100, maxDelay: 400 } };
+  const t = await pair({ agentWs: again });
+  const first = t.abp.sessionId;
+  const p = t.abp.call('slow', { ms: 8000 }, { callId: 'left1' });
+  await until(() => t.started('left1'), 'the handler to start');
+  const t0 = performance.now();
+  t.app.close();
+  const r = await p;
+  eq([r.success, r.error.code], [false, 'DISCONNECTED'], 'the pending call settles');
+  assert(performance.now() - t0 < 1000, `within ${(performance.now() - t0).toFixed(0)} ms`);
+  eq(t.abp.connected, false, 'no session while no app is there');
+  const next = makeApp();
+  next.app.listen(await WebSocketTransport.connect(`${BASE}/relay/${t.room}/app`));
+  cleanups.push(() => next.app.close());
+  await until(() => t.abp.connected, 'a new session with the next app', 5000);
+  assert(t.abp.sessionId && t.abp.sessionId !== first, 'a new session');
+  eq((await t.abp.call('echo', { to: 'the next app' })).data, { to: 'the next app' }, 'calls reach the next app');
+
+  // Without reconnect: the app leaving ends the client (as a closed socket would), nothing hangs.
+  const u = await pair();
+  const q = u.abp.call('slow', { ms: 8000 }, { callId: 'left2' });
+  await until(() => u.started('left2'), 'the handler to start');
+  u.app.close();
+  eq((await q).error.code, 'DISCONNECTED', 'the pending call settles');
+  eq(u.abp.channel, 'closed', 'the client is closed');
+}
+
 export async function wsGarbageFromTheSocket() {
   // A hostile "app" behind the relay: answers initialize, then sends garbage and a 10,000-message flood.
   const r = room();
@@ -591,7 +621,7 @@ export async function tesseronAppDrivenByTheNativeGateway() {
 const cases = {
   wsCallRoundTrips, wsBinaryDataKeepsItsFields, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
   wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
-  wsHeartbeatNoticesAHungApp, wsOtherOriginsCannotJoinOrDrive,
+  wsHeartbeatNoticesAHungApp, wsOtherOriginsCannotJoinOrDrive, wsTheAppLeavingTheRelayKeepsTheAgent,
   nativeAgentDrivesABrowserApp, nativeAgentServerKilled, tesseronAppDrivenByTheNativeGateway,
 };
 

@@ -31,6 +31,9 @@ extern "C" {
 
 /// Default limit for one frame, either way: 16 MiB of UTF-8 text.
 const DEFAULT_MAX_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
+/// The relay's notices (abp-peer): the app behind it left; another app joined.
+const APP_LEFT: &[u8] = b"abp-relay: app left";
+const APP_JOINED: &[u8] = b"abp-relay: app joined";
 /// Frames kept while nobody has attached yet (between `connect` resolving and `listen`/`AbpClient.connect`).
 const EARLY_LIMIT: usize = 256;
 
@@ -99,6 +102,8 @@ pub(crate) struct Socket {
     attempt: Cell<u32>,
     /// Closed by its owner: no more reconnects, nothing more reported.
     closed: Cell<bool>,
+    /// A relay said the app behind it left (and has not said another joined).
+    app_away: Cell<bool>,
     /// `connect`'s resolve/reject, until the first socket opened or failed.
     opening: RefCell<Option<Deferred>>,
 }
@@ -184,6 +189,7 @@ impl WebSocketTransport {
             retry: RefCell::new(None),
             attempt: Cell::new(0),
             closed: Cell::new(false),
+            app_away: Cell::new(false),
             opening: RefCell::new(None),
         });
         socket.open()?;
@@ -235,7 +241,13 @@ impl Socket {
             let (Some(e), Some(s)) = (event.dyn_ref::<MessageEvent>(), w.upgrade()) else {
                 return;
             };
-            s.received(ws_decode(&e.data(), s.max_bytes));
+            let data = e.data();
+            if let Some(bytes) = data.dyn_ref::<js_sys::ArrayBuffer>() {
+                if s.relay_notice(&js_sys::Uint8Array::new(bytes).to_vec()) {
+                    return;
+                }
+            }
+            s.received(ws_decode(&data, s.max_bytes));
         });
         let w = Rc::downgrade(self);
         let on_close = Listener::new(target, "close", move |_| {
@@ -248,8 +260,35 @@ impl Socket {
             vec![on_open, on_message, on_close],
         );
         later(Box::new(move || drop(old)));
+        // Binary frames arrive as bytes at once (a Blob would need an asynchronous read): only the relay's notices
+        // are binary.
+        ws.set_binary_type(web_sys::BinaryType::Arraybuffer);
         *self.ws.borrow_mut() = Some(ws);
         Ok(())
+    }
+
+    /// abp-peer's relay keeps an agent's socket open when the app behind it leaves, and says so with a binary
+    /// frame, and again when another app joins: the session ends there and the next one starts then (the owner
+    /// without `reconnect` lets the socket go). False for any other frame.
+    fn relay_notice(self: &Rc<Self>, bytes: &[u8]) -> bool {
+        match bytes {
+            APP_LEFT => {
+                self.app_away.set(true);
+                if let Some(sink) = self.sink() {
+                    sink.on_lost();
+                }
+                true
+            }
+            APP_JOINED => {
+                if self.app_away.replace(false) {
+                    if let Some(sink) = self.sink() {
+                        sink.on_reconnected();
+                    }
+                }
+                true
+            }
+            _ => false,
+        }
     }
 
     fn opened(self: &Rc<Self>) {
