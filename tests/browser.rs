@@ -210,6 +210,11 @@ async fn ctx_notify_reaches_the_agent() {
 }
 
 #[wasm_bindgen_test]
+async fn a_null_origin_parent_is_served_only_when_listed() {
+    check("aNullOriginParentIsServedOnlyWhenListed").await;
+}
+
+#[wasm_bindgen_test]
 async fn options_are_checked() {
     check("optionsAreChecked").await;
 }

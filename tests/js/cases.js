@@ -843,6 +843,44 @@ export async function popupWindowAndItsClosing() {
   }
 }
 
+export async function aNullOriginParentIsServedOnlyWhenListed() {
+  // A page anyone can make: a data: URL frame (its origin is "null"; a sandboxed frame would pass its sandbox on to
+  // the app's frame too) that frames the app and asks it for a session, again every 200 ms for 4 s, then says
+  // whether the app answered.
+  const ask = (query) => new Promise((resolve) => {
+    const outer = document.createElement('iframe');
+    outer.src = 'data:text/html,' + encodeURIComponent(`<!doctype html><iframe src="${ORIGIN}/tests/fixtures/app.html${query}"></iframe><script>
+      const inner = document.querySelector('iframe');
+      let answered = false;
+      addEventListener('message', (e) => {
+        if (e.source === inner.contentWindow && e.data && e.data.type === 'initialize-result') answered = true;
+      });
+      const t0 = Date.now();
+      const timer = setInterval(() => {
+        if (answered || Date.now() - t0 > 4000) {
+          clearInterval(timer);
+          parent.postMessage({ nullParent: answered ? 'answered' : 'silent', origin: String(self.origin) }, '*');
+          return;
+        }
+        inner.contentWindow.postMessage({ type: 'initialize', id: 'n' + Date.now(), timestamp: Date.now(),
+          payload: { protocolVersion: '1.0', agent: { name: 'null-parent', version: '0' } } }, '*');
+      }, 200);
+    <\/script>`);
+    const onMessage = (e) => {
+      if (e.source !== outer.contentWindow || !e.data || !e.data.nullParent) return;
+      removeEventListener('message', onMessage);
+      outer.remove();
+      resolve(e.data);
+    };
+    addEventListener('message', onMessage);
+    document.body.appendChild(outer);
+  });
+  const unlisted = await ask('');
+  eq([unlisted.origin, unlisted.nullParent], ['null', 'silent'], 'by default a "null" parent gets no answer');
+  const listed = await ask('?allowed=null');
+  eq(listed.nullParent, 'answered', 'allowedOrigins: ["null"] serves it');
+}
+
 export async function optionsAreChecked() {
   const iframe = frame();
   const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
@@ -1155,7 +1193,7 @@ const cases = {
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
   arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,
-  popupWindowAndItsClosing, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
+  popupWindowAndItsClosing, aNullOriginParentIsServedOnlyWhenListed, optionsAreChecked, abpResponsesAvailabilityAndRequirements,
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
   windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
   mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides, thePrivateChannelAnswersAsWindowMessagesDo,
