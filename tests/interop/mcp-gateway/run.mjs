@@ -13,16 +13,21 @@
 //   both ways (confirm → accept → { confirmed: true }); a capability registered at run time → list_changed; the app
 //   leaving mid-call → isError within 1 s; the host going away → the app's running call cancelled and the gateway
 //   gone within 1 s (checked by the page and here).
-// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2]   (abp-peer built;
+// A third run per browser has the SDK 2 client reach `abp-peer mcp --http` by URL over its
+// StreamableHTTPClientTransport, with the launch token as a bearer: the same checks, where the client's abort
+// closes the request's SSE stream (no notifications/cancelled), and the host going away is SIGTERM.
+// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2|http]   (abp-peer built;
 // scripts/mcp-gateway.sh)
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { Client as ClientV2, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioV2 } from '@modelcontextprotocol/client/stdio';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -35,7 +40,8 @@ const pageTail = (log, n) => log.split('\n')
 const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const browsers = named.length ? named : ['chrome', 'firefox'];
 const sdkArg = process.argv.find((a) => a.startsWith('--sdk='))?.slice(6);
-const sdks = sdkArg ? [Number(sdkArg)] : [1, 2];
+// 'http': SDK 2 over its StreamableHTTPClientTransport, to `abp-peer mcp --http` (which this script starts).
+const sdks = sdkArg ? [sdkArg === 'http' ? 'http' : Number(sdkArg)] : [1, 2, 'http'];
 const ABORT_ROUNDS = 20;
 const ECHO_ROUNDS = 100;
 const baselineServer = join(dirname(fileURLToPath(import.meta.url)), 'sdk-server.mjs');
@@ -70,7 +76,9 @@ async function freePort() {
   return port;
 }
 
-/** The SDK's client with the same surface for both major versions: `callTool(params, options)`. */
+/** The SDK's client with the same surface for both major versions and both transports: `callTool(params,
+ *  options)`, the gateway's stderr and pid, `connect()`, and `goAway()` (the host closes stdin; over HTTP the
+ *  gateway is stopped with SIGTERM, as a supervisor would). */
 function clientOf(sdk, listen, origin, onChanged, onAsked) {
   const info = { name: 'abp-gateway-test', version: '1.0.0' };
   const args = ['mcp', '--listen', listen, '--allow-origin', origin];
@@ -79,17 +87,34 @@ function clientOf(sdk, listen, origin, onChanged, onAsked) {
     const client = new ClientV1(info, { capabilities: { elicitation: {} } });
     client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged);
     client.setRequestHandler(ElicitRequestSchema, async (request) => onAsked(request.params));
-    return { transport, client, callTool: (params, options) => client.callTool(params, undefined, options) };
+    return { client, stderr: transport.stderr, pid: () => transport.pid, connect: () => client.connect(transport),
+      goAway: () => client.close(), callTool: (params, options) => client.callTool(params, undefined, options) };
   }
-  const transport = new StdioV2({ command: peer, args, stderr: 'pipe' });
   const client = new ClientV2(info, { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
   client.setNotificationHandler('notifications/tools/list_changed', onChanged);
   client.setRequestHandler('elicitation/create', async (request) => onAsked(request.params));
-  return { transport, client, callTool: (params, options) => client.callTool(params, options) };
+  const callTool = (params, options) => client.callTool(params, options);
+  if (sdk === 2) {
+    const transport = new StdioV2({ command: peer, args, stderr: 'pipe' });
+    return { client, stderr: transport.stderr, pid: () => transport.pid, connect: () => client.connect(transport),
+      goAway: () => client.close(), callTool };
+  }
+  const token = randomBytes(24).toString('hex');
+  const gateway = spawn(peer, [...args, '--http', '127.0.0.1:0', '--token-file', join(tmpdir(), `abp-http-${process.pid}.token`)],
+    { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  gateway.stderr.on('data', (c) => { log += c; });
+  const connect = async () => {
+    const url = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log)?.[1], 'the gateway\'s HTTP endpoint', 10000);
+    await client.connect(new StreamableHTTPClientTransport(new URL(url),
+      { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  };
+  return { client, stderr: gateway.stderr, pid: () => gateway.pid, connect, goAway: () => gateway.kill('SIGTERM'), callTool };
 }
 
 async function run(browser, sdk) {
-  console.log(`== abp-peer mcp: the official MCP SDK ${sdk} client, the app in headless ${browser}`);
+  const over = sdk === 'http' ? 'SDK 2 client over Streamable HTTP (abp-peer mcp --http)' : `SDK ${sdk} client`;
+  console.log(`== abp-peer mcp: the official MCP ${over}, the app in headless ${browser}`);
   // The page's port stays held until the page starts, so the gateway's own port cannot be it.
   const held = await holdPort();
   const pagePort = held.address().port;
@@ -97,15 +122,16 @@ async function run(browser, sdk) {
   let listChanged = 0;
   const asked = [];
   // SDK 2 starts the gateway twice (its version probe, then the real one), on this one port.
-  const listen = sdk === 1 ? '127.0.0.1:0' : `127.0.0.1:${await freePort()}`;
-  const { transport, client, callTool } = clientOf(sdk, listen, origin, () => { listChanged++; }, (params) => {
+  const listen = sdk === 2 ? `127.0.0.1:${await freePort()}` : '127.0.0.1:0';
+  const host = clientOf(sdk, listen, origin, () => { listChanged++; }, (params) => {
     asked.push(params);
     return { action: 'accept', content: {} };
   });
+  const { client, callTool } = host;
   let stderr = '';
-  transport.stderr.on('data', (chunk) => { stderr += chunk; });
-  await client.connect(transport);
-  if (sdk === 2) {
+  host.stderr.on('data', (chunk) => { stderr += chunk; });
+  await host.connect();
+  if (sdk !== 1) {
     const discovered = client.getDiscoverResult();
     check(discovered?._meta?.['io.modelcontextprotocol/serverInfo']?.name === 'abp-peer'
       && discovered.supportedVersions.includes('2026-07-28'),
@@ -113,7 +139,7 @@ async function run(browser, sdk) {
     const subscription = await client.listen({ toolsListChanged: true });
     check(subscription.honoredFilter?.toolsListChanged === true, 'subscriptions/listen acknowledged with toolsListChanged');
   }
-  const gatewayPid = transport.pid;
+  const gatewayPid = host.pid();
   // The whole line: stderr arrives in chunks, and a chunk can end in the middle of the address.
   const url = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(stderr)?.[1], 'the gateway to listen', 10000);
 
@@ -157,14 +183,14 @@ async function run(browser, sdk) {
     const echoed = await callTool({ name: 'echo', arguments: { text: 'hi' } });
     check(!echoed.isError && echoed.structuredContent?.text === 'hi' && JSON.parse(text(echoed)).text === 'hi',
       'a result: structuredContent and its JSON as text');
-    if (sdk === 2) {
+    if (sdk !== 1) {
       const times = [];
       for (let i = 0; i < ECHO_ROUNDS; i++) {
         const t0 = performance.now();
         await callTool({ name: 'echo', arguments: { text: 'hi' } });
         times.push(performance.now() - t0);
       }
-      console.log(`  figure: modern tools/call round trip through the gateway to the ${browser} app, median ${median(times).toFixed(3)} ms over ${ECHO_ROUNDS}`);
+      console.log(`  figure: modern tools/call round trip through the gateway${sdk === 'http' ? ' over HTTP' : ''} to the ${browser} app, median ${median(times).toFixed(3)} ms over ${ECHO_ROUNDS}`);
     }
     const refused = await callTool({ name: 'fail', arguments: {} });
     check(refused.isError === true && text(refused) === 'PERMISSION_DENIED: not allowed here',
@@ -193,10 +219,15 @@ async function run(browser, sdk) {
       if ((await settled) !== 'rejected') throw new Error('failed: the client did not settle its aborted call');
       const seen = await until(async () => (await events(callTool)).find((e) => e.tag === tag && e.event === 'aborted'), 'the handler signal to abort', 5000);
       latencies.push(seen.at - abortedAt);
-      if (i === 0) check(/user pressed stop|cancelled/.test(seen.reason), `notifications/cancelled → ctx.signal aborted (reason: ${seen.reason})`);
+      if (i === 0) {
+        check(/user pressed stop|cancelled|closed the request's stream/.test(seen.reason), sdk === 'http'
+          ? `the request's SSE stream closed → ctx.signal aborted (reason: ${seen.reason})`
+          : `notifications/cancelled → ctx.signal aborted (reason: ${seen.reason})`);
+      }
     }
     const m = median(latencies);
-    console.log(`  figure: client AbortSignal → browser handler ctx.signal, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
+    console.log(`  figure: client AbortSignal → browser handler ctx.signal${sdk === 'http' ? ' over HTTP' : ''}, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
+    if (sdk === 'http') check(Math.max(...latencies) < 500, 'every stream closed → its handler aborted within 500 ms');
 
     const confirmed = await callTool({ name: 'confirm', arguments: { message: 'Delete the draft?' } });
     check(asked.length === 1 && asked[0].message === 'Delete the draft?' && asked[0].requestedSchema?.type === 'object'
@@ -226,10 +257,11 @@ async function run(browser, sdk) {
     callTool({ name: 'slow', arguments: { tag: 'host-gone' } }).catch(() => {});
     await sleep(300);
     const closedAt = Date.now();
-    await client.close();
+    await host.goAway();
     const exited = await until(() => { try { process.kill(gatewayPid, 0); return false; } catch { return true; } }, 'the gateway to exit', 5000);
     const exitMs = Date.now() - closedAt;
-    check(exited && exitMs < 1000, `the host gone (stdin closed) → the gateway exits in ${exitMs} ms`);
+    check(exited && exitMs < 1000, sdk === 'http' ? `SIGTERM → the gateway exits in ${exitMs} ms`
+      : `the host gone (stdin closed) → the gateway exits in ${exitMs} ms`);
     const code = await Promise.race([pageDone, sleep(60000).then(() => 'hung')]);
     if (code !== 0) {
       console.log(pageTail(pageLog, 40));
