@@ -613,8 +613,9 @@ pub(crate) async fn serve_host(socket: axum::extract::ws::WebSocket, hub: Arc<Hu
     conn.close().await;
 }
 
-/// The hosts one gateway serves at once, stdio's among them.
-pub(crate) const MAX_HOSTS: usize = 16;
+/// The hosts one gateway serves at once: stdio's, HTTP's (all modern requests), each 2025-11-25 HTTP session and
+/// each host joined through `/mcp-host`.
+pub(crate) const MAX_HOSTS: usize = 64;
 
 /// This host joins the copy of `abp-peer mcp` that already serves the port (another host started it): its
 /// stdin goes there line by line, and what comes back goes to its stdout, until either end goes. The launch
@@ -760,6 +761,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             hub: hub.clone(),
             room: args.room.clone(),
             streams,
+            sessions: std::sync::Mutex::new(HashMap::new()),
         });
         hosts.push(Host {
             id: crate::mcp_http::HTTP,

@@ -10,8 +10,13 @@
 //! All HTTP requests share one MCP connection of the gateway (one host, [`HTTP`]), so a call that asked the user
 //! something (an `InputRequiredResult`) is resumed by its retry, which comes as another POST. Each request's id
 //! (and its progress token) is replaced by one of this process's own on the way in and given back on the way out,
-//! so two clients that both number their requests from 1 never meet. A legacy (2025-11-25) request, without the
-//! version in its `_meta`, is refused with a 400 that says so; the SDKs then know to speak the current revision.
+//! so two clients that both number their requests from 1 never meet.
+//!
+//! A 2025-11-25 client (no version in `_meta`) opens a session with `initialize`, answered with an
+//! `Mcp-Session-Id`; the session is a host of its own in the gateway, as on stdio. Its requests are answered on
+//! their POST, its notifications and answers are 202, a GET opens the stream for what the server says unasked
+//! (`list_changed`, and `elicitation/create` when no request stream is open), and DELETE ends it (its calls are
+//! cancelled in the app). In that era a closed stream is not a cancel: the client POSTs `notifications/cancelled`.
 //!
 //! Checked on every request, before its body is read: `Host` (403), `Origin` (403; the gateway's own
 //! `http://127.0.0.1:PORT` and `http://localhost:PORT` besides `--allow-origin`), and the launch token as
@@ -57,6 +62,69 @@ struct Route {
     stream: UnboundedSender<String>,
     id: Value,
     progress_token: Option<Value>,
+}
+
+/// A 2025-11-25 session: its host in the gateway, the streams of its requests (by the id as the client wrote it,
+/// in JSON), its progress tokens, and the GET stream.
+pub(crate) struct Session {
+    host: u64,
+    requests: Mutex<Vec<(String, UnboundedSender<String>)>>,
+    tokens: Mutex<HashMap<String, String>>,
+    listening: Mutex<Option<UnboundedSender<String>>>,
+}
+
+/// The sessions a gateway keeps at once; one more `initialize` is refused (503) until one ends.
+const MAX_SESSIONS: usize = 32;
+
+impl Session {
+    /// Where a message of this session goes: a response to its request's stream (which it ends), progress to
+    /// the stream of the request that gave the token, anything else to the GET stream, or, without one, to the
+    /// newest request stream still open (the server may speak there about a running request).
+    fn route(&self, line: String) {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            return;
+        };
+        let mut requests = lock(&self.requests);
+        requests.retain(|(_, tx)| !tx.is_closed());
+        if message.get("method").is_none() {
+            let key = message.get("id").map(Value::to_string).unwrap_or_default();
+            if let Some(i) = requests.iter().position(|(k, _)| *k == key) {
+                let (_, tx) = requests.remove(i);
+                let _ = tx.send(line);
+                lock(&self.tokens).retain(|_, k| *k != key);
+            }
+            return;
+        }
+        if let Some(token) = message
+            .pointer("/params/progressToken")
+            .map(Value::to_string)
+        {
+            let key = lock(&self.tokens).get(&token).cloned();
+            if let Some((_, tx)) = requests.iter().find(|(k, _)| Some(k) == key.as_ref()) {
+                let _ = tx.send(line);
+            }
+            return;
+        }
+        let listening = lock(&self.listening);
+        if let Some(tx) = listening.as_ref().filter(|tx| !tx.is_closed()) {
+            let _ = tx.send(line);
+        } else if let Some((_, tx)) = requests.last() {
+            let _ = tx.send(line);
+        }
+    }
+}
+
+/// Routes a session's lines until the gateway lets it go, then forgets it.
+async fn run_session(
+    mut lines: UnboundedReceiver<String>,
+    session: Arc<Session>,
+    id: String,
+    endpoint: Arc<Endpoint>,
+) {
+    while let Some(line) = lines.recv().await {
+        session.route(line);
+    }
+    lock(&endpoint.sessions).remove(&id);
 }
 
 /// The requests in flight, by the id the gateway knows them by; shared by the request tasks and the dispatcher.
@@ -139,6 +207,7 @@ pub(crate) struct Endpoint {
     pub(crate) hub: Arc<Hub>,
     pub(crate) room: String,
     pub(crate) streams: Arc<Streams>,
+    pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
 /// Binds `listen` (a non-loopback address only with `allow_wide`) and serves `/mcp` there until the process ends.
@@ -203,6 +272,23 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
         )
             .into_response();
     }
+    let session_id = parts
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = session_id {
+        let session = lock(&e.sessions).get(&id).cloned();
+        let Some(session) = session else {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                Value::Null,
+                -32600,
+                "no such session: initialize again",
+            );
+        };
+        return in_session(&e, &id, &session, parts, body).await;
+    }
     if parts.method != Method::POST {
         // This revision has no GET stream and no session to DELETE.
         let mut answer = rpc_error(
@@ -254,12 +340,15 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
         .and_then(Value::as_str)
         .map(str::to_owned);
     let Some(version) = version else {
+        if method == "initialize" {
+            return open_session(&e, message, &parts.headers).await;
+        }
         return rpc_error(
             StatusCode::BAD_REQUEST,
             id,
             -32600,
-            "this endpoint serves MCP revision 2026-07-28 (the version in each request's _meta); \
-             2025-11-25 sessions over HTTP are not served here",
+            "no session: a 2025-11-25 client starts with initialize and sends its Mcp-Session-Id after; a \
+             2026-07-28 request carries its version in _meta",
         );
     };
     if let Err(why) = headers_match(&parts.headers, &version, &method, &message) {
@@ -301,9 +390,9 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
     let streamed = matches!(method.as_str(), "tools/call" | "subscriptions/listen")
         && accepts(&parts.headers, "text/event-stream");
     if streamed {
-        sse(lines, guard)
+        sse(lines, Some(guard))
     } else {
-        json_answer(lines, guard).await
+        json_answer(lines, Some(guard)).await
     }
 }
 
@@ -395,7 +484,7 @@ impl Drop for Cancel {
 }
 
 /// The request's response as one JSON body (whatever came before it is not for a JSON answer).
-async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Cancel) -> Response {
+async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
     while let Some(line) = lines.recv().await {
         let is_response =
             serde_json::from_str::<Value>(&line).is_ok_and(|m| m.get("method").is_none());
@@ -418,23 +507,21 @@ async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Cancel) -> Res
     )
 }
 
-/// The request's messages as an SSE stream: its notifications, then its response, which ends it.
-fn sse(lines: UnboundedReceiver<String>, guard: Cancel) -> Response {
-    let events =
-        futures_util::stream::unfold((lines, Some(guard)), |(mut lines, guard)| async move {
-            let guard = guard?;
-            let next = tokio::time::timeout(KEEP_ALIVE, lines.recv()).await;
-            let (frame, guard) = match next {
-                Ok(Some(line)) => (format!("event: message\ndata: {line}\n\n"), Some(guard)),
-                // The response went (the dispatcher dropped the sender after it): the stream ends, nothing cancelled.
-                Ok(None) => {
-                    drop(guard);
-                    return None;
-                }
-                Err(_) => (":\n\n".to_owned(), Some(guard)),
-            };
-            Some((Ok::<Bytes, Infallible>(Bytes::from(frame)), (lines, guard)))
-        });
+/// The request's messages as an SSE stream: its notifications, then its response, which ends it. `guard`: what
+/// cancels the request should the stream close before that (nothing, for a session's request or a GET stream).
+fn sse(lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
+    let events = futures_util::stream::unfold((lines, guard), |(mut lines, guard)| async move {
+        let frame = match tokio::time::timeout(KEEP_ALIVE, lines.recv()).await {
+            Ok(Some(line)) => format!("event: message\ndata: {line}\n\n"),
+            // The response went (its sender was dropped after it): the stream ends, nothing is cancelled.
+            Ok(None) => {
+                drop(guard);
+                return None;
+            }
+            Err(_) => ":\n\n".to_owned(),
+        };
+        Some((Ok::<Bytes, Infallible>(Bytes::from(frame)), (lines, guard)))
+    });
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -442,4 +529,147 @@ fn sse(lines: UnboundedReceiver<String>, guard: Cancel) -> Response {
         .header("x-accel-buffering", "no")
         .body(Body::from_stream(events))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// `initialize` without a session: a new 2025-11-25 session, a host of its own in the gateway, whose id goes back
+/// in `Mcp-Session-Id` with the answer.
+async fn open_session(e: &Arc<Endpoint>, message: Value, headers: &HeaderMap) -> Response {
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() || lock(&e.sessions).len() >= MAX_SESSIONS {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            id,
+            -32603,
+            "no more sessions now: end one first",
+        );
+    }
+    let session_id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let host = e.hub.next_id() + 1;
+    let session = Arc::new(Session {
+        host,
+        requests: Mutex::new(Vec::new()),
+        tokens: Mutex::new(HashMap::new()),
+        listening: Mutex::new(None),
+    });
+    let (out, lines) = unbounded_channel();
+    if e.hub
+        .to_mcp_gateway(&e.room, HostInput::Joined { host, out })
+        .is_err()
+    {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            id,
+            -32603,
+            "the gateway is stopping",
+        );
+    }
+    lock(&e.sessions).insert(session_id.clone(), session.clone());
+    tokio::spawn(run_session(
+        lines,
+        session.clone(),
+        session_id.clone(),
+        e.clone(),
+    ));
+    let mut answer = session_request(e, &session, message, headers).await;
+    if let Ok(v) = header::HeaderValue::from_str(&session_id) {
+        answer.headers_mut().insert("mcp-session-id", v);
+    }
+    answer
+}
+
+/// A request with a known `Mcp-Session-Id`: POST (a request, or a notification or answer: 202), GET (the stream
+/// for what the server says unasked), DELETE (the session ends, and its calls are cancelled in the app).
+async fn in_session(
+    e: &Arc<Endpoint>,
+    id: &str,
+    session: &Arc<Session>,
+    parts: axum::http::request::Parts,
+    body: Body,
+) -> Response {
+    match parts.method {
+        Method::GET => {
+            let (tx, rx) = unbounded_channel();
+            *lock(&session.listening) = Some(tx);
+            sse(rx, None)
+        }
+        Method::DELETE => {
+            lock(&e.sessions).remove(id);
+            let _ = e
+                .hub
+                .to_mcp_gateway(&e.room, HostInput::Left { host: session.host });
+            StatusCode::OK.into_response()
+        }
+        Method::POST => {
+            let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+                return rpc_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Value::Null,
+                    -32600,
+                    "the body is over 4 MiB",
+                );
+            };
+            let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+                return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, "Parse error");
+            };
+            let is_request = message.get("method").is_some()
+                && message
+                    .get("id")
+                    .is_some_and(|i| i.is_string() || i.is_number());
+            if is_request {
+                return session_request(e, session, message, &parts.headers).await;
+            }
+            // A notification (`notifications/cancelled` among them: this era's cancel), or an answer to the
+            // server's question.
+            let line = HostInput::Line {
+                host: session.host,
+                line: message.to_string(),
+            };
+            match e.hub.to_mcp_gateway(&e.room, line) {
+                Ok(()) => StatusCode::ACCEPTED.into_response(),
+                Err(_) => rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Value::Null,
+                    -32603,
+                    "the gateway is stopping",
+                ),
+            }
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// A session's request: to its host, answered on this POST (an SSE stream for `tools/call` when accepted, which
+/// carries its progress and any question the server asks meanwhile). The stream closing does not cancel it.
+async fn session_request(
+    e: &Arc<Endpoint>,
+    session: &Arc<Session>,
+    message: Value,
+    headers: &HeaderMap,
+) -> Response {
+    let key = message.get("id").map(Value::to_string).unwrap_or_default();
+    let (tx, rx) = unbounded_channel();
+    lock(&session.requests).push((key.clone(), tx));
+    if let Some(token) = message.pointer("/params/_meta/progressToken") {
+        lock(&session.tokens).insert(token.to_string(), key);
+    }
+    let streamed = message.get("method") == Some(&json!("tools/call"))
+        && accepts(headers, "text/event-stream");
+    let line = HostInput::Line {
+        host: session.host,
+        line: message.to_string(),
+    };
+    if e.hub.to_mcp_gateway(&e.room, line).is_err() {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Value::Null,
+            -32603,
+            "the gateway is stopping",
+        );
+    }
+    if streamed {
+        sse(rx, None)
+    } else {
+        json_answer(rx, None).await
+    }
 }

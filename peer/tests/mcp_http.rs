@@ -1,9 +1,11 @@
 //! `abp-peer mcp --http`: the gateway over MCP's Streamable HTTP (revision 2026-07-28), with raw HTTP/1.1 on
 //! 127.0.0.1 (so every header is exactly what a client, a page or an attacker would send) and a native ABP app
 //! joined to `/agent`. Covers the refusals (token 401, foreign `Origin` and rebinding `Host` 403, GET 405, a
-//! notification 202, header mismatches -32020, a legacy request 400); a call answered as JSON and as an SSE
-//! stream whose progress comes first with the client's own token; ids given back as the client wrote them; and
-//! the client closing a call's stream aborting the app's handler within 500 ms.
+//! notification 202, header mismatches -32020, a legacy request without a session 400); a call answered as JSON
+//! and as an SSE stream whose progress comes first with the client's own token; ids given back as the client
+//! wrote them; the client closing a call's stream aborting the app's handler within 500 ms; and a 2025-11-25
+//! session (`initialize` → `Mcp-Session-Id`, 404 for an unknown one, a closed stream that is no cancel,
+//! `notifications/cancelled` that is, DELETE that ends it and its calls).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -258,10 +260,10 @@ fn refusals_as_the_transport_and_section_8_say() {
     encoded.push("Mcp-Name: =?base64?ZWNobw==?=".to_owned());
     assert_eq!(post(&g, &call, encoded).0, 200, "Mcp-Name in base64");
 
-    // A legacy request (no version in _meta): refused, and says why.
-    let init = json!({ "jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {} });
-    let (status, _, body) = post(&g, &init, modern_headers(&init, "application/json"));
-    assert!(status == 400 && body.contains("2026-07-28"), "{body}");
+    // A legacy request (no version in _meta) other than initialize, without a session: refused, and says why.
+    let legacy = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {} });
+    let (status, _, body) = post(&g, &legacy, modern_headers(&legacy, "application/json"));
+    assert!(status == 400 && body.contains("initialize"), "{body}");
 
     // --http-no-auth: no token asked, and a warning.
     let (open, log) = Gateway::start(&["--http-no-auth"]);
@@ -404,5 +406,189 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         }
         other => panic!("expected the abort, got {other:?}"),
     }
+    app.leave();
+}
+
+/// A 2025-11-25 request of session `sid` (no metadata headers, as that revision's clients send).
+fn legacy_headers(sid: Option<&str>, accept: &str) -> Vec<String> {
+    let mut h = vec![
+        format!("Authorization: Bearer {TOKEN}"),
+        "Content-Type: application/json".to_owned(),
+        format!("Accept: {accept}"),
+    ];
+    if let Some(sid) = sid {
+        h.push(format!("Mcp-Session-Id: {sid}"));
+    }
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
+    let (g, _) = Gateway::start(&[]);
+    let mut app = App::join(&g.ws).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    let g = std::sync::Arc::new(g);
+    let run = |f: Box<dyn FnOnce() -> (u16, String, String) + Send>| tokio::task::spawn_blocking(f);
+
+    // Without a session, only initialize is taken.
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
+    let (gg, l) = (g.clone(), list.clone());
+    let (status, _, body) = run(Box::new(move || {
+        post(&gg, &l, legacy_headers(None, "application/json"))
+    }))
+    .await
+    .expect("join");
+    assert!(status == 400 && body.contains("initialize"), "{body}");
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } });
+    let gg = g.clone();
+    let (status, head, body) = run(Box::new(move || {
+        post(
+            &gg,
+            &init,
+            legacy_headers(None, "application/json, text/event-stream"),
+        )
+    }))
+    .await
+    .expect("join");
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (status, &v["result"]["protocolVersion"]),
+        (200, &json!("2025-11-25")),
+        "{body}"
+    );
+    let sid = head
+        .lines()
+        .find_map(|l| {
+            l.to_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        })
+        .expect("an Mcp-Session-Id");
+    assert_eq!(sid.len(), 32, "128 random bits: {sid}");
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let (gg, s) = (g.clone(), sid.clone());
+    assert_eq!(
+        run(Box::new(move || post(
+            &gg,
+            &note,
+            legacy_headers(Some(&s), "application/json")
+        )))
+        .await
+        .expect("join")
+        .0,
+        202
+    );
+    let t0 = Instant::now();
+    let tools = loop {
+        let (gg, s, l) = (g.clone(), sid.clone(), list.clone());
+        let (_, _, body) = run(Box::new(move || {
+            post(&gg, &l, legacy_headers(Some(&s), "application/json"))
+        }))
+        .await
+        .expect("join");
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        let n = v["result"]["tools"].as_array().map_or(0, Vec::len);
+        if n > 0 || t0.elapsed() > Duration::from_secs(5) {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(tools, 4, "the session sees the app's tools");
+    let (gg, l) = (g.clone(), list.clone());
+    assert_eq!(
+        run(Box::new(move || post(
+            &gg,
+            &l,
+            legacy_headers(Some("no-such-session"), "application/json")
+        )))
+        .await
+        .expect("join")
+        .0,
+        404,
+        "an unknown session"
+    );
+
+    // The stream of a running call closes: in this era that is no cancel.
+    let slow = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
+    let stream = request(
+        &g,
+        "POST",
+        "/mcp",
+        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
+        &slow.to_string(),
+    );
+    let (call_id, _) = app.started().await;
+    drop(stream);
+    let quiet = tokio::time::timeout(Duration::from_millis(700), app.next("nothing")).await;
+    assert!(
+        quiet.is_err(),
+        "a closed stream cancelled a 2025-11-25 call: {quiet:?}"
+    );
+    // notifications/cancelled is.
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 5, "reason": "stop" } });
+    let (gg, s) = (g.clone(), sid.clone());
+    assert_eq!(
+        run(Box::new(move || post(
+            &gg,
+            &cancel,
+            legacy_headers(Some(&s), "application/json")
+        )))
+        .await
+        .expect("join")
+        .0,
+        202
+    );
+    match app.next("the handler's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted, ..
+        } => assert_eq!(aborted, call_id),
+        other => panic!("expected the abort, got {other:?}"),
+    }
+
+    // DELETE ends the session: its calls are cancelled in the app, and its id is unknown after.
+    let slow = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
+    let _stream = request(
+        &g,
+        "POST",
+        "/mcp",
+        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
+        &slow.to_string(),
+    );
+    let (call_id, _) = app.started().await;
+    let (gg, s) = (g.clone(), sid.clone());
+    let deleted = run(Box::new(move || {
+        answer(request(
+            &gg,
+            "DELETE",
+            "/mcp",
+            &legacy_headers(Some(&s), "application/json"),
+            "",
+        ))
+    }))
+    .await
+    .expect("join");
+    assert_eq!(deleted.0, 200);
+    match app.next("the handler's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted, ..
+        } => assert_eq!(aborted, call_id),
+        other => panic!("expected the abort, got {other:?}"),
+    }
+    let (gg, s) = (g.clone(), sid.clone());
+    assert_eq!(
+        run(Box::new(move || post(
+            &gg,
+            &list,
+            legacy_headers(Some(&s), "application/json")
+        )))
+        .await
+        .expect("join")
+        .0,
+        404
+    );
     app.leave();
 }

@@ -25,6 +25,7 @@ import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -41,7 +42,8 @@ const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const browsers = named.length ? named : ['chrome', 'firefox'];
 const sdkArg = process.argv.find((a) => a.startsWith('--sdk='))?.slice(6);
 // 'http': SDK 2 over its StreamableHTTPClientTransport, to `abp-peer mcp --http` (which this script starts).
-const sdks = sdkArg ? [sdkArg === 'http' ? 'http' : Number(sdkArg)] : [1, 2, 'http'];
+// 'http1': SDK 1 over its StreamableHTTPClientTransport, a 2025-11-25 session (initialize, Mcp-Session-Id).
+const sdks = sdkArg ? [sdkArg.startsWith('http') ? sdkArg : Number(sdkArg)] : [1, 2, 'http', 'http1'];
 const ABORT_ROUNDS = 20;
 const ECHO_ROUNDS = 100;
 const baselineServer = join(dirname(fileURLToPath(import.meta.url)), 'sdk-server.mjs');
@@ -90,10 +92,19 @@ function clientOf(sdk, listen, origin, onChanged, onAsked) {
     return { client, stderr: transport.stderr, pid: () => transport.pid, connect: () => client.connect(transport),
       goAway: () => client.close(), callTool: (params, options) => client.callTool(params, undefined, options) };
   }
-  const client = new ClientV2(info, { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
-  client.setNotificationHandler('notifications/tools/list_changed', onChanged);
-  client.setRequestHandler('elicitation/create', async (request) => onAsked(request.params));
-  const callTool = (params, options) => client.callTool(params, options);
+  let client;
+  let callTool;
+  if (sdk === 'http1') {
+    client = new ClientV1(info, { capabilities: { elicitation: {} } });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged);
+    client.setRequestHandler(ElicitRequestSchema, async (request) => onAsked(request.params));
+    callTool = (params, options) => client.callTool(params, undefined, options);
+  } else {
+    client = new ClientV2(info, { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
+    client.setNotificationHandler('notifications/tools/list_changed', onChanged);
+    client.setRequestHandler('elicitation/create', async (request) => onAsked(request.params));
+    callTool = (params, options) => client.callTool(params, options);
+  }
   if (sdk === 2) {
     const transport = new StdioV2({ command: peer, args, stderr: 'pipe' });
     return { client, stderr: transport.stderr, pid: () => transport.pid, connect: () => client.connect(transport),
@@ -106,14 +117,18 @@ function clientOf(sdk, listen, origin, onChanged, onAsked) {
   gateway.stderr.on('data', (c) => { log += c; });
   const connect = async () => {
     const url = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log)?.[1], 'the gateway\'s HTTP endpoint', 10000);
-    await client.connect(new StreamableHTTPClientTransport(new URL(url),
-      { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    const requestInit = { headers: { Authorization: `Bearer ${token}` } };
+    await client.connect(sdk === 'http' ? new StreamableHTTPClientTransport(new URL(url), { requestInit })
+      : new HttpV1(new URL(url), { requestInit }));
   };
   return { client, stderr: gateway.stderr, pid: () => gateway.pid, connect, goAway: () => gateway.kill('SIGTERM'), callTool };
 }
 
 async function run(browser, sdk) {
-  const over = sdk === 'http' ? 'SDK 2 client over Streamable HTTP (abp-peer mcp --http)' : `SDK ${sdk} client`;
+  const http = sdk === 'http' || sdk === 'http1';
+  const modern = sdk === 2 || sdk === 'http';
+  const over = { http: 'SDK 2 client over Streamable HTTP (abp-peer mcp --http)',
+    http1: 'SDK 1 client over Streamable HTTP, a 2025-11-25 session (abp-peer mcp --http)' }[sdk] ?? `SDK ${sdk} client`;
   console.log(`== abp-peer mcp: the official MCP ${over}, the app in headless ${browser}`);
   // The page's port stays held until the page starts, so the gateway's own port cannot be it.
   const held = await holdPort();
@@ -131,7 +146,7 @@ async function run(browser, sdk) {
   let stderr = '';
   host.stderr.on('data', (chunk) => { stderr += chunk; });
   await host.connect();
-  if (sdk !== 1) {
+  if (modern) {
     const discovered = client.getDiscoverResult();
     check(discovered?._meta?.['io.modelcontextprotocol/serverInfo']?.name === 'abp-peer'
       && discovered.supportedVersions.includes('2026-07-28'),
@@ -190,7 +205,7 @@ async function run(browser, sdk) {
         await callTool({ name: 'echo', arguments: { text: 'hi' } });
         times.push(performance.now() - t0);
       }
-      console.log(`  figure: modern tools/call round trip through the gateway${sdk === 'http' ? ' over HTTP' : ''} to the ${browser} app, median ${median(times).toFixed(3)} ms over ${ECHO_ROUNDS}`);
+      console.log(`  figure: ${modern ? 'modern' : 'legacy'} tools/call round trip through the gateway${http ? ' over HTTP' : ''} to the ${browser} app, median ${median(times).toFixed(3)} ms over ${ECHO_ROUNDS}`);
     }
     const refused = await callTool({ name: 'fail', arguments: {} });
     check(refused.isError === true && text(refused) === 'PERMISSION_DENIED: not allowed here',
@@ -226,13 +241,13 @@ async function run(browser, sdk) {
       }
     }
     const m = median(latencies);
-    console.log(`  figure: client AbortSignal → browser handler ctx.signal${sdk === 'http' ? ' over HTTP' : ''}, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
+    console.log(`  figure: client AbortSignal → browser handler ctx.signal${http ? ` over HTTP (${modern ? 'modern' : 'legacy'})` : ''}, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
     if (sdk === 'http') check(Math.max(...latencies) < 500, 'every stream closed → its handler aborted within 500 ms');
 
     const confirmed = await callTool({ name: 'confirm', arguments: { message: 'Delete the draft?' } });
     check(asked.length === 1 && asked[0].message === 'Delete the draft?' && asked[0].requestedSchema?.type === 'object'
       && confirmed.structuredContent?.answer?.data?.confirmed === true,
-    sdk === 1 ? 'ctx.elicit(confirm) → elicitation/create to the host; accept → { confirmed: true }'
+    !modern ? 'ctx.elicit(confirm) → elicitation/create to the host; accept → { confirmed: true }'
       : 'ctx.elicit(confirm) → an InputRequiredResult, answered by the SDK\'s retry; accept → { confirmed: true }');
 
     const before = listChanged;
@@ -260,7 +275,7 @@ async function run(browser, sdk) {
     await host.goAway();
     const exited = await until(() => { try { process.kill(gatewayPid, 0); return false; } catch { return true; } }, 'the gateway to exit', 5000);
     const exitMs = Date.now() - closedAt;
-    check(exited && exitMs < 1000, sdk === 'http' ? `SIGTERM → the gateway exits in ${exitMs} ms`
+    check(exited && exitMs < 1000, http ? `SIGTERM → the gateway exits in ${exitMs} ms`
       : `the host gone (stdin closed) → the gateway exits in ${exitMs} ms`);
     const code = await Promise.race([pageDone, sleep(60000).then(() => 'hung')]);
     if (code !== 0) {
