@@ -13,10 +13,11 @@
 //   both ways (confirm → accept → { confirmed: true }); a capability registered at run time → list_changed; the app
 //   leaving mid-call → isError within 1 s; the host going away → the app's running call cancelled and the gateway
 //   gone within 1 s (checked by the page and here).
-// A third run per browser has the SDK 2 client reach `abp-peer mcp --http` by URL over its
-// StreamableHTTPClientTransport, with the launch token as a bearer: the same checks, where the client's abort
-// closes the request's SSE stream (no notifications/cancelled), and the host going away is SIGTERM.
-// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2|http]   (abp-peer built;
+// Two more runs per browser reach `abp-peer mcp --http` by URL, with the launch token as a bearer: the SDK 2 client
+// over its StreamableHTTPClientTransport (2026-07-28: its abort closes the request's SSE stream, no
+// notifications/cancelled), and the SDK 1 client over its own (a 2025-11-25 session: Mcp-Session-Id, its abort a
+// POSTed notifications/cancelled); the same checks, and the host going away is SIGTERM.
+// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2|http|http1]   (abp-peer built;
 // scripts/mcp-gateway.sh)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
