@@ -339,6 +339,21 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
         .and_then(|m| m.get(META_VERSION))
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let modern_header = parts
+        .headers
+        .get(VERSION_HEADER.to_ascii_lowercase())
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !v.starts_with("2024-") && !v.starts_with("2025-"));
+    let capabilities = message.pointer("/params/_meta/io.modelcontextprotocol~1clientCapabilities");
+    if modern_header && (version.is_none() || capabilities.is_none()) {
+        // A request that says (in its header) it is of this revision, without what its `_meta` must carry.
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32602,
+            "a 2026-07-28 request carries io.modelcontextprotocol/protocolVersion and clientCapabilities in _meta",
+        );
+    }
     let Some(version) = version else {
         if method == "initialize" {
             return open_session(&e, message, &parts.headers).await;
@@ -489,13 +504,20 @@ async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Option<Cancel>
         let is_response =
             serde_json::from_str::<Value>(&line).is_ok_and(|m| m.get("method").is_none());
         if is_response {
+            // This revision's errors about the request itself are HTTP errors too.
+            let status = match guard
+                .as_ref()
+                .and(serde_json::from_str::<Value>(&line).ok())
+            {
+                Some(m) => match m.pointer("/error/code").and_then(Value::as_i64) {
+                    Some(-32601) => StatusCode::NOT_FOUND,
+                    Some(-32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
+                    _ => StatusCode::OK,
+                },
+                None => StatusCode::OK,
+            };
             drop(guard);
-            return (
-                StatusCode::OK,
-                [(header::CONTENT_TYPE, "application/json")],
-                line,
-            )
-                .into_response();
+            return (status, [(header::CONTENT_TYPE, "application/json")], line).into_response();
         }
     }
     drop(guard);

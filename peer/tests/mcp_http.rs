@@ -38,11 +38,9 @@ mod tempdir {
 
 impl Gateway {
     fn start(extra: &[&str]) -> (Gateway, String) {
-        let dir = std::env::temp_dir().join(format!(
-            "abp-mcp-http-{}-{}",
-            std::process::id(),
-            extra.len()
-        ));
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("abp-mcp-http-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
             .args(["mcp", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
@@ -260,9 +258,36 @@ fn refusals_as_the_transport_and_section_8_say() {
     encoded.push("Mcp-Name: =?base64?ZWNobw==?=".to_owned());
     assert_eq!(post(&g, &call, encoded).0, 200, "Mcp-Name in base64");
 
+    // A request whose header says 2026-07-28 without what its _meta must carry: 400, -32602.
+    for meta in [
+        json!({}),
+        json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" }),
+    ] {
+        let bare = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": { "_meta": meta } });
+        let (status, _, body) = post(&g, &bare, modern_headers(&bare, "application/json"));
+        assert!(status == 400 && body.contains("-32602"), "{body}");
+    }
+    // This revision's errors about the request are HTTP errors: an unknown method 404, an unsupported version 400.
+    let ping =
+        json!({ "jsonrpc": "2.0", "id": 5, "method": "made/up", "params": { "_meta": meta() } });
+    let (status, _, body) = post(&g, &ping, modern_headers(&ping, "application/json"));
+    assert!(status == 404 && body.contains("-32601"), "{body}");
+    let mut future = meta();
+    future["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let later =
+        json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": { "_meta": future } });
+    let mut h = modern_headers(&later, "application/json");
+    h.retain(|h| !h.starts_with("MCP-Protocol-Version"));
+    h.push("MCP-Protocol-Version: v999.0.0".to_owned());
+    let (status, _, body) = post(&g, &later, h);
+    assert!(
+        status == 400 && body.contains("-32022") && body.contains("v999.0.0"),
+        "{body}"
+    );
+
     // A legacy request (no version in _meta) other than initialize, without a session: refused, and says why.
     let legacy = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {} });
-    let (status, _, body) = post(&g, &legacy, modern_headers(&legacy, "application/json"));
+    let (status, _, body) = post(&g, &legacy, legacy_headers(None, "application/json"));
     assert!(status == 400 && body.contains("initialize"), "{body}");
 
     // --http-no-auth: no token asked, and a warning.
