@@ -601,10 +601,6 @@ impl<P: Wire> McpCodec<P> {
                 self.modern.request(&id);
                 Control::Describe { id }.into()
             }
-            "ping" => {
-                self.modern.request(&id);
-                Control::Ping { id }.into()
-            }
             "tools/list" => {
                 self.modern.request(&id);
                 ToApp::ListCapabilities { id }.into()
@@ -614,7 +610,8 @@ impl<P: Wire> McpCodec<P> {
                 self.call(id, params.clone(), Some(features_of(&params)))
             }
             "subscriptions/listen" => self.listen(id, &params),
-            // `initialize` included: the stateless era has no handshake.
+            // `initialize` included: the stateless era has no handshake; and `ping` and `logging/setLevel`, which
+            // the revision removed.
             _ => Control::Invalid {
                 id: Some(id),
                 code: rpc::METHOD_NOT_FOUND,

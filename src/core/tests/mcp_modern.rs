@@ -1,7 +1,7 @@
 //! The MCP dialect's server role in the stateless era (revision 2026-07-28), beside the legacy one: requests
 //! that carry their version in `_meta` are answered without a session (`server/discover`, `tools/list` with
-//! its cache fields, `tools/call`, `ping`), a version we do not speak is -32022 with the ones we do, a modern
-//! `initialize` is an unknown method; a cancel aborts the handler and nothing more is written for it;
+//! its cache fields, `tools/call`), a version we do not speak is -32022 with the ones we do, a modern
+//! `initialize` or `ping` is an unknown method; a cancel aborts the handler and nothing more is written for it;
 //! elicitation is an `InputRequiredResult` answered by a retry, whose `requestState` is refused when altered,
 //! replayed, presented for another call or expired (the call is then cancelled in the app); and
 //! `subscriptions/listen` is acknowledged first, hears tool changes with its id, and is torn down with
@@ -145,8 +145,9 @@ fn a_modern_initialize_is_an_unknown_method_and_a_legacy_one_opens_a_session() {
 #[test]
 fn modern_requests_are_answered_without_a_session_with_result_types_and_cache_fields() {
     let mut p = server();
+    // The revision removed `ping`: an unknown method, like `initialize`.
     let r = one(to_app(&mut p, modern(json!(1), "ping", json!({}))));
-    assert_eq!(r["result"], json!({ "resultType": "complete" }));
+    assert_eq!(r["error"]["code"], -32601);
     let r = one(to_app(&mut p, modern(json!(2), "tools/list", json!({}))));
     let result = &r["result"];
     assert_eq!(result["resultType"], "complete");
