@@ -49,7 +49,7 @@ node tests/interop/build.mjs
 for file in tests/*.rs; do
   name=$(basename "$file" .rs)
   # Run below by their own scripts, which start the processes they need.
-  case "$name" in tesseron_conformance|mcp_gateway|webmcp) continue ;; esac
+  case "$name" in tesseron_conformance|mcp_gateway|mcp_conformance|webmcp) continue ;; esac
   for browser in chrome firefox; do
     log="target/browser-$name-$browser.log"
     for attempt in 1 2; do
@@ -73,6 +73,9 @@ bash scripts/tesseron-conformance.sh --no-setup
 
 echo "== abp-peer mcp: the official MCP SDK clients (1, legacy; 2, modern) over stdio, a browser app in headless Chrome and Firefox"
 bash scripts/mcp-gateway.sh --no-setup
+
+echo "== the official MCP conformance suite against abp-peer mcp --http (2025-11-25 and 2026-07-28), the app in headless Chrome and Firefox"
+bash scripts/mcp-conformance.sh --no-setup
 
 echo "== WebMCP: native in Chromium, @mcp-b/webmcp-polyfill in Chromium and Firefox"
 bash scripts/webmcp.sh --no-setup
