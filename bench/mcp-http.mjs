@@ -1,0 +1,161 @@
+// `npm run bench:mcp-http`: MCP over Streamable HTTP (revision 2026-07-28), the official SDK 2 client
+// (`@modelcontextprotocol/client`, pinned in tests/interop) calling a small `echo` tool, in one process and run:
+//   - the baseline: the official SDK 2 server (`@modelcontextprotocol/server`) serving the tool itself, stateless,
+//     through its `createMcpHandler` on a Node HTTP server in a process of its own (bench/mcp-http-sdk-server.mjs);
+//   - the subject: `abp-peer mcp --http` (release build), with the tool a capability of a browser app (pkg/, in
+//     headless Chromium through Playwright) that joined the gateway over WebSocket.
+// For each number of calls in flight (BENCH_CONCURRENCY, default 1,16): calls/s, p50 and p99 over BENCH_WINDOW
+// seconds (default 3, after half a second of warm-up), two rounds each, interleaved. Then abort → handler: the
+// client's AbortSignal to the handler's signal (the SDK server's own; the page's ctx.signal through the gateway),
+// BENCH_ABORTS times (default 20), read on both ends from performance.timeOrigin + performance.now().
+// Needs `npm run build` (pkg/) and `node tests/interop/build.mjs` (the SDKs); builds abp-peer itself.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { serve } from '../www/serve.mjs';
+
+const modules = new URL('../tests/interop/node_modules/', import.meta.url);
+const { Client, StreamableHTTPClientTransport } = await import(new URL('@modelcontextprotocol/client/dist/index.mjs', modules));
+
+const concurrency = (process.env.BENCH_CONCURRENCY ?? '1,16').split(',').map(Number);
+const windowS = Number(process.env.BENCH_WINDOW ?? 3);
+const aborts = Number(process.env.BENCH_ABORTS ?? 20);
+const epochMs = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
+async function until(f, what, ms = 30000) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+// ---- the baseline: the SDK 2 server, in a Node process of its own (bench/mcp-http-sdk-server.mjs) ------------
+const sdkAborted = new Map();
+const sdk = spawn(process.execPath, [new URL('./mcp-http-sdk-server.mjs', import.meta.url).pathname],
+  { stdio: ['ignore', 'ignore', 'pipe'] });
+let sdkLog = '';
+sdk.stderr.on('data', (c) => {
+  sdkLog += c;
+  for (const m of String(c).matchAll(/aborted (\S+) (\S+)/g)) sdkAborted.set(m[1], Number(m[2]));
+});
+const sdkUrl = `http://127.0.0.1:${await until(() => /listening (\d+)/.exec(sdkLog)?.[1], 'the SDK server')}/mcp`;
+
+// ---- the subject: abp-peer mcp --http, and the app in headless Chromium --------------------------------------
+console.error('mcp-http: cargo build --release -p abp-peer');
+if (spawnSync('cargo', ['build', '--release', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) process.exit(1);
+const pages = await serve(0);
+const pageOrigin = `http://127.0.0.1:${pages.address().port}`;
+const token = randomBytes(24).toString('hex');
+const gateway = spawn('target/release/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+  '--allow-origin', pageOrigin, '--token-file', join(tmpdir(), `abp-bench-http-${process.pid}.token`)],
+{ env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
+let log = '';
+gateway.stderr.on('data', (c) => { log += c; });
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const clients = [];
+try {
+  const ws = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(log)?.[1], 'the gateway');
+  const gatewayUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log)?.[1], 'the HTTP endpoint');
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e));
+  await page.goto(`${pageOrigin}/bench/webmcp.html`);
+  await page.evaluate(async (url) => {
+    const { default: init, AbpApp, WebSocketTransport } = await import('/pkg/abp_wasm.js');
+    await init();
+    window.aborted = {};
+    const app = new AbpApp({ id: 'bench-http', name: 'bench', version: '1' });
+    app.register('echo', (p) => p, { description: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } });
+    app.register('slow', (p, ctx) => new Promise((_, reject) => {
+      ctx.signal.addEventListener('abort', () => { window.aborted[p.tag] = performance.timeOrigin + performance.now(); reject(ctx.signal.reason); });
+    }), { description: 'waits for its signal' });
+    app.listen(await WebSocketTransport.connect(`${url}/agent`));
+  }, ws);
+
+  const connect = async (url, headers) => {
+    const client = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+    clients.push(client);
+    return client;
+  };
+  const sides = [
+    { name: 'SDK 2 server (Node, stateless HTTP), the baseline', client: await connect(sdkUrl, {}),
+      abortedAt: (tag) => sdkAborted.get(tag) },
+    { name: 'abp-peer mcp --http → app in Chromium', client: await connect(gatewayUrl, { Authorization: `Bearer ${token}` }),
+      abortedAt: (tag) => page.evaluate((t) => window.aborted[t], tag) },
+  ];
+  await until(async () => (await sides[1].client.listTools()).tools.some((t) => t.name === 'echo'), 'the app to join');
+
+  // Calls/s and latency: `n` loops, each calling echo again as soon as it returns.
+  const measure = async (client, n) => {
+    const times = [];
+    let measuring = false;
+    let stop = false;
+    const loop = async () => {
+      while (!stop) {
+        const t0 = performance.now();
+        await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+        if (measuring && !stop) times.push(performance.now() - t0);
+      }
+    };
+    const loops = Array.from({ length: n }, loop);
+    await sleep(500);
+    measuring = true;
+    await sleep(windowS * 1000);
+    stop = true;
+    await Promise.all(loops);
+    return times;
+  };
+  const rows = [];
+  for (const n of concurrency) {
+    const pooled = sides.map(() => []);
+    for (let round = 0; round < 2; round++) {
+      const order = round % 2 ? [1, 0] : [0, 1];
+      for (const i of order) pooled[i].push(...await measure(sides[i].client, n));
+    }
+    const base = pooled[0].length / (2 * windowS);
+    pooled.forEach((times, i) => {
+      const perS = times.length / (2 * windowS);
+      rows.push([n, sides[i].name, perS.toFixed(0), quantile(times, 0.5).toFixed(3), quantile(times, 0.99).toFixed(3),
+        `${(perS / base).toFixed(2)}×`]);
+    });
+  }
+  console.log(`\nCalls over Streamable HTTP (${windowS} s × 2 rounds each, interleaved), the SDK 2 client in Node:`);
+  console.log('| in flight | server | calls/s | p50 ms | p99 ms | calls/s vs baseline |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+
+  console.log(`\nAbort → handler (${aborts} times each): the client's AbortSignal to the handler's signal`);
+  console.log('| server | median ms | min | max |');
+  console.log('|---|---|---|---|');
+  for (const side of sides) {
+    const latencies = [];
+    for (let i = 0; i < aborts; i++) {
+      const tag = `a${i}-${side.name.length}`;
+      const controller = new AbortController();
+      const call = side.client.callTool({ name: 'slow', arguments: { tag } }, { signal: controller.signal }).catch(() => {});
+      await sleep(50);
+      const at = epochMs();
+      controller.abort('stop');
+      await call;
+      const seen = await until(() => side.abortedAt(tag), 'the handler to see the abort', 5000);
+      latencies.push(seen - at);
+    }
+    console.log(`| ${side.name} | ${quantile(latencies, 0.5).toFixed(2)} | ${Math.min(...latencies).toFixed(2)} | ${Math.max(...latencies).toFixed(2)} |`);
+  }
+} finally {
+  for (const c of clients) await c.close().catch(() => {});
+  await browser.close();
+  gateway.kill('SIGTERM');
+  sdk.kill();
+  pages.close();
+}
