@@ -712,6 +712,31 @@ async fn write_lines(stdout: &mut tokio::io::Stdout, lines: Vec<String>) -> bool
     stdout.flush().await.is_ok()
 }
 
+/// Stdout, written by a task of its own: the gateway's loop hands over its lines and goes on, instead of waiting
+/// for each write and flush (each a trip to tokio's blocking pool) before it takes the next message. What queued
+/// meanwhile goes out in one write. The task ends when the sender is dropped, or when stdout is closed (then the
+/// next send fails).
+fn stdout_writer() -> (UnboundedSender<Vec<String>>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = unbounded_channel::<Vec<String>>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(mut batch) = rx.recv().await {
+            while let Ok(more) = rx.try_recv() {
+                batch.extend(more);
+            }
+            let mut text = String::with_capacity(batch.iter().map(|l| l.len() + 1).sum());
+            for line in batch {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            if stdout.write_all(text.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    (tx, writer)
+}
+
 /// Runs the gateway until the host goes away.
 pub(crate) async fn main(args: Args) -> Result<(), String> {
     // The app's endpoint, and `/mcp-host` for another host's copy of this command (which needs the launch token,
@@ -806,12 +831,13 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         held: Vec::new(),
         out: Vec::new(),
     };
-    let mut stdout = tokio::io::stdout();
+    let (to_stdout, writer) = stdout_writer();
     let mut lines = BufReader::new(tokio::io::stdin()).split(b'\n');
     tokio::pin!(stop);
     loop {
         gateway.perform();
-        if !write_lines(&mut stdout, std::mem::take(&mut gateway.out)).await {
+        let out = std::mem::take(&mut gateway.out);
+        if !out.is_empty() && to_stdout.send(out).is_err() {
             break; // the host closed our stdout
         }
         let due = gateway.next_deadline();
@@ -843,7 +869,9 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     // the app a moment to see the cancels, and go.
     gateway.cancel_everything();
     gateway.goodbye();
-    write_lines(&mut stdout, std::mem::take(&mut gateway.out)).await;
+    let _ = to_stdout.send(std::mem::take(&mut gateway.out));
+    drop(to_stdout);
+    let _ = writer.await;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(GOODBYE_MS);
     while !gateway.calls.is_empty() {
         match tokio::time::timeout_at(deadline, registration.inbox.recv()).await {
