@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+mod common;
 mod native_app;
+use common::TempDir;
 use native_app::{App, AppEvent};
 
 const TOKEN: &str = "Zq8mW3xK1vR7tB2nY6pL4hD9sF0gJ5cA";
@@ -23,30 +25,17 @@ struct Gateway {
     child: Child,
     ws: String,
     http: SocketAddr,
-    _dir: tempdir::Dir,
-}
-
-mod tempdir {
-    /// A directory removed when dropped.
-    pub struct Dir(pub std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    _dir: TempDir,
 }
 
 impl Gateway {
     fn start(extra: &[&str]) -> (Gateway, String) {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("abp-mcp-http-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir = TempDir::new();
         let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
             .args(["mcp", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
             .args(extra)
             .arg("--token-file")
-            .arg(dir.join("token"))
+            .arg(dir.0.join("token"))
             .env("ABP_PEER_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -71,7 +60,7 @@ impl Gateway {
             child,
             ws: ws.expect("ws"),
             http: http.expect("http"),
-            _dir: tempdir::Dir(dir),
+            _dir: dir,
         };
         (g, log)
     }
@@ -306,21 +295,14 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         app.next("the app's session").await,
         AppEvent::Joined
     ));
-    let g = std::sync::Arc::new(g);
-    let blocking =
-        |f: Box<dyn FnOnce() -> (u16, String, String) + Send>| tokio::task::spawn_blocking(f);
 
     // tools/list, then a call answered as JSON with the client's own id (a string here).
     // (The gateway lists the app's capabilities once it has joined: ask until they are there.)
     let list = json!({ "jsonrpc": "2.0", "id": "L", "method": "tools/list", "params": { "_meta": meta() } });
     let t0 = Instant::now();
     let (status, v, body) = loop {
-        let (gg, l) = (g.clone(), list.clone());
-        let (status, _, body) = blocking(Box::new(move || {
-            post(&gg, &l, modern_headers(&l, "application/json"))
-        }))
-        .await
-        .expect("join");
+        let (status, _, body) =
+            blocking(|| post(&g, &list, modern_headers(&list, "application/json"))).await;
         let v: Value = serde_json::from_str(&body).expect("JSON");
         if v["result"]["tools"]
             .as_array()
@@ -341,12 +323,8 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
     assert_eq!(names, ["echo", "fail", "steps", "slow"]);
     let echo = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": { "name": "echo", "arguments": { "text": "hi" }, "_meta": meta() } });
-    let (gg, e) = (g.clone(), echo.clone());
-    let (status, head, body) = blocking(Box::new(move || {
-        post(&gg, &e, modern_headers(&e, "application/json"))
-    }))
-    .await
-    .expect("join");
+    let (status, head, body) =
+        blocking(|| post(&g, &echo, modern_headers(&echo, "application/json"))).await;
     assert!(
         head.to_lowercase()
             .contains("content-type: application/json"),
@@ -363,16 +341,14 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
     meta_p["progressToken"] = json!("my-token");
     let steps = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": { "name": "steps", "arguments": {}, "_meta": meta_p } });
-    let (gg, st) = (g.clone(), steps.clone());
-    let (status, head, body) = blocking(Box::new(move || {
+    let (status, head, body) = blocking(|| {
         post(
-            &gg,
-            &st,
-            modern_headers(&st, "application/json, text/event-stream"),
+            &g,
+            &steps,
+            modern_headers(&steps, "application/json, text/event-stream"),
         )
-    }))
-    .await
-    .expect("join");
+    })
+    .await;
     assert_eq!(status, 200);
     let head = head.to_lowercase();
     assert!(
@@ -434,6 +410,11 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
     app.leave();
 }
 
+/// Runs a blocking request from an async test, in place: the runtime's other worker serves the app meanwhile.
+async fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
 /// A 2025-11-25 request of session `sid` (no metadata headers, as that revision's clients send).
 fn legacy_headers(sid: Option<&str>, accept: &str) -> Vec<String> {
     let mut h = vec![
@@ -455,30 +436,22 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         app.next("the app's session").await,
         AppEvent::Joined
     ));
-    let g = std::sync::Arc::new(g);
-    let run = |f: Box<dyn FnOnce() -> (u16, String, String) + Send>| tokio::task::spawn_blocking(f);
 
     // Without a session, only initialize is taken.
     let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
-    let (gg, l) = (g.clone(), list.clone());
-    let (status, _, body) = run(Box::new(move || {
-        post(&gg, &l, legacy_headers(None, "application/json"))
-    }))
-    .await
-    .expect("join");
+    let (status, _, body) =
+        blocking(|| post(&g, &list, legacy_headers(None, "application/json"))).await;
     assert!(status == 400 && body.contains("initialize"), "{body}");
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } });
-    let gg = g.clone();
-    let (status, head, body) = run(Box::new(move || {
+    let (status, head, body) = blocking(|| {
         post(
-            &gg,
+            &g,
             &init,
             legacy_headers(None, "application/json, text/event-stream"),
         )
-    }))
-    .await
-    .expect("join");
+    })
+    .await;
     let v: Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(
         (status, &v["result"]["protocolVersion"]),
@@ -495,26 +468,16 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         .expect("an Mcp-Session-Id");
     assert_eq!(sid.len(), 32, "128 random bits: {sid}");
     let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let (gg, s) = (g.clone(), sid.clone());
     assert_eq!(
-        run(Box::new(move || post(
-            &gg,
-            &note,
-            legacy_headers(Some(&s), "application/json")
-        )))
-        .await
-        .expect("join")
-        .0,
+        blocking(|| post(&g, &note, legacy_headers(Some(&sid), "application/json")))
+            .await
+            .0,
         202
     );
     let t0 = Instant::now();
     let tools = loop {
-        let (gg, s, l) = (g.clone(), sid.clone(), list.clone());
-        let (_, _, body) = run(Box::new(move || {
-            post(&gg, &l, legacy_headers(Some(&s), "application/json"))
-        }))
-        .await
-        .expect("join");
+        let (_, _, body) =
+            blocking(|| post(&g, &list, legacy_headers(Some(&sid), "application/json"))).await;
         let v: Value = serde_json::from_str(&body).expect("JSON");
         let n = v["result"]["tools"].as_array().map_or(0, Vec::len);
         if n > 0 || t0.elapsed() > Duration::from_secs(5) {
@@ -523,15 +486,13 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(tools, 4, "the session sees the app's tools");
-    let (gg, l) = (g.clone(), list.clone());
     assert_eq!(
-        run(Box::new(move || post(
-            &gg,
-            &l,
+        blocking(|| post(
+            &g,
+            &list,
             legacy_headers(Some("no-such-session"), "application/json")
-        )))
+        ))
         .await
-        .expect("join")
         .0,
         404,
         "an unknown session"
@@ -555,16 +516,10 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     );
     // notifications/cancelled is.
     let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 5, "reason": "stop" } });
-    let (gg, s) = (g.clone(), sid.clone());
     assert_eq!(
-        run(Box::new(move || post(
-            &gg,
-            &cancel,
-            legacy_headers(Some(&s), "application/json")
-        )))
-        .await
-        .expect("join")
-        .0,
+        blocking(|| post(&g, &cancel, legacy_headers(Some(&sid), "application/json")))
+            .await
+            .0,
         202
     );
     match app.next("the handler's abort").await {
@@ -584,18 +539,16 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         &slow.to_string(),
     );
     let (call_id, _) = app.started().await;
-    let (gg, s) = (g.clone(), sid.clone());
-    let deleted = run(Box::new(move || {
+    let deleted = blocking(|| {
         answer(request(
-            &gg,
+            &g,
             "DELETE",
             "/mcp",
-            &legacy_headers(Some(&s), "application/json"),
+            &legacy_headers(Some(&sid), "application/json"),
             "",
         ))
-    }))
-    .await
-    .expect("join");
+    })
+    .await;
     assert_eq!(deleted.0, 200);
     match app.next("the handler's abort").await {
         AppEvent::Aborted {
@@ -603,16 +556,10 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         } => assert_eq!(aborted, call_id),
         other => panic!("expected the abort, got {other:?}"),
     }
-    let (gg, s) = (g.clone(), sid.clone());
     assert_eq!(
-        run(Box::new(move || post(
-            &gg,
-            &list,
-            legacy_headers(Some(&s), "application/json")
-        )))
-        .await
-        .expect("join")
-        .0,
+        blocking(|| post(&g, &list, legacy_headers(Some(&sid), "application/json")))
+            .await
+            .0,
         404
     );
     app.leave();

@@ -8,29 +8,18 @@ use serde_json::{json, Value};
 use tungstenite::Message;
 
 mod common;
-use common::{Peer, Socket};
+use common::{next_frame, Peer, Socket};
 
 fn send(ws: &mut Socket, v: &Value) {
     ws.send(Message::text(v.to_string())).expect("send");
 }
 
-/// The next text frame as JSON; `None` once the connection is closed. Waiting 5 s fails the test (a read
-/// timeout must not pass for a close).
+/// The next text frame as JSON; `None` once the connection is closed (a binary frame is skipped). Waiting 5 s
+/// fails the test.
 fn next(ws: &mut Socket) -> Option<Value> {
     loop {
-        match ws.read() {
-            Ok(Message::Text(t)) => return serde_json::from_str(t.as_str()).ok(),
-            Ok(Message::Close(_)) => return None,
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                panic!("nothing arrived within 5 s")
-            }
-            Err(_) => return None,
+        if let Message::Text(t) = next_frame(ws)? {
+            return serde_json::from_str(t.as_str()).ok();
         }
     }
 }

@@ -8,39 +8,19 @@ use std::time::{Duration, Instant};
 use tungstenite::Message;
 
 mod common;
-use common::{upgrade, Peer, Socket};
+use common::{next_frame, upgrade, Peer, Socket};
 
 const KEY: &str = "k3y-0f-th3-us3rs-4pp";
 
-/// The next frame that is text or binary; `None` once closed. Waiting 5 s fails the test.
-fn next(ws: &mut Socket) -> Option<Message> {
-    loop {
-        match ws.read() {
-            Ok(m @ (Message::Text(_) | Message::Binary(_))) => return Some(m),
-            Ok(Message::Close(_)) => return None,
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                panic!("nothing arrived within 5 s")
-            }
-            Err(_) => return None,
-        }
-    }
-}
-
 fn text(ws: &mut Socket) -> String {
-    match next(ws) {
+    match next_frame(ws) {
         Some(Message::Text(t)) => t.as_str().to_owned(),
         other => panic!("expected a text frame, got {other:?}"),
     }
 }
 
 fn notice(ws: &mut Socket) -> String {
-    match next(ws) {
+    match next_frame(ws) {
         Some(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
         other => panic!("expected a binary notice, got {other:?}"),
     }
@@ -172,7 +152,7 @@ fn a_side_that_sends_more_than_the_other_reads_is_closed_not_the_reader() {
     // The reader was not closed for it: it reads what was let through, then hears the app left.
     let mut frames = 0;
     loop {
-        match next(&mut agent).expect("the agent stays connected") {
+        match next_frame(&mut agent).expect("the agent stays connected") {
             Message::Text(_) => frames += 1,
             Message::Binary(b) => {
                 assert_eq!(&b[..], b"abp-relay: app left");

@@ -269,3 +269,25 @@ pub fn try_exchange(addr: SocketAddr, request: &str) -> Result<Answer, String> {
         None => Err(text),
     }
 }
+
+/// The next text or binary frame on `ws`; `None` once it is closed. Waiting past the read timeout (5 s) fails
+/// the test: a timeout must not pass for a close.
+pub fn next_frame(ws: &mut Socket) -> Option<tungstenite::Message> {
+    use tungstenite::Message;
+    loop {
+        match ws.read() {
+            Ok(m @ (Message::Text(_) | Message::Binary(_))) => return Some(m),
+            Ok(Message::Close(_)) => return None,
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!("nothing arrived within 5 s")
+            }
+            Err(_) => return None,
+        }
+    }
+}
