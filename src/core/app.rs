@@ -464,12 +464,7 @@ impl<P: Wire> AppConn<P> {
                 call_id,
                 reason,
             } => self.cancel(id, call_id, reason, now),
-            ToApp::ElicitationResponse { id, payload } if self.forget_elicitation(&id) => {
-                self.out.push_back(AppOutput::ElicitDone {
-                    id,
-                    end: ElicitEnd::Answer(payload),
-                });
-            }
+            ToApp::ElicitationResponse { id, payload } => self.elicitation_answered(id, payload),
             ToApp::ListCapabilities { id } => {
                 self.transmit(FromApp::CapabilityList { id });
             }
@@ -480,7 +475,7 @@ impl<P: Wire> AppConn<P> {
                 reason,
             } => self.malformed(kind, id, call_id.unwrap_or_default(), reason),
             ToApp::Control(m) => self.control(m),
-            ToApp::Welcome { .. } | ToApp::ElicitationResponse { .. } => {}
+            ToApp::Welcome { .. } => {}
         }
     }
 
@@ -767,6 +762,17 @@ impl<P: Wire> AppConn<P> {
     }
 
     /// Forgets an elicitation and its deadline. False if it was not open.
+    /// The answer to the handler's elicitation `id` (from the agent, or found by the dialect in what the agent
+    /// already sent); an answer to one no longer waiting is dropped.
+    pub fn elicitation_answered(&mut self, id: String, payload: P) {
+        if self.forget_elicitation(&id) {
+            self.out.push_back(AppOutput::ElicitDone {
+                id,
+                end: ElicitEnd::Answer(payload),
+            });
+        }
+    }
+
     fn forget_elicitation(&mut self, id: &str) -> bool {
         let Some(e) = self.elicits.remove(id) else {
             return false;

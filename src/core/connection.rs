@@ -333,6 +333,9 @@ impl<P: Wire> AppConnection<P> {
             return Some(AppOutput::Transmit(Transmit::other(own)));
         }
         loop {
+            if let Some((id, payload)) = self.codec.given() {
+                self.core.elicitation_answered(id, payload);
+            }
             let (m, sent) = match self.urgent.pop_front() {
                 // An answer that stands in for a result is not replaced again if it cannot be sent either (the
                 // link is gone): it is dropped, and nothing loops.

@@ -89,8 +89,31 @@ export async function serveTheConformanceSuite(url) {
     const answer = await ctx.elicit(question('user_context', 'Any context?'));
     return { content: [text(answer?.success === false ? `not asked: ${answer.error?.code}` : 'asked')] };
   });
+  // A parameter mirrored into a header (`x-mcp-header`): the gateway checks `Mcp-Param-Region` against it.
+  tool('test_custom_header', 'Echoes its region, which hosts send as the Mcp-Param-Region header too',
+    (params) => ({ content: [text(`region: ${params.region}`)] }),
+    { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, query: { type: 'string' } } });
+  // A JSON Schema 2020-12 input schema ($defs, $ref, allOf/anyOf, if/then/else) reaches the host as the app wrote it.
+  tool('json_schema_2020_12_tool', 'Takes a contact whose schema uses JSON Schema 2020-12 keywords', () => ({ content: [text('ok')] }), {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    $defs: { address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+    properties: {
+      name: { type: 'string' }, address: { $ref: '#/$defs/address' },
+      contactMethod: { type: 'string', enum: ['phone', 'email'] }, phone: { type: 'string' }, email: { type: 'string' },
+    },
+    allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+    if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+    then: { required: ['phone'] },
+    else: { required: ['email'] },
+    additionalProperties: false,
+  });
+  // Each trigger adds a tool of its own: registering the same tool again changes nothing, so no listen hears it
+  // (the suite triggers a change from three listens).
+  let added = 0;
   tool('test_trigger_tool_change', 'Registers one more tool (list_changed on a listen)', () => {
-    app.register('test_added_tool', () => ({ content: [text('added')] }), { description: 'Added at run time', inputSchema: none });
+    added += 1;
+    app.register(`test_added_tool_${added}`, () => ({ content: [text('added')] }), { description: 'Added at run time', inputSchema: none });
     return { content: [text('tool list changed')] };
   });
   tool('conformance_done', 'Ends the page (called by scripts/mcp-conformance.sh)', () => {

@@ -33,7 +33,7 @@ use super::super::text::text;
 use super::jsonrpc::{cancel_of, key_of, notification, rpc, Frame, Peer, Sent};
 use super::Policy;
 use client::{Answered, Client, ClientEra};
-use modern::{complete, era_of, features_of, Era, Modern, Retry};
+use modern::{complete, era_of, features_of, Asked, Era, Modern, Retry};
 pub use modern::{MODERN_VERSIONS, UNSUPPORTED_VERSION};
 
 pub use super::jsonrpc::abp_error_of;
@@ -167,6 +167,9 @@ pub struct McpCodec<P> {
     error_data: StrMap<P>,
     /// What the codec sends on its own ([`Self::queued`]).
     outbox: VecDeque<P>,
+    /// Answers a request brought before its handler asked ([`Self::given`]): elicitation id → the app's
+    /// `ElicitationResponse` payload.
+    given: VecDeque<(String, P)>,
     /// The client role's era and its calls in the stateless era.
     client: Box<Client<P>>,
 }
@@ -209,6 +212,7 @@ impl<P: Wire> McpCodec<P> {
             legacy: false,
             error_data: StrMap::new(),
             outbox: VecDeque::new(),
+            given: VecDeque::new(),
             client: Box::default(),
         }
     }
@@ -225,6 +229,12 @@ impl<P: Wire> McpCodec<P> {
     /// A message the codec sends on its own, before what the machine says next.
     pub fn queued(&mut self) -> Option<P> {
         self.outbox.pop_front()
+    }
+
+    /// An answer the client gave before the app's handler asked (a modern call that brought `inputResponses`
+    /// under the key it then asked): the elicitation id and its response, for the app to read.
+    pub fn given(&mut self) -> Option<(String, P)> {
+        self.given.pop_front()
     }
 
     /// The server is going away: each open listen is torn down with `notifications/cancelled` (the one
@@ -562,7 +572,8 @@ impl<P: Wire> McpCodec<P> {
             if let Some(state) = params.get("requestState") {
                 return self.retry(id, &state, &name, &arguments, &params);
             }
-            self.modern.call(&id, &name, &arguments);
+            let given = params.get_object("inputResponses");
+            self.modern.call(&id, &name, &arguments, given);
         }
         let progress_token = self.take_token(&id, &params);
         ToApp::Call {
@@ -1024,8 +1035,16 @@ impl<P: Wire> McpCodec<P> {
         };
         let key = request.get_string("key");
         let params = elicitation_params(request);
-        let (reply, result) = self.modern.ask(call_id, elicit_id, key, method, params)?;
-        Some(self.respond(&reply, result))
+        match self.modern.ask(call_id, elicit_id, key, method, params) {
+            Asked::Put(reply, result) => Some(self.respond(&reply, result)),
+            Asked::Given(result) => {
+                let confirm = method == "elicitation/confirm";
+                let payload = elicitation_response_of(&result, confirm);
+                self.given.push_back((elicit_id.to_owned(), payload));
+                None
+            }
+            Asked::Queued => None,
+        }
     }
 
     /// The app's tools changed: a legacy session hears `notifications/tools/list_changed`, and so does each

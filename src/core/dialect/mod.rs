@@ -73,6 +73,12 @@ pub trait DialectCodec<P: Wire> {
     fn queued(&mut self) -> Option<P> {
         None
     }
+    /// An answer to the app's elicitation that the codec found in what the client already sent (MCP: a
+    /// modern call's `inputResponses`), so nothing is put to the client: the elicitation id and the
+    /// `ElicitationResponse` payload, for the app to read.
+    fn given(&mut self) -> Option<(String, P)> {
+        None
+    }
     /// This side is going away: the codec queues what its dialect says then (MCP: each listen is torn down).
     fn close(&mut self) {}
     /// The client speaks this protocol version and no other (MCP: a dated version, which also picks the era).
@@ -95,6 +101,10 @@ macro_rules! jsonrpc_dialect_codec {
         jsonrpc_dialect_codec!($codec, |$agent| $new, {
             fn queued(&mut self) -> Option<P> {
                 $codec::queued(self)
+            }
+
+            fn given(&mut self) -> Option<(String, P)> {
+                $codec::given(self)
             }
 
             fn close(&mut self) {
@@ -271,6 +281,14 @@ macro_rules! dialects {
             pub fn queued(&mut self) -> Option<P> {
                 match self {
                     $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::queued(c), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// An answer to the app's elicitation found in what the client already sent.
+            pub fn given(&mut self) -> Option<(String, P)> {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::given(c), )*
                     Codec::_Never(never, _) => match *never {},
                 }
             }

@@ -267,6 +267,74 @@ fn elicitation_is_an_input_required_result_and_the_retry_brings_the_answer() {
     assert_eq!(r["result"]["structuredContent"], json!({ "hello": "Ada" }));
 }
 
+/// The handler's answer, if `ctx.elicit` resolved.
+fn elicit_answer(p: &Pair, elicit_id: &str) -> Option<Value> {
+    p.app_events.iter().find_map(|e| match e {
+        AppOutput::ElicitDone {
+            id,
+            end: ElicitEnd::Answer(a),
+        } if id == elicit_id => Some(a.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_call_that_brings_its_answer_is_not_asked_and_extra_answers_are_ignored() {
+    let mut p = server();
+    let call = modern(
+        json!(10),
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "x": 1 }, "_meta": meta(true),
+            "inputResponses": {
+                "who": { "action": "accept", "content": { "name": "Ada" } },
+                "unknown_extra_key": { "action": "accept", "content": { "foo": "bar" } },
+                "another": 123 } }),
+    );
+    to_app(&mut p, call);
+    let before = p.app_sent.len();
+    let request = json!({ "method": "elicitation/create", "key": "who",
+        "params": { "message": "Who are you?", "requestedSchema": { "type": "object" } } });
+    let elicit_id = p
+        .app
+        .elicit(Some("10"), request.clone(), p.now)
+        .expect("asked");
+    p.drain();
+    assert_eq!(p.app_sent.len(), before, "nothing is put to the client");
+    assert_eq!(
+        elicit_answer(&p, &elicit_id).expect("ctx.elicit resolves from the request"),
+        json!({ "success": true, "data": { "name": "Ada" } })
+    );
+
+    // An answer is good for one question: asked again under the same key, the client is asked.
+    let again = p.app.elicit(Some("10"), request, p.now).expect("asked");
+    p.drain();
+    assert!(elicit_answer(&p, &again).is_none());
+    let r = one(p.app_sent[before..].to_vec());
+    assert_eq!(r["id"], 10);
+    assert_eq!(r["result"]["resultType"], "input_required");
+    assert!(r["result"]["inputRequests"]["who"].is_object());
+}
+
+#[test]
+fn an_answer_that_is_no_object_is_no_answer() {
+    let mut p = server();
+    let call = modern(
+        json!(10),
+        "tools/call",
+        json!({ "name": "echo", "arguments": {}, "_meta": meta(true),
+            "inputResponses": { "who": 12345 } }),
+    );
+    to_app(&mut p, call);
+    let before = p.app_sent.len();
+    let request = json!({ "method": "elicitation/create", "key": "who",
+        "params": { "message": "Who are you?", "requestedSchema": { "type": "object" } } });
+    let elicit_id = p.app.elicit(Some("10"), request, p.now).expect("asked");
+    p.drain();
+    assert!(elicit_answer(&p, &elicit_id).is_none());
+    let r = one(p.app_sent[before..].to_vec());
+    assert_eq!(r["result"]["resultType"], "input_required");
+}
+
 #[test]
 fn a_request_state_is_refused_when_altered_replayed_or_presented_for_another_call() {
     let mut p = server();

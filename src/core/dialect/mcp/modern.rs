@@ -84,6 +84,9 @@ struct Call<P> {
     asked: Option<(String, String)>,
     /// The call finished while it waited for a retry: the retry gets this result.
     result: Option<P>,
+    /// The `inputResponses` its last request brought: a question asked under one of their keys is answered
+    /// from them instead of being put to the client (each once).
+    given: Option<P>,
 }
 
 struct Ask<P> {
@@ -117,6 +120,16 @@ pub enum Retry<P> {
     Finished,
     /// Not a state this server gave out for this call, or one already used or withdrawn.
     Refused(&'static str),
+}
+
+/// What becomes of a question a handler asks.
+pub enum Asked<P> {
+    /// The request brought its answer (an `ElicitResult`): the handler gets it, the client is not asked.
+    Given(P),
+    /// The `InputRequiredResult` to send now, with the request key it answers.
+    Put(String, P),
+    /// It waits for the question before it, or for a request to answer.
+    Queued,
 }
 
 /// The stateless era's state: running modern calls, the states given out, the open listens, and the requests
@@ -162,8 +175,9 @@ impl<P: Wire> Modern<P> {
         self.requests.remove(key).is_some()
     }
 
-    /// A modern `tools/call` starts.
-    pub fn call(&mut self, key: &str, tool: &str, arguments: &P) {
+    /// A modern `tools/call` starts (`given`: the `inputResponses` it brought, answers to questions its
+    /// handler has not asked yet).
+    pub fn call(&mut self, key: &str, tool: &str, arguments: &P, given: Option<P>) {
         let call = Call {
             reply: Some(key.to_owned()),
             tool: tool.to_owned(),
@@ -171,6 +185,7 @@ impl<P: Wire> Modern<P> {
             asks: VecDeque::new(),
             asked: None,
             result: None,
+            given,
         };
         self.calls.insert(key.to_owned(), call);
     }
@@ -215,9 +230,9 @@ impl<P: Wire> Modern<P> {
         }
     }
 
-    /// A handler of a modern call asks for input: the call's response asks the client when it can (now, or
-    /// after the question before it is answered). Returns the `InputRequiredResult` to send now, with the
-    /// request key it answers.
+    /// A handler of a modern call asks for input: answered from what the call's last request brought under
+    /// the question's key, or else the call's response asks the client when it can (now, or after the
+    /// question before it is answered).
     pub fn ask(
         &mut self,
         call_id: &str,
@@ -225,16 +240,24 @@ impl<P: Wire> Modern<P> {
         key: Option<String>,
         method: &'static str,
         params: P,
-    ) -> Option<(String, P)> {
-        let call = self.calls.get_mut(call_id)?;
+    ) -> Asked<P> {
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return Asked::Queued;
+        };
         let key = key.unwrap_or_else(|| elicit_id.to_owned());
+        if let Some(answer) = call.given.as_mut().and_then(|g| take_answer(g, &key)) {
+            return Asked::Given(answer);
+        }
         call.asks.push_back(Ask {
             id: elicit_id.to_owned(),
             key,
             method,
             params,
         });
-        self.next_question(call_id)
+        match self.next_question(call_id) {
+            Some((reply, result)) => Asked::Put(reply, result),
+            None => Asked::Queued,
+        }
     }
 
     /// Puts the call's next question to the client, if it has an open request and a question waits.
@@ -333,7 +356,11 @@ impl<P: Wire> Modern<P> {
         if call.result.is_some() {
             return Retry::Finished;
         }
-        let result = responses.and_then(|r| r.get_object(&pending.key));
+        call.given = responses;
+        let result = call
+            .given
+            .as_mut()
+            .and_then(|g| take_answer(g, &pending.key));
         Retry::Answer {
             id: pending.elicit_id,
             key: pending.key,
@@ -407,6 +434,14 @@ impl<P: Wire> Modern<P> {
 
 /// A `requestState`: opaque to the client, unique per question. It is a key into the server's table, so one
 /// that was altered names nothing.
+/// The answer under `key` in `inputResponses`, taken out so it answers one question only; `None` when it is
+/// not there or is no object (not an answer: the question is put to the client).
+fn take_answer<P: Wire>(given: &mut P, key: &str) -> Option<P> {
+    let answer = given.get_object(key)?;
+    given.set(key, P::undefined());
+    Some(answer)
+}
+
 fn state_token(seq: u64, call_id: &str, elicit_id: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in call_id.bytes().chain([0]).chain(elicit_id.bytes()) {
