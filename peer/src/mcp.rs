@@ -125,6 +125,8 @@ struct Gateway {
     registry: Registry<Value>,
     /// Their descriptors, as `tools/list` shows them.
     tools: Vec<Value>,
+    /// Their `x-mcp-header` parameters, for the HTTP endpoint's checks.
+    param_headers: Arc<crate::mcp_http::ParamHeaders>,
     /// An app has joined and finished its handshake.
     joined: bool,
     hub: Arc<Hub>,
@@ -439,6 +441,7 @@ impl Gateway {
             let _ = registry.register(name, Some(json!({ "name": name })));
         }
         self.registry = registry;
+        self.param_headers.set(&tools);
         self.tools = tools;
         if changed {
             let changes = abp_wasm::core::capability::Changes {
@@ -764,6 +767,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         conn: host_connection(),
         sink: None,
     }];
+    let param_headers = Arc::new(crate::mcp_http::ParamHeaders::default());
     if let Some(listen) = &args.http {
         let listener = crate::mcp_http::bind(listen, args.server.allow_non_loopback).await?;
         let bound = listener
@@ -787,6 +791,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             room: args.room.clone(),
             streams,
             sessions: std::sync::Mutex::new(HashMap::new()),
+            param_headers: param_headers.clone(),
         });
         hosts.push(Host {
             id: crate::mcp_http::HTTP,
@@ -821,6 +826,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         hosts,
         registry: Registry::default(),
         tools: Vec::new(),
+        param_headers,
         joined: false,
         hub: hub.clone(),
         room: args.room.clone(),
@@ -911,6 +917,7 @@ mod tests {
             }],
             registry: Registry::default(),
             tools: Vec::new(),
+            param_headers: Arc::default(),
             joined: false,
             hub,
             room: String::new(),

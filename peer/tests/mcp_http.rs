@@ -297,23 +297,8 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
     ));
 
     // tools/list, then a call answered as JSON with the client's own id (a string here).
-    // (The gateway lists the app's capabilities once it has joined: ask until they are there.)
-    let list = json!({ "jsonrpc": "2.0", "id": "L", "method": "tools/list", "params": { "_meta": meta() } });
-    let t0 = Instant::now();
-    let (status, v, body) = loop {
-        let (status, _, body) =
-            blocking(|| post(&g, &list, modern_headers(&list, "application/json"))).await;
-        let v: Value = serde_json::from_str(&body).expect("JSON");
-        if v["result"]["tools"]
-            .as_array()
-            .is_some_and(|t| !t.is_empty())
-            || t0.elapsed() > Duration::from_secs(5)
-        {
-            break (status, v, body);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    assert_eq!((status, &v["id"]), (200, &json!("L")), "{body}");
+    let v = listed(&g).await;
+    assert_eq!(v["id"], json!("L"));
     let names: Vec<&str> = v["result"]["tools"]
         .as_array()
         .expect("tools")
@@ -407,6 +392,135 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         }
         other => panic!("expected the abort, got {other:?}"),
     }
+    app.leave();
+}
+
+/// The gateway's `tools/list` (answered 200, with the request's id "L") once the app's tools are there: the
+/// gateway lists the app's capabilities once it has joined, so this asks until they are.
+async fn listed(g: &Gateway) -> Value {
+    let list = json!({ "jsonrpc": "2.0", "id": "L", "method": "tools/list", "params": { "_meta": meta() } });
+    let t0 = Instant::now();
+    loop {
+        let (status, _, body) =
+            blocking(|| post(g, &list, modern_headers(&list, "application/json"))).await;
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        if v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+            || t0.elapsed() > Duration::from_secs(5)
+        {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_param_headers_must_mirror_the_arguments_the_tools_schema_marks() {
+    let (g, _) = Gateway::start(&[]);
+    let mut app = App::join(&g.ws).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    let v = listed(&g).await;
+    let echo = v["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "echo"))
+        .expect("echo listed");
+    assert_eq!(
+        echo["inputSchema"]["properties"]["region"]["x-mcp-header"], "Region",
+        "the annotation reaches the client: {echo}"
+    );
+    // `extra` headers besides the standard ones; the status and the JSON-RPC error code, if any.
+    let call = |arguments: Value, extra: &[&str]| {
+        let message = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": { "name": "echo", "arguments": arguments, "_meta": meta() } });
+        let mut headers = modern_headers(&message, "application/json");
+        headers.extend(extra.iter().map(|h| h.to_string()));
+        let (status, _, body) = post(&g, &message, headers);
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        (status, v["error"]["code"].as_i64(), body)
+    };
+    let ok = |arguments: Value, extra: &[&str], what: &str| {
+        let (status, code, body) = call(arguments, extra);
+        assert_eq!((status, code), (200, None), "{what}: {body}");
+    };
+    let refused = |arguments: Value, extra: &[&str], what: &str| {
+        let (status, code, body) = call(arguments, extra);
+        assert_eq!((status, code), (400, Some(-32020)), "{what}: {body}");
+    };
+    blocking(|| {
+        let all =
+            json!({ "region": "us-west1", "count": 42, "where": { "flag": true }, "text": "x" });
+        ok(
+            all.clone(),
+            &[
+                "Mcp-Param-Region: us-west1",
+                "Mcp-Param-Count: 42",
+                "mcp-param-flag: true",
+            ],
+            "every marked argument mirrored (a header name in any case)",
+        );
+        ok(json!({ "text": "x" }), &[], "no marked argument, no header");
+        ok(
+            json!({ "region": null, "list": ["a"] }),
+            &[],
+            "a null value needs no header, nor does a mark under items (not statically reachable)",
+        );
+        ok(
+            json!({ "region": "Hello, 世界" }),
+            &["Mcp-Param-Region: =?base64?SGVsbG8sIOS4lueVjA==?="],
+            "a value sent in base64",
+        );
+        ok(
+            json!({ "region": "=?base64?SGVsbG8=" }),
+            &["Mcp-Param-Region: =?base64?SGVsbG8="],
+            "without the closing ?= a value is literal",
+        );
+        refused(
+            json!({ "region": "us-west1" }),
+            &[],
+            "the header missing while the body has the value",
+        );
+        refused(
+            json!({ "region": "us-west1" }),
+            &["Mcp-Param-Region: eu-west1"],
+            "another value",
+        );
+        refused(
+            json!({ "count": 42 }),
+            &["Mcp-Param-Count: 43"],
+            "another integer",
+        );
+        refused(
+            json!({ "where": { "flag": true } }),
+            &["Mcp-Param-Flag: false"],
+            "a nested boolean that differs",
+        );
+        refused(
+            json!({ "region": "Hello" }),
+            &["Mcp-Param-Region: =?base64?SGVsbG8?="],
+            "base64 without its padding",
+        );
+        refused(
+            json!({ "region": "Hello" }),
+            &["Mcp-Param-Region: =?base64?SGVs!!!bG8=?="],
+            "base64 with characters outside its alphabet",
+        );
+        refused(
+            json!({}),
+            &["Mcp-Param-Region: us-west1"],
+            "a header for an argument the body does not have",
+        );
+        refused(
+            json!({ "region": "a" }),
+            &["Mcp-Param-Region: a", "Mcp-Param-Region: a"],
+            "the header twice",
+        );
+    })
+    .await;
     app.leave();
 }
 

@@ -34,6 +34,17 @@ pub const TOOLS: [(&str, &str); 4] = [
     ("slow", "Runs until it is cancelled"),
 ];
 
+/// `echo` takes anything; three of its parameters are mirrored into HTTP headers (`x-mcp-header`), one of them
+/// nested, for the HTTP gateway's `Mcp-Param-*` checks.
+pub fn echo_schema() -> Value {
+    json!({ "type": "object", "properties": {
+        "region": { "type": "string", "x-mcp-header": "Region" },
+        "count": { "type": "integer", "x-mcp-header": "Count" },
+        "where": { "type": "object", "properties": {
+            "flag": { "type": "boolean", "x-mcp-header": "Flag" } } },
+        "list": { "type": "array", "items": { "type": "string", "x-mcp-header": "Ignored" } } } })
+}
+
 #[derive(Debug)]
 pub enum AppEvent {
     Joined,
@@ -120,7 +131,10 @@ impl NativeApp {
     fn new(events: mpsc::UnboundedSender<AppEvent>) -> NativeApp {
         let mut registry = Registry::default();
         for (name, description) in TOOLS {
-            let descriptor = json!({ "name": name, "description": description });
+            let mut descriptor = json!({ "name": name, "description": description });
+            if name == "echo" {
+                descriptor["inputSchema"] = echo_schema();
+            }
             registry
                 .register(name, Some(descriptor))
                 .expect("a valid descriptor");
