@@ -2,10 +2,10 @@
 //! `/mcp`, for hosts that reach MCP servers by URL.
 //!
 //! Every request is a POST of one JSON-RPC message. A request is answered as JSON, or, for `tools/call` and
-//! `subscriptions/listen` when the client accepts it, as an SSE stream scoped to it: its progress, then its
-//! response (a listen's stream stays open with its change notifications). A notification is 202. Closing a
-//! request's stream, or dropping its connection, cancels it: the app's `ctx.signal` aborts, and nothing more is
-//! written for it.
+//! `subscriptions/listen` when the client accepts it and the gateway has something to say before the response,
+//! as an SSE stream scoped to it: its progress, then its response (a listen's stream stays open with its change
+//! notifications). A notification is 202. Closing a request's stream, or dropping its connection before the
+//! answer, cancels it: the app's `ctx.signal` aborts, and nothing more is written for it.
 //!
 //! All HTTP requests share one MCP connection of the gateway (one host, [`HTTP`]), so a call that asked the user
 //! something (an `InputRequiredResult`) is resumed by its retry, which comes as another POST. Each request's id
@@ -409,10 +409,48 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
     let streamed = matches!(method.as_str(), "tools/call" | "subscriptions/listen")
         && accepts(&parts.headers, "text/event-stream");
     if streamed {
-        sse(lines, Some(guard))
+        json_or_sse(lines, guard).await
     } else {
         json_answer(lines, Some(guard)).await
     }
+}
+
+/// A request the client lets us answer either way: as JSON if its response is the first thing it has (a
+/// client reads that more cheaply than a stream), else as an SSE stream that opens with its first notification,
+/// or with a `:` keep-alive once it has been quiet for [`KEEP_ALIVE`]. Until then nothing is written, and the
+/// client going away still drops this and cancels the request.
+async fn json_or_sse(mut lines: UnboundedReceiver<String>, guard: Cancel) -> Response {
+    let first = match tokio::time::timeout(KEEP_ALIVE, lines.recv()).await {
+        Ok(Some(line)) => line,
+        Ok(None) => return stopped(),
+        Err(_) => return sse(lines, Some(guard), Some(":\n\n".to_owned())),
+    };
+    match serde_json::from_str::<Value>(&first) {
+        Ok(m) if m.get("method").is_none() => {
+            drop(guard);
+            json_response(&m, first)
+        }
+        _ => sse(lines, Some(guard), Some(sse_frame(&first))),
+    }
+}
+
+/// A response as JSON; this revision's errors about the request itself are HTTP errors too.
+fn json_response(message: &Value, line: String) -> Response {
+    let status = match message.pointer("/error/code").and_then(Value::as_i64) {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    (status, [(header::CONTENT_TYPE, "application/json")], line).into_response()
+}
+
+fn stopped() -> Response {
+    rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Value::Null,
+        -32603,
+        "the gateway stopped",
+    )
 }
 
 /// Whether the request's `Accept` names `kind`.
@@ -642,40 +680,42 @@ impl Drop for Cancel {
 /// The request's response as one JSON body (whatever came before it is not for a JSON answer).
 async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
     while let Some(line) = lines.recv().await {
-        let is_response =
-            serde_json::from_str::<Value>(&line).is_ok_and(|m| m.get("method").is_none());
-        if is_response {
-            // This revision's errors about the request itself are HTTP errors too.
-            let status = match guard
-                .as_ref()
-                .and(serde_json::from_str::<Value>(&line).ok())
-            {
-                Some(m) => match m.pointer("/error/code").and_then(Value::as_i64) {
-                    Some(-32601) => StatusCode::NOT_FOUND,
-                    Some(-32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
-                    _ => StatusCode::OK,
-                },
-                None => StatusCode::OK,
-            };
-            drop(guard);
-            return (status, [(header::CONTENT_TYPE, "application/json")], line).into_response();
+        match serde_json::from_str::<Value>(&line) {
+            Ok(m) if m.get("method").is_none() => {
+                // A 2025-11-25 session's request (no guard) keeps 200 for its errors, as that revision answers.
+                return match guard {
+                    Some(guard) => {
+                        drop(guard);
+                        json_response(&m, line)
+                    }
+                    None => (
+                        StatusCode::OK,
+                        [(header::CONTENT_TYPE, "application/json")],
+                        line,
+                    )
+                        .into_response(),
+                };
+            }
+            _ => {}
         }
     }
     drop(guard);
-    rpc_error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        Value::Null,
-        -32603,
-        "the gateway stopped",
-    )
+    stopped()
 }
 
-/// The request's messages as an SSE stream: its notifications, then its response, which ends it. `guard`: what
-/// cancels the request should the stream close before that (nothing, for a session's request or a GET stream).
-fn sse(lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
+fn sse_frame(line: &str) -> String {
+    format!("event: message\ndata: {line}\n\n")
+}
+
+/// The request's messages as an SSE stream (after `first`, if given): its notifications, then its response,
+/// which ends it. `guard`: what cancels the request should the stream close before that (nothing, for a
+/// session's request or a GET stream).
+fn sse(lines: UnboundedReceiver<String>, guard: Option<Cancel>, first: Option<String>) -> Response {
+    let opening =
+        futures_util::stream::iter(first.map(|f| Ok::<Bytes, Infallible>(Bytes::from(f))));
     let events = futures_util::stream::unfold((lines, guard), |(mut lines, guard)| async move {
         let frame = match tokio::time::timeout(KEEP_ALIVE, lines.recv()).await {
-            Ok(Some(line)) => format!("event: message\ndata: {line}\n\n"),
+            Ok(Some(line)) => sse_frame(&line),
             // The response went (its sender was dropped after it): the stream ends, nothing is cancelled.
             Ok(None) => {
                 drop(guard);
@@ -690,7 +730,9 @@ fn sse(lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
         .header("x-accel-buffering", "no")
-        .body(Body::from_stream(events))
+        .body(Body::from_stream(futures_util::StreamExt::chain(
+            opening, events,
+        )))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
@@ -754,7 +796,7 @@ async fn in_session(
         Method::GET => {
             let (tx, rx) = unbounded_channel();
             *lock(&session.listening) = Some(tx);
-            sse(rx, None)
+            sse(rx, None, None)
         }
         Method::DELETE => {
             lock(&e.sessions).remove(id);
@@ -831,7 +873,7 @@ async fn session_request(
         );
     }
     if streamed {
-        sse(rx, None)
+        sse(rx, None, None)
     } else {
         json_answer(rx, None).await
     }

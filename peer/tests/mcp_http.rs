@@ -321,6 +321,23 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         (200, &json!(1), &json!("hi"))
     );
 
+    // A client that accepts a stream still gets JSON when the response is all there is to say.
+    let (status, head, body) = blocking(|| {
+        post(
+            &g,
+            &echo,
+            modern_headers(&echo, "application/json, text/event-stream"),
+        )
+    })
+    .await;
+    assert!(
+        status == 200
+            && head
+                .to_lowercase()
+                .contains("content-type: application/json"),
+        "{head}\n{body}"
+    );
+
     // A call with a progress token, as an SSE stream: its progress (the client's token), then its result.
     let mut meta_p = meta();
     meta_p["progressToken"] = json!("my-token");
@@ -358,39 +375,54 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         (&json!(1), &json!(3)),
         "{body}"
     );
-    // Drain the app's events of those two calls.
-    for _ in 0..2 {
+    // Drain the app's events of those three calls.
+    for _ in 0..3 {
         app.started().await;
     }
 
-    // A running call whose stream the client closes: the app's handler is aborted within 500 ms.
-    let slow = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": "slow", "arguments": {}, "_meta": meta() } });
-    let stream = request(
-        &g,
-        "POST",
-        "/mcp",
-        &modern_headers(&slow, "application/json, text/event-stream"),
-        &slow.to_string(),
-    );
-    let (call_id, capability) = app.started().await;
-    assert_eq!(capability, "slow");
-    let closed_at = Instant::now();
-    drop(stream);
-    match app.next("the handler's abort").await {
-        AppEvent::Aborted {
-            call_id: aborted,
-            at,
-            ..
-        } => {
-            assert_eq!(aborted, call_id);
-            let took = at.duration_since(closed_at);
-            assert!(
-                took < Duration::from_millis(500),
-                "aborted {took:?} after the stream closed"
-            );
+    // A running call whose client goes away: the app's handler is aborted within 500 ms. First before anything
+    // was written for it (its answer would have been JSON), then once its SSE stream has opened with progress.
+    for (arguments, opened) in [(json!({}), false), (json!({ "progress": true }), true)] {
+        let mut meta_p = meta();
+        meta_p["progressToken"] = json!("p");
+        let slow = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "slow", "arguments": arguments, "_meta": meta_p } });
+        let mut stream = request(
+            &g,
+            "POST",
+            "/mcp",
+            &modern_headers(&slow, "application/json, text/event-stream"),
+            &slow.to_string(),
+        );
+        let (call_id, capability) = app.started().await;
+        assert_eq!(capability, "slow");
+        if opened {
+            let mut seen = String::new();
+            let mut buf = [0u8; 1024];
+            while !seen.contains("notifications/progress") {
+                let n = blocking(|| stream.read(&mut buf)).await.expect("read");
+                assert!(n > 0, "the stream ended early: {seen}");
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            assert!(seen.contains("text/event-stream"), "{seen}");
         }
-        other => panic!("expected the abort, got {other:?}"),
+        let closed_at = Instant::now();
+        drop(stream);
+        match app.next("the handler's abort").await {
+            AppEvent::Aborted {
+                call_id: aborted,
+                at,
+                ..
+            } => {
+                assert_eq!(aborted, call_id);
+                let took = at.duration_since(closed_at);
+                assert!(
+                    took < Duration::from_millis(500),
+                    "aborted {took:?} after the client went (stream opened: {opened})"
+                );
+            }
+            other => panic!("expected the abort, got {other:?}"),
+        }
     }
     app.leave();
 }

@@ -31,7 +31,10 @@ pub const TOOLS: [(&str, &str); 4] = [
     ("echo", "Returns its params"),
     ("fail", "Always refused: PERMISSION_DENIED"),
     ("steps", "Reports three steps of progress, then returns"),
-    ("slow", "Runs until it is cancelled"),
+    (
+        "slow",
+        "Runs until it is cancelled (with { progress: true }, after one progress step)",
+    ),
 ];
 
 /// `echo` takes anything; three of its parameters are mirrored into HTTP headers (`x-mcp-header`), one of them
@@ -222,6 +225,12 @@ impl NativeApp {
                 Outcome::Success {
                     data: json!({ "steps": 3 }),
                 }
+            }
+            // `slow` reports one step first when asked to (`{ "progress": true }`), then runs on.
+            "slow" if params.get("progress") == Some(&Value::Bool(true)) => {
+                let info = json!({ "progress": 1, "message": "started" });
+                self.conn.progress(call_id, info, now);
+                return;
             }
             _ => return,
         };
