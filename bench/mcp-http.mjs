@@ -5,11 +5,13 @@
 //   - the subject: `abp-peer mcp --http` (release build), with the tool a capability of a browser app (pkg/, in
 //     headless Chromium through Playwright) that joined the gateway over WebSocket.
 // For each number of calls in flight (BENCH_CONCURRENCY, default 1,16): calls/s, p50 and p99 over BENCH_WINDOW
-// seconds (default 3, after half a second of warm-up), two rounds each, interleaved. Then abort → handler: the
+// seconds (default 3, after half a second of warm-up), two rounds each, interleaved, with the CPU time the server
+// side used per call (the SDK server's process; the gateway's and all of Chromium's). Then abort → handler: the
 // client's AbortSignal to the handler's signal (the SDK server's own; the page's ctx.signal through the gateway),
 // BENCH_ABORTS times (default 20), read on both ends from performance.timeOrigin + performance.now().
 // Needs `npm run build` (pkg/) and `node tests/interop/build.mjs` (the SDKs); builds abp-peer itself.
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +35,38 @@ async function until(f, what, ms = 30000) {
     if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
+}
+
+// CPU time (user + system, ms) that the processes `pids` and all their descendants have used, from /proc: what a
+// server side costs per call, whichever process runs it (the SDK server; the gateway and the browser's processes).
+const tick = 1000 / Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
+function cpuMs(pids) {
+  const stats = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      stats.push({ pid: Number(d), ppid: Number(f[1]), ms: (Number(f[11]) + Number(f[12])) * tick });
+    } catch { /* gone meanwhile */ }
+  }
+  const mine = new Set(pids);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of stats) if (!mine.has(p.pid) && mine.has(p.ppid)) { mine.add(p.pid); grew = true; }
+  }
+  return stats.filter((p) => mine.has(p.pid)).reduce((sum, p) => sum + p.ms, 0);
+}
+
+// The browser Playwright started: this process's children other than the two servers.
+function browserPids() {
+  const ours = new Set([sdk.pid, gateway.pid]);
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid && !ours.has(pid);
+    } catch { return false; }
+  });
 }
 
 // ---- the baseline: the SDK 2 server, in a Node process of its own (bench/mcp-http-sdk-server.mjs) ------------
@@ -89,49 +123,59 @@ try {
   };
   const sides = [
     { name: 'SDK 2 server (Node, stateless HTTP), the baseline', client: await connect(sdkUrl, {}),
-      abortedAt: (tag) => sdkAborted.get(tag) },
+      abortedAt: (tag) => sdkAborted.get(tag), pids: [sdk.pid] },
     { name: 'abp-peer mcp --http → app in Chromium', client: await connect(gatewayUrl, { Authorization: `Bearer ${token}` }),
-      abortedAt: (tag) => page.evaluate((t) => window.aborted[t], tag) },
+      abortedAt: (tag) => page.evaluate((t) => window.aborted[t], tag), pids: [gateway.pid, ...browserPids()] },
   ];
   await until(async () => (await sides[1].client.listTools()).tools.some((t) => t.name === 'echo'), 'the app to join');
 
-  // Calls/s and latency: `n` loops, each calling echo again as soon as it returns.
-  const measure = async (client, n) => {
+  // Calls/s and latency: `n` loops, each calling echo again as soon as it returns; and the server side's CPU time
+  // over the window.
+  const measure = async (side, n) => {
     const times = [];
     let measuring = false;
     let stop = false;
     const loop = async () => {
       while (!stop) {
         const t0 = performance.now();
-        await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+        await side.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
         if (measuring && !stop) times.push(performance.now() - t0);
       }
     };
     const loops = Array.from({ length: n }, loop);
     await sleep(500);
     measuring = true;
+    const cpu0 = cpuMs(side.pids);
     await sleep(windowS * 1000);
+    const cpu = cpuMs(side.pids) - cpu0;
     stop = true;
     await Promise.all(loops);
-    return times;
+    return { times, cpu };
   };
   const rows = [];
   for (const n of concurrency) {
     const pooled = sides.map(() => []);
+    const cpu = sides.map(() => 0);
     for (let round = 0; round < 2; round++) {
       const order = round % 2 ? [1, 0] : [0, 1];
-      for (const i of order) pooled[i].push(...await measure(sides[i].client, n));
+      for (const i of order) {
+        const m = await measure(sides[i], n);
+        pooled[i].push(...m.times);
+        cpu[i] += m.cpu;
+      }
     }
     const base = pooled[0].length / (2 * windowS);
+    const baseCpu = cpu[0] / pooled[0].length;
     pooled.forEach((times, i) => {
       const perS = times.length / (2 * windowS);
+      const cpuPerCall = cpu[i] / times.length;
       rows.push([n, sides[i].name, perS.toFixed(0), quantile(times, 0.5).toFixed(3), quantile(times, 0.99).toFixed(3),
-        `${(perS / base).toFixed(2)}×`]);
+        `${(perS / base).toFixed(2)}×`, cpuPerCall.toFixed(3), `${(cpuPerCall / baseCpu).toFixed(2)}×`]);
     });
   }
   console.log(`\nCalls over Streamable HTTP (${windowS} s × 2 rounds each, interleaved), the SDK 2 client in Node:`);
-  console.log('| in flight | server | calls/s | p50 ms | p99 ms | calls/s vs baseline |');
-  console.log('|---|---|---|---|---|---|');
+  console.log('| in flight | server | calls/s | p50 ms | p99 ms | calls/s vs baseline | server CPU ms/call | vs baseline |');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 
   console.log(`\nAbort → handler (${aborts} times each): the client's AbortSignal to the handler's signal`);
