@@ -13,7 +13,9 @@
 //!   tools/list, calls, isError, progress, abort (the SDK handler's extra.signal aborts; CANCELLED at once),
 //!   timeout, elicitation, list changes, the iframe removed mid-call (DISCONNECTED within 1 s);
 //! - forged JSON-RPC from the wrong window is rejected and counted;
-//! - the SDK's `WebSocketClientTransport` (subprotocol `mcp`) reaching an `AbpApp` through `abp-peer`'s relay.
+//! - the SDK's `WebSocketClientTransport` (subprotocol `mcp`) reaching an `AbpApp` through `abp-peer`'s relay;
+//! - over the relay in the 2026-07-28 era: the SDK 2 `Client` (on that WebSocket transport) driving our app, and
+//!   our client probing first and speaking that era to a server that answers the probe.
 //!
 //! And with the official MCP SDK 2 (`@modelcontextprotocol/client` and `@modelcontextprotocol/server` 2.4.0) over
 //! the current browser transports (`@mcp-b/transports` 5.1.0, `@modelcontextprotocol/ext-apps` 2.0.4), in
@@ -93,6 +95,11 @@ async fn forged_json_rpc_from_another_frame_is_ignored() {
 #[wasm_bindgen_test]
 async fn sdk_websocket_client_reaches_our_app_through_the_relay() {
     check("sdkWebSocketClientReachesOurAppThroughTheRelay").await;
+}
+
+#[wasm_bindgen_test]
+async fn the_modern_era_over_websocket_in_both_roles() {
+    check("theModernEraOverWebSocketInBothRoles").await;
 }
 
 #[wasm_bindgen_test]

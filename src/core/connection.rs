@@ -142,6 +142,12 @@ impl<P: Wire> AgentConnection<P> {
         self.codec.pin_version(version)
     }
 
+    /// Whether a client of `dialect` can be pinned to `version` ([`pin_version`](Self::pin_version)), asked
+    /// before there is a connection to pin.
+    pub fn speaks_version(dialect: DialectKind, version: &str) -> bool {
+        Codec::<P>::new(dialect, true).pin_version(version)
+    }
+
     /// A call could not be sent (`sent` is its [`Sent::Call`]): it settles with `error`.
     pub fn unsent(&mut self, sent: &Sent, error: AbpError<P>) {
         if let Sent::Call { call_id } = sent {

@@ -230,7 +230,20 @@ impl AbpClient {
         let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let info = agent_info(&options)?;
         let dialect = dialect_option(&options, "AbpClient.connect")?;
-        let target = take_target(transport, "AbpClient.connect")?;
+        let pinned = opt_string(&options, connect::PROTOCOL_VERSION.name);
+        if let Some(v) = &pinned {
+            // Checked before the transport is taken: a refused option leaves it to its owner, still open.
+            if !AgentConnection::<JsValue>::speaks_version(dialect, v) {
+                let message = text(&[
+                    "AbpClient.connect: options.protocolVersion '",
+                    v,
+                    "' is not a version of the '",
+                    dialect.name(),
+                    "' dialect this build speaks",
+                ]);
+                return Err(type_error(&message));
+            }
+        }
         let mut config = AgentConfig::default();
         if let Some(t) = opt_number(&options, connect::CONNECT_TIMEOUT.name)
             .filter(|t| t.is_finite() && *t >= 0.0)
@@ -249,6 +262,7 @@ impl AbpClient {
         {
             config.cancel_grace = g;
         }
+        let target = take_target(transport, "AbpClient.connect")?;
         let hooks = Hooks {
             on_progress: opt_function(&options, connect::ON_PROGRESS.name),
             on_notification: opt_function(&options, connect::ON_NOTIFICATION.name),
@@ -256,17 +270,8 @@ impl AbpClient {
             on_capabilities_changed: opt_function(&options, connect::ON_CAPABILITIES_CHANGED.name),
         };
         let mut core = AgentConnection::new(dialect, target.carrier(), config, info, id_prefix());
-        if let Some(v) = opt_string(&options, connect::PROTOCOL_VERSION.name) {
-            if !core.pin_version(&v) {
-                let message = text(&[
-                    "AbpClient.connect: options.protocolVersion '",
-                    &v,
-                    "' is not a version of the '",
-                    dialect.name(),
-                    "' dialect this build speaks",
-                ]);
-                return Err(type_error(&message));
-            }
+        if let Some(v) = pinned {
+            core.pin_version(&v);
         }
         let inner = Rc::new(ClientInner {
             core: RefCell::new(core),

@@ -6,6 +6,7 @@
 import { AbpClient, AbpApp, PostMessageTransport, WebSocketTransport } from '/wasm-bindgen-test';
 import { Client, IframeParentTransport, ExtAppsPostMessageTransport, WebSocketClientTransport, ElicitRequestSchema }
   from '/tests/interop/mcp-sdk/dist/client.js';
+import { Client as Client2 } from '/tests/interop/mcp-sdk/dist/client-v2.js';
 import { assert, crossOriginFrame, eq, fail, ORIGIN, OTHER, pageErrors, recordMcpTraffic, rejection, runNamed, sleep, until }
   from './helpers.js';
 
@@ -244,10 +245,138 @@ export async function sdkWebSocketClientReachesOurAppThroughTheRelay() {
   app.close();
 }
 
+/** The relay's agent side of `room`, with the peer's launch token (a browser's WebSocket cannot send headers). */
+function relayAgentUrl(room) {
+  const url = new URL(`${globalThis.ABP_PEER_URL}/relay/${room}/agent`);
+  url.searchParams.set('token', globalThis.ABP_PEER_TOKEN);
+  return url;
+}
+
+/** Our AbpApp (dialect 'mcp') on the app side of a new relay room. */
+async function ourMcpAppOnTheRelay() {
+  if (!globalThis.ABP_PEER_URL) fail('ABP_PEER_URL is not set');
+  const room = `mcp-${Math.random().toString(16).slice(2)}`;
+  const app = new AbpApp({ id: 'ws.mcp.modern', name: 'WS MCP app', version: '1.0.0' });
+  const seen = { aborted: null };
+  app.register('wait', (params, ctx) => new Promise((resolve, reject) => {
+    ctx.signal.addEventListener('abort', () => { seen.aborted = ctx.signal.reason.message; reject(ctx.signal.reason); });
+  }));
+  app.register('add', ({ a, b }) => ({ sum: a + b }));
+  app.register('ask', async (params, ctx) => ({ answer: await ctx.elicit({ method: 'elicitation/create', params: {
+    message: params.question, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } } }) }));
+  app.listen(await WebSocketTransport.connect(`${globalThis.ABP_PEER_URL}/relay/${room}/app`, { protocols: ['mcp'] }),
+    { dialect: 'mcp' });
+  return { room, app, seen };
+}
+
+export async function theModernEraOverWebSocketInBothRoles() {
+  // The SDK 2 Client, negotiating the era, over a WebSocket transport (SDK 1's, the one the SDKs have) to our app.
+  const { room, app, seen } = await ourMcpAppOnTheRelay();
+  const client = new Client2({ name: 'sdk2-ws', version: '2.0.0' },
+    { capabilities: { elicitation: {} }, versionNegotiation: { mode: 'auto' } });
+  client.setRequestHandler('elicitation/create', async (request) =>
+    ({ action: 'accept', content: { ok: request.params.message === 'Proceed?' } }));
+  const transport = new WebSocketClientTransport(relayAgentUrl(room));
+  const sent = [];
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => { sent.push(message); return send(message, options); };
+  await client.connect(transport, { timeout: 30000 });
+  eq([client.getProtocolEra(), client.getNegotiatedProtocolVersion()], ['modern', '2026-07-28'], 'the negotiated era');
+  eq(sent[0].method, 'server/discover', 'the first message is the probe');
+  eq((await client.listTools()).tools.map((t) => t.name), ['wait', 'add', 'ask'], 'listTools');
+  eq((await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).structuredContent, { sum: 3 }, 'callTool');
+  const controller = new AbortController();
+  const pending = client.callTool({ name: 'wait', arguments: {} }, { signal: controller.signal });
+  await until(() => app.activeCalls === 1, 'the handler to run');
+  controller.abort('enough');
+  await rejection(pending);
+  await until(() => seen.aborted === 'enough', "the handler's signal");
+  const asked = await client.callTool({ name: 'ask', arguments: { question: 'Proceed?' } });
+  eq(asked.structuredContent.answer, { success: true, data: { ok: true } }, 'elicitation by retry');
+  eq(sent.filter((m) => m.method === 'tools/call' && m.params.name === 'ask').length, 2, 'the call and its retry');
+  eq(sent.filter((m) => m.method === 'initialize').length, 0, 'never initialize');
+  await client.close();
+  app.close();
+
+  // Our client (dialect 'mcp') over a WebSocket: it probes first and speaks the stateless era to a server that
+  // answers the probe (a bare socket on the relay's app side plays the server and records what arrives).
+  const { room: room2, server, wire } = await bareServerOnTheRelay();
+  const reply = (id, result) => server.send(JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', ...result } }));
+  server.onmessage = (event) => {
+    const m = JSON.parse(event.data);
+    wire.push(m);
+    if (m.method === 'server/discover') {
+      reply(m.id, { supportedVersions: ['2026-07-28'], capabilities: { tools: { listChanged: true } },
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'bare', version: '1' } } });
+    } else if (m.method === 'subscriptions/listen') {
+      server.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged',
+        params: { _meta: { 'io.modelcontextprotocol/subscriptionId': m.id }, notifications: { toolsListChanged: true } } }));
+    } else if (m.method === 'tools/list') {
+      reply(m.id, { tools: [{ name: 'wait', inputSchema: { type: 'object' } }], ttlMs: 0, cacheScope: 'private' });
+    }
+  };
+  const abp = await AbpClient.connect(await WebSocketTransport.connect(relayAgentUrl(room2).href, { protocols: ['mcp'] }), AGENT);
+  eq(abp.listCapabilities().map((c) => c.name), ['wait'], 'listCapabilities() from tools/list');
+  const stop = new AbortController();
+  const call = abp.call('wait', {}, { signal: stop.signal });
+  await until(() => wire.some((m) => m.method === 'tools/call'), 'the call on the wire');
+  stop.abort('user pressed stop');
+  eq((await call).error.code, 'CANCELLED', 'CANCELLED');
+  await until(() => wire.some((m) => m.method === 'notifications/cancelled'), 'the cancel on the wire');
+  const callId = wire.find((m) => m.method === 'tools/call').id;
+  eq(wire.find((m) => m.method === 'notifications/cancelled').params.requestId, callId, 'the cancel names the call');
+  eq(wire[0].method, 'server/discover', 'our client probes first');
+  eq(wire.filter((m) => m.method === 'initialize').length, 0, 'never initialize');
+  const bare = wire.filter((m) => m.id !== undefined && m.params?._meta?.['io.modelcontextprotocol/protocolVersion'] !== '2026-07-28');
+  eq(bare.map((m) => m.method), [], 'every request carries its version in _meta');
+  await abp.shutdown();
+  server.close();
+
+  // `protocolVersion` pins the era. 2026-07-28: a server that refuses the probe is not fallen back from (the
+  // connect fails, no initialize). 2025-11-25: initialize first, no probe. A version MCP has not: a TypeError.
+  const refusing = await bareServerOnTheRelay();
+  refusing.server.onmessage = (event) => {
+    const m = JSON.parse(event.data);
+    refusing.wire.push(m);
+    if (m.id !== undefined) {
+      refusing.server.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found' } }));
+    }
+  };
+  const pinnedModern = await rejection(AbpClient.connect(await WebSocketTransport.connect(relayAgentUrl(refusing.room).href,
+    { protocols: ['mcp'] }), { ...AGENT, protocolVersion: '2026-07-28', connectTimeout: 3000 }));
+  assert(pinnedModern.message, `the pinned connect fails: ${pinnedModern.message}`);
+  eq([...new Set(refusing.wire.map((m) => m.method))], ['server/discover'], 'pinned to 2026-07-28: only the probe, never initialize');
+  refusing.server.close();
+
+  const legacy = await bareServerOnTheRelay();
+  legacy.server.onmessage = (event) => legacy.wire.push(JSON.parse(event.data));
+  const pinnedLegacy = rejection(AbpClient.connect(await WebSocketTransport.connect(relayAgentUrl(legacy.room).href,
+    { protocols: ['mcp'] }), { ...AGENT, protocolVersion: '2025-11-25', connectTimeout: 1000 }));
+  await until(() => legacy.wire.length > 0, 'the first message');
+  eq([legacy.wire[0].method, legacy.wire[0].params.protocolVersion], ['initialize', '2025-11-25'], 'pinned to 2025-11-25: initialize first');
+  await pinnedLegacy;
+  eq(legacy.wire.filter((m) => m.method === 'server/discover').length, 0, 'and no probe');
+  legacy.server.close();
+
+  const socket = await WebSocketTransport.connect(relayAgentUrl(legacy.room).href, { protocols: ['mcp'] });
+  const unknown = await rejection((async () => AbpClient.connect(socket, { ...AGENT, protocolVersion: '1999-01-01' }))());
+  eq(unknown.name, 'TypeError', `an unknown version: ${unknown.message}`);
+  socket.close();
+  eq(pageErrors, [], 'no uncaught errors on the page');
+}
+
+/** A bare WebSocket on the app side of a new relay room, playing an MCP server; `wire` is for what it records. */
+async function bareServerOnTheRelay() {
+  const room = `mcp-${Math.random().toString(16).slice(2)}`;
+  const server = new WebSocket(`${globalThis.ABP_PEER_URL}/relay/${room}/app`, 'mcp');
+  await new Promise((resolve, reject) => { server.onopen = resolve; server.onerror = () => reject(new Error('the server socket')); });
+  return { room, server, wire: [] };
+}
+
 const cases = {
   sdkClientDrivesOurAppOverMcpB, sdkClientDrivesOurAppOverBareJsonRpc, ourClientDrivesTheSdkServerOverMcpB,
   ourClientDrivesTheSdkServerOverBareJsonRpc, forgedJsonRpcFromAnotherFrameIsIgnored,
-  sdkWebSocketClientReachesOurAppThroughTheRelay,
+  sdkWebSocketClientReachesOurAppThroughTheRelay, theModernEraOverWebSocketInBothRoles,
 };
 
 /** Runs one case; a case that hangs fails after 30 s. */

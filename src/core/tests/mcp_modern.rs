@@ -10,6 +10,7 @@
 use serde_json::{json, Value};
 
 use super::pair::Pair;
+use crate::core::agent::AgentOutput;
 use crate::core::app::{AppConfig, AppOutput, ElicitEnd};
 use crate::core::capability::Changes;
 use crate::core::dialect::DialectKind;
@@ -705,6 +706,50 @@ fn our_clients_calls_always_have_a_maximum_total_time() {
     assert_eq!(done.len(), 1);
     assert_eq!(super::pair::local(done[0]).0, ErrorCode::Timeout);
     assert_eq!(p.aborted(), ["long"], "the app's handler is cancelled too");
+}
+
+/// Whether our client sent `notifications/cancelled` for any of its handshake's requests.
+fn cancelled_handshake(p: &Pair) -> bool {
+    p.agent_sent
+        .iter()
+        .any(|m| m["method"] == "notifications/cancelled")
+}
+
+#[test]
+fn our_client_never_cancels_its_handshake() {
+    // Nobody answers: the probe is re-sent until connectTimeout, the connect fails, and nothing is cancelled.
+    let mut p = server();
+    p.agent.connect(p.now);
+    p.drain();
+    for _ in 0..120 {
+        p.to_app.clear();
+        p.now += 100.0;
+        p.agent.handle_timeout(p.now);
+        p.drain();
+    }
+    assert!(p
+        .agent_events
+        .iter()
+        .any(|e| matches!(e, AgentOutput::ConnectFailed(_))));
+    assert!(!cancelled_handshake(&p), "{:?}", p.agent_sent);
+
+    // A legacy server: the probe is refused, then `initialize` goes unanswered and the user closes the
+    // connection. The initialize is not cancelled either (MCP forbids it).
+    let mut p = server();
+    p.agent.connect(p.now);
+    p.drain();
+    let probe = p.to_app.pop_front().expect("the probe");
+    p.to_agent
+        .push_back(json!({ "jsonrpc": "2.0", "id": probe["id"],
+        "error": { "code": -32601, "message": "Method not found" } }));
+    p.deliver_to_agent();
+    assert_eq!(
+        methods(&p.to_app.drain(..).collect::<Vec<_>>()),
+        ["initialize"]
+    );
+    p.agent.shutdown(Some("the user closed it".into()));
+    p.drain();
+    assert!(!cancelled_handshake(&p), "{:?}", p.agent_sent);
 }
 
 #[test]
