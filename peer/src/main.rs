@@ -22,6 +22,7 @@ mod discover;
 mod hub;
 mod mcp;
 mod mcp_http;
+mod mcp_tasks;
 mod relay;
 mod security;
 mod server;

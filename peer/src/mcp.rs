@@ -38,6 +38,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::Hub;
+use crate::mcp_tasks::{self, Tasks};
 use crate::server::{self, Routes, Server, ServerOptions};
 
 #[derive(clap::Args, Debug)]
@@ -115,7 +116,9 @@ fn host_connection() -> AppConnection<Value> {
         ..AppConfig::default()
     };
     let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
-    AppConnection::new(DialectKind::Mcp, Carrier::Stream, config, info, "gw-")
+    let mut conn = AppConnection::new(DialectKind::Mcp, Carrier::Stream, config, info, "gw-");
+    conn.offer_extension(mcp_tasks::EXTENSION);
+    conn
 }
 
 struct Gateway {
@@ -142,6 +145,8 @@ struct Gateway {
     held: Vec<(Instant, u64, String, Outcome<Value>)>,
     /// Lines for stdout.
     out: Vec<String>,
+    /// The tool calls run as MCP tasks (not in `calls`: no host connection waits on them).
+    tasks: Tasks,
 }
 
 impl Gateway {
@@ -188,6 +193,9 @@ impl Gateway {
         let now = self.now();
         let joined = self.joined;
         let text = no_app_text(&self.room);
+        if self.task_request(host, &value) {
+            return;
+        }
         let Some(h) = self.hosts.iter_mut().find(|h| h.id == host) else {
             return;
         };
@@ -201,6 +209,129 @@ impl Gateway {
             }
             message => h.conn.handle(message, now, &self.registry),
         }
+    }
+
+    /// A request of the tasks extension (revision 2026-07-28), answered here: `tasks/get`, `tasks/update` and
+    /// `tasks/cancel`, and a `tools/call` of a capability the app registered with `task` (a task when the request
+    /// declares the extension; -32021 for a `'required'` one when it does not). False for anything else.
+    fn task_request(&mut self, host: u64, value: &Value) -> bool {
+        let (Some(method), Some(id)) = (
+            value.get("method").and_then(Value::as_str),
+            value.get("id").filter(|i| i.is_string() || i.is_number()),
+        ) else {
+            return false;
+        };
+        let params = value.get("params");
+        let modern = params
+            .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
+            .is_some();
+        if !modern {
+            return false;
+        }
+        let declared = mcp_tasks::declared(params);
+        let answer = match method {
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !declared => Err(missing_tasks()),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                let task_id = params
+                    .and_then(|p| p.get("taskId"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.task_method(method, task_id, params)
+                    .map_err(|(code, message)| (code, message, None))
+            }
+            "tools/call" => {
+                let Some(p) = params.filter(|p| p.get("requestState").is_none()) else {
+                    return false;
+                };
+                let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+                let mode = self
+                    .tools
+                    .iter()
+                    .find(|d| d.get("name").and_then(Value::as_str) == Some(name))
+                    .and_then(|d| d.get("task"))
+                    .and_then(Value::as_str);
+                match (mode, declared) {
+                    (Some("optional" | "required"), true) if self.joined => {
+                        match self.start_task(name, p) {
+                            Some(created) => Ok(created),
+                            None => return false,
+                        }
+                    }
+                    (Some("required"), false) => Err(missing_tasks()),
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        };
+        let line = match answer {
+            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Err((code, message, data)) => {
+                let mut error = json!({ "code": code, "message": message });
+                if let Some(data) = data {
+                    error["data"] = data;
+                }
+                json!({ "jsonrpc": "2.0", "id": id, "error": error })
+            }
+        };
+        self.send(host, line.to_string());
+        true
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` for the task `task_id`.
+    fn task_method(
+        &mut self,
+        method: &str,
+        task_id: &str,
+        params: Option<&Value>,
+    ) -> Result<Value, (i64, String)> {
+        let ack = json!({ "resultType": "complete" });
+        match method {
+            "tasks/get" => self.tasks.get(task_id),
+            "tasks/update" => {
+                let responses = params.and_then(|p| p.get("inputResponses"));
+                for (id, answer) in self.tasks.update(task_id, responses)? {
+                    self.command(Command::Answer {
+                        id,
+                        answer: Some(answer),
+                    });
+                }
+                Ok(ack)
+            }
+            _ => {
+                if let mcp_tasks::Cancel::Ask(abp_id) = self.tasks.cancel(task_id)? {
+                    // ABP's acknowledged cancel: the app says whether the handler stopped or had finished, and
+                    // the task ends as it did.
+                    self.command(Command::Cancel {
+                        call_id: abp_id,
+                        reason: Some("cancelled by the MCP client (tasks/cancel)".into()),
+                    });
+                }
+                Ok(ack)
+            }
+        }
+    }
+
+    /// Starts the ABP call of a task for `tools/call` `params`: its `CreateTaskResult`, or `None` when the app
+    /// is not there to take it (the call is then answered as any other).
+    fn start_task(&mut self, capability: &str, params: &Value) -> Option<Value> {
+        self.next_call += 1;
+        let abp_id = format!("mcp-{}", self.next_call);
+        let sent = self.command(Command::Call {
+            capability: Some(capability.to_owned()),
+            params: params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            call_id: Some(abp_id.clone()),
+            timeout: None,
+            progress: true,
+            abort_after: None,
+            reason: None,
+        });
+        sent.then(|| {
+            self.tasks
+                .create(abp_id, mcp_tasks::declares_elicitation(Some(params)))
+        })
     }
 
     /// A host joined through `/mcp-host`; past [`MAX_HOSTS`], dropping `out` closes its connection.
@@ -335,6 +466,7 @@ impl Gateway {
             },
             Event::Disconnected => {
                 self.joined = false;
+                self.tasks.app_left();
                 self.set_tools(&Value::Array(Vec::new()));
                 // The app settled what it had before it said so; what is left never reached it.
                 for (_, running) in std::mem::take(&mut self.calls) {
@@ -343,6 +475,34 @@ impl Gateway {
                     }
                 }
                 self.asks.clear();
+            }
+            Event::Settled {
+                call_id, response, ..
+            } if self.tasks.runs(&call_id) => {
+                self.tasks
+                    .settled(&call_id, &response, |code, message, error| {
+                        error_result(code, message, Some(error.clone()))
+                    });
+            }
+            Event::Progress { call_id, payload } if self.tasks.runs(&call_id) => {
+                self.tasks.progress(&call_id, &payload);
+            }
+            Event::Elicitation {
+                id,
+                call_id: Some(call_id),
+                request,
+            } if self.tasks.runs(&call_id) => {
+                if !self.tasks.ask(&call_id, &id, &request) {
+                    let error = AbpError::<Value>::new(
+                        ErrorCode::NotSupported,
+                        "The MCP client that started this task did not declare elicitation",
+                    );
+                    let answer = json!({ "success": false, "error": encode_error(error) });
+                    self.command(Command::Answer {
+                        id,
+                        answer: Some(answer),
+                    });
+                }
             }
             Event::Settled {
                 call_id, response, ..
@@ -410,7 +570,10 @@ impl Gateway {
                     }
                 }
             }
-            Event::ElicitationAborted { id } => self.asks.retain(|_, asked| *asked != id),
+            Event::ElicitationAborted { id } => {
+                self.tasks.withdrawn(&id);
+                self.asks.retain(|_, asked| *asked != id);
+            }
             Event::Notification { .. } | Event::CancelResult { .. } | Event::Status { .. } => {}
             Event::Error { message, .. } => eprintln!("abp-peer mcp: {message}"),
         }
@@ -469,6 +632,7 @@ impl Gateway {
             .filter_map(|t| Duration::try_from_secs_f64(t.max(0.0).ceil() / 1000.0).ok())
             .filter_map(|d| self.start.checked_add(d))
             .chain(self.next_held())
+            .chain(self.tasks.next_expiry())
             .min()
     }
 
@@ -479,6 +643,12 @@ impl Gateway {
             h.conn.handle_timeout(now);
         }
         self.release_held();
+        for abp_id in self.tasks.expire(Instant::now()) {
+            self.command(Command::Abort {
+                call_id: abp_id,
+                reason: Some("the task's ttlMs passed".into()),
+            });
+        }
     }
 
     /// Writes the held results that are due.
@@ -514,7 +684,12 @@ impl Gateway {
 
     /// The host went away: every call still running in the app is cancelled there.
     fn cancel_everything(&mut self) {
-        let ids: Vec<String> = self.calls.keys().cloned().collect();
+        let ids: Vec<String> = self
+            .calls
+            .keys()
+            .cloned()
+            .chain(self.tasks.running())
+            .collect();
         for abp_id in ids {
             self.command(Command::Abort {
                 call_id: abp_id,
@@ -522,6 +697,18 @@ impl Gateway {
             });
         }
     }
+}
+
+/// -32021 for a request that needs the tasks extension without declaring it.
+fn missing_tasks() -> (i64, String, Option<Value>) {
+    (
+        mcp_tasks::MISSING_CAPABILITY,
+        format!(
+            "This request needs the {} extension: declare it in _meta's clientCapabilities.extensions",
+            mcp_tasks::EXTENSION
+        ),
+        Some(mcp_tasks::missing_extension()),
+    )
 }
 
 /// What the app answered (as `abp.call` resolves) as the tool's outcome: data as the result; an error as an
@@ -836,6 +1023,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         asks: HashMap::new(),
         held: Vec::new(),
         out: Vec::new(),
+        tasks: Tasks::default(),
     };
     let (to_stdout, writer) = stdout_writer();
     let mut lines = BufReader::new(tokio::io::stdin()).split(b'\n');
@@ -927,6 +1115,7 @@ mod tests {
             asks: HashMap::new(),
             held: Vec::new(),
             out: Vec::new(),
+            tasks: Tasks::default(),
         };
         let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": capabilities,

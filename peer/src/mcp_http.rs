@@ -463,7 +463,8 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
 }
 
 /// The request metadata headers against the body, as the revision requires (-32020 when they differ or are
-/// missing): `MCP-Protocol-Version`, `Mcp-Method`, and `Mcp-Name` for the methods that name something.
+/// missing): `MCP-Protocol-Version`, `Mcp-Method`, and `Mcp-Name` for the methods that name something (a tool,
+/// a prompt, a resource, a task).
 fn headers_match(
     headers: &HeaderMap,
     version: &str,
@@ -499,6 +500,8 @@ fn headers_match(
     let named = match method {
         "tools/call" | "prompts/get" => message.pointer("/params/name"),
         "resources/read" => message.pointer("/params/uri"),
+        // The tasks extension routes by the task.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => message.pointer("/params/taskId"),
         _ => None,
     };
     if let Some(name) = named.and_then(Value::as_str) {

@@ -113,7 +113,15 @@ fn modern_headers(message: &Value, accept: &str) -> Vec<String> {
         "MCP-Protocol-Version: 2026-07-28".to_owned(),
         format!("Mcp-Method: {}", message["method"].as_str().unwrap_or("")),
     ];
-    if let Some(name) = message.pointer("/params/name").and_then(Value::as_str) {
+    let named = if message["method"]
+        .as_str()
+        .is_some_and(|m| m.starts_with("tasks/"))
+    {
+        message.pointer("/params/taskId")
+    } else {
+        message.pointer("/params/name")
+    };
+    if let Some(name) = named.and_then(Value::as_str) {
         h.push(format!("Mcp-Name: {name}"));
     }
     h
@@ -305,7 +313,7 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert_eq!(names, ["echo", "fail", "steps", "slow"]);
+    assert_eq!(names, ["echo", "fail", "steps", "slow", "job"]);
     let echo = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": { "name": "echo", "arguments": { "text": "hi" }, "_meta": meta() } });
     let (status, head, body) =
@@ -556,6 +564,230 @@ async fn mcp_param_headers_must_mirror_the_arguments_the_tools_schema_marks() {
     app.leave();
 }
 
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// `_meta` declaring the tasks extension.
+fn meta_with_tasks() -> Value {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] = json!({ "extensions": { TASKS: {} } });
+    m
+}
+
+/// One modern request, answered as JSON: the HTTP status and the body.
+fn rpc(g: &Gateway, method: &str, params: Value) -> (u16, Value) {
+    let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let (status, _, body) = post(g, &message, modern_headers(&message, "application/json"));
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// `tasks/get` until the task is terminal (or 10 s pass): its last state.
+fn until_terminal(g: &Gateway, task: &str) -> Value {
+    let t0 = Instant::now();
+    loop {
+        let (_, v) = rpc(
+            g,
+            "tasks/get",
+            json!({ "taskId": task, "_meta": meta_with_tasks() }),
+        );
+        let status = v["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if ["completed", "failed", "cancelled"].contains(&status.as_str())
+            || t0.elapsed() > Duration::from_secs(10)
+        {
+            return v["result"].clone();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_says_whether_the_work_happened() {
+    let (g, _) = Gateway::start(&[]);
+    let mut app = App::join(&g.ws).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    listed(&g).await;
+
+    // Advertised, and a `task` capability runs as a task only for a request that declares the extension.
+    let (_, discover) = blocking(|| rpc(&g, "server/discover", json!({ "_meta": meta() }))).await;
+    assert!(
+        discover["result"]["capabilities"]["extensions"][TASKS].is_object(),
+        "{discover}"
+    );
+    let job =
+        |ms: u64, meta: Value| json!({ "name": "job", "arguments": { "ms": ms }, "_meta": meta });
+    let (_, plain) = blocking(|| rpc(&g, "tools/call", job(1, meta()))).await;
+    assert_eq!(
+        plain["result"]["structuredContent"]["done"], true,
+        "{plain}"
+    );
+    assert!(matches!(
+        app.next("the plain call").await,
+        AppEvent::Started { .. }
+    ));
+    assert!(matches!(
+        app.next("its end").await,
+        AppEvent::Finished { .. }
+    ));
+
+    let (status, created) = blocking(|| rpc(&g, "tools/call", job(50, meta_with_tasks()))).await;
+    let created = &created["result"];
+    assert_eq!(
+        (status, created["resultType"].as_str()),
+        (200, Some("task")),
+        "{created}"
+    );
+    assert_eq!(created["status"], "working");
+    assert!(created["ttlMs"].as_u64().is_some_and(|t| t > 0) && created["pollIntervalMs"].is_u64());
+    assert!(
+        created["createdAt"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{created}"
+    );
+    for absent in ["result", "error", "inputRequests", "requestState"] {
+        assert!(created.get(absent).is_none(), "{absent}: {created}");
+    }
+    let task = created["taskId"].as_str().expect("an id").to_owned();
+    let done = blocking(|| until_terminal(&g, &task)).await;
+    assert_eq!(
+        (
+            done["status"].as_str(),
+            &done["result"]["structuredContent"]["done"]
+        ),
+        (Some("completed"), &json!(true)),
+        "{done}"
+    );
+    assert!(matches!(
+        app.next("the task's call").await,
+        AppEvent::Started { .. }
+    ));
+    assert!(matches!(
+        app.next("its end").await,
+        AppEvent::Finished { .. }
+    ));
+    // Cancelled after it finished: acknowledged, and it stays completed with its result.
+    let (_, ack) = blocking(|| {
+        rpc(
+            &g,
+            "tasks/cancel",
+            json!({ "taskId": task, "_meta": meta_with_tasks() }),
+        )
+    })
+    .await;
+    assert_eq!(ack["result"], json!({ "resultType": "complete" }), "{ack}");
+    assert_eq!(
+        blocking(|| until_terminal(&g, &task)).await["status"],
+        "completed"
+    );
+
+    // A running task cancelled: the handler's signal aborts within 500 ms, and the task ends cancelled.
+    let (_, created) = blocking(|| rpc(&g, "tools/call", job(60_000, meta_with_tasks()))).await;
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let (call_id, _) = app.started().await;
+    let asked = Instant::now();
+    blocking(|| {
+        rpc(
+            &g,
+            "tasks/cancel",
+            json!({ "taskId": task, "_meta": meta_with_tasks() }),
+        )
+    })
+    .await;
+    match app.next("the handler's abort").await {
+        AppEvent::Aborted { call_id: c, at, .. } => {
+            assert_eq!(c, call_id);
+            assert!(at.duration_since(asked) < Duration::from_millis(500));
+        }
+        other => panic!("expected the abort, got {other:?}"),
+    }
+    assert_eq!(
+        blocking(|| until_terminal(&g, &task)).await["status"],
+        "cancelled"
+    );
+
+    // Refusals: an unknown task; the task methods without the extension; a routing header that names another.
+    let (status, v) = blocking(|| {
+        rpc(
+            &g,
+            "tasks/get",
+            json!({ "taskId": "nope", "_meta": meta_with_tasks() }),
+        )
+    })
+    .await;
+    assert_eq!(
+        (status, v["error"]["code"].as_i64()),
+        (400, Some(-32602)),
+        "{v}"
+    );
+    let (status, v) =
+        blocking(|| rpc(&g, "tasks/get", json!({ "taskId": task, "_meta": meta() }))).await;
+    assert_eq!(
+        (status, v["error"]["code"].as_i64()),
+        (400, Some(-32021)),
+        "{v}"
+    );
+    assert!(
+        v["error"]["data"]["requiredCapabilities"]["extensions"][TASKS].is_object(),
+        "{v}"
+    );
+    let get = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+        "params": { "taskId": task, "_meta": meta_with_tasks() } });
+    let mut headers = modern_headers(&get, "application/json");
+    headers.retain(|h| !h.starts_with("Mcp-Name"));
+    headers.push("Mcp-Name: another".to_owned());
+    let (status, _, body) = blocking(|| post(&g, &get, headers)).await;
+    assert!(status == 400 && body.contains("-32020"), "{body}");
+
+    // The race: a task finishing while its cancel is on its way. Whatever wins, the final state says what the
+    // handler did: `completed` exactly when it finished, `cancelled` exactly when it was stopped.
+    let (mut completed, mut cancelled) = (0, 0);
+    for round in 0..50u64 {
+        let (_, created) = blocking(|| rpc(&g, "tools/call", job(15, meta_with_tasks()))).await;
+        let task = created["result"]["taskId"]
+            .as_str()
+            .expect("an id")
+            .to_owned();
+        let (call_id, _) = app.started().await;
+        let wait = Duration::from_millis(round % 30);
+        tokio::time::sleep(wait).await;
+        blocking(|| {
+            rpc(
+                &g,
+                "tasks/cancel",
+                json!({ "taskId": task, "_meta": meta_with_tasks() }),
+            )
+        })
+        .await;
+        let end = blocking(|| until_terminal(&g, &task)).await;
+        let handler = match app.next("the handler's end").await {
+            AppEvent::Finished { call_id: c } if c == call_id => "finished",
+            AppEvent::Aborted { call_id: c, .. } if c == call_id => "aborted",
+            other => panic!("round {round}: expected the handler's end, got {other:?}"),
+        };
+        match (end["status"].as_str(), handler) {
+            (Some("completed"), "finished") => completed += 1,
+            (Some("cancelled"), "aborted") => cancelled += 1,
+            (status, handler) => {
+                panic!("round {round}: the task ended {status:?} but its handler {handler}: {end}")
+            }
+        }
+    }
+    eprintln!("tasks race: {completed} completed, {cancelled} cancelled, of 50");
+    assert!(
+        completed > 0 && cancelled > 0,
+        "both ways were taken: {completed} / {cancelled}"
+    );
+    app.leave();
+}
+
 /// Runs a blocking request from an async test, in place: the runtime's other worker serves the app meanwhile.
 async fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
@@ -631,7 +863,11 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert_eq!(tools, 4, "the session sees the app's tools");
+    assert_eq!(
+        tools,
+        native_app::TOOLS.len(),
+        "the session sees the app's tools"
+    );
     assert_eq!(
         blocking(|| post(
             &g,

@@ -67,6 +67,13 @@ pub fn check_descriptor_fields<P: Payload>(d: &P) -> Result<(), String> {
             check_requirement(&r, i)?;
         }
     }
+    if let Some(t) = d.get("task") {
+        // How an MCP host that serves tasks (`abp-peer mcp`) may run it: as a task when the client can take one
+        // ('optional'), or only as one ('required').
+        if !matches!(t.as_string().as_deref(), Some("optional" | "required")) {
+            return Err("descriptor.task must be 'optional' or 'required'".to_owned());
+        }
+    }
     if let Some(alts) = d.get("alternatives") {
         for i in 0..alts.array_len().unwrap_or(0) {
             if alts.index(i).map(|a| a.kind()) != Some(Kind::String) {

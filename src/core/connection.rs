@@ -311,6 +311,12 @@ impl<P: Wire> AppConnection<P> {
         }
     }
 
+    /// This side serves the protocol extension `name` (MCP: `io.modelcontextprotocol/tasks`, which `abp-peer
+    /// mcp` serves), and its dialect advertises it.
+    pub fn offer_extension(&mut self, name: &str) {
+        self.codec.offer_extension(name);
+    }
+
     /// This side is going away (the process stops): the dialect says what it says then (MCP: each open listen
     /// is torn down), and every call still running is aborted. `poll` gives both.
     pub fn close(&mut self) {

@@ -176,6 +176,10 @@ export interface CapabilityDescriptor {
   deprecated?: boolean;
   deprecationMessage?: string;
   alternatives?: string[];
+  /** For an MCP host through `abp-peer mcp` (revision 2026-07-28 with the tasks extension): run a call as a task
+   * the host polls, when the host can take one (`'optional'`), or only so (`'required'`; a host without the
+   * extension then gets error -32021). Ignored everywhere else. */
+  task?: 'optional' | 'required';
   [extra: string]: unknown;
 }
 
@@ -283,6 +287,10 @@ export interface CapabilityOptions {
   deprecated?: boolean;
   deprecationMessage?: string;
   alternatives?: string[];
+  /** For an MCP host through `abp-peer mcp` (revision 2026-07-28 with the tasks extension): run a call as a task
+   * the host polls, when the host can take one (`'optional'`), or only so (`'required'`; a host without the
+   * extension then gets error -32021). Ignored everywhere else. */
+  task?: 'optional' | 'required';
   [extra: string]: unknown;
 }
 

@@ -108,6 +108,36 @@ export async function serveTheConformanceSuite(url) {
     else: { required: ['email'] },
     additionalProperties: false,
   });
+  // The tasks extension's scenarios (abp-peer mcp runs a capability registered with `task` as an MCP task).
+  tool('greet', 'Greets by name, at once (never a task)', ({ name }) => ({ content: [text(`Hello, ${name}!`)] }),
+    { type: 'object', properties: { name: { type: 'string' } } });
+  const abortable = (ms, signal) => new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); });
+  });
+  app.register('slow_compute', async ({ seconds = 0, label = '' }, ctx) => {
+    await abortable(seconds * 1000, ctx.signal);
+    return { content: [text(`computed ${label} in ${seconds} s`)] };
+  }, { description: 'Computes for a number of seconds (a task when the host takes one)', task: 'optional',
+    inputSchema: { type: 'object', properties: { seconds: { type: 'number' }, label: { type: 'string' } } } });
+  app.register('failing_job', async (_p, ctx) => {
+    await abortable(1000, ctx.signal);
+    return { content: [text('the job failed')], isError: true };
+  }, { description: 'Fails as a tool after a second (only as a task)', task: 'required', inputSchema: none });
+  app.register('protocol_error_job', async () => {
+    throw { code: 'INVALID_PARAMS', message: 'the job cannot take these arguments' };
+  }, { description: 'Fails with a protocol error (a task)', task: 'optional', inputSchema: none });
+  const yesNo = (key, message) => ({ method: 'elicitation/create', key,
+    params: { message, requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' }, name: { type: 'string' } } } } });
+  app.register('confirm_delete', async ({ filename }, ctx) => {
+    const answer = await ctx.elicit(yesNo('confirm', `Delete ${filename}?`));
+    return { content: [text(answer?.data?.confirm ? `deleted ${filename}` : `kept ${filename}`)] };
+  }, { description: 'Deletes a file once the user confirms (a task)', task: 'optional',
+    inputSchema: { type: 'object', properties: { filename: { type: 'string' } } } });
+  app.register('multi_input', async (_p, ctx) => {
+    const answers = await Promise.all([ctx.elicit(yesNo('first', 'First?')), ctx.elicit(yesNo('second', 'Second?'))]);
+    return { content: [text(`got ${answers.map((a) => a?.data?.name).join(', ')}`)] };
+  }, { description: 'Asks two questions at once (a task)', task: 'required', inputSchema: none });
   // Each trigger adds a tool of its own: registering the same tool again changes nothing, so no listen hears it
   // (the suite triggers a change from three listens).
   let added = 0;

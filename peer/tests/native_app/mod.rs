@@ -27,13 +27,17 @@ pub async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>
 // The app: this crate's app core with the ABP codec, over a WebSocket to /agent.
 
 /// The app's capabilities: name, description.
-pub const TOOLS: [(&str, &str); 4] = [
+pub const TOOLS: [(&str, &str); 5] = [
     ("echo", "Returns its params"),
     ("fail", "Always refused: PERMISSION_DENIED"),
     ("steps", "Reports three steps of progress, then returns"),
     (
         "slow",
         "Runs until it is cancelled (with { progress: true }, after one progress step)",
+    ),
+    (
+        "job",
+        "Finishes after { ms } unless cancelled first (an MCP task when the host takes one)",
     ),
 ];
 
@@ -60,6 +64,10 @@ pub enum AppEvent {
         call_id: String,
         reason: Option<String>,
         at: Instant,
+    },
+    /// A `job` handler finished (its result went to the agent).
+    Finished {
+        call_id: String,
     },
     /// The gateway closed the app's socket.
     Closed,
@@ -128,6 +136,8 @@ struct NativeApp {
     registry: Registry<Value>,
     start: Instant,
     events: mpsc::UnboundedSender<AppEvent>,
+    /// `job` handlers running: when each finishes, and its call.
+    jobs: Vec<(Instant, String)>,
 }
 
 impl NativeApp {
@@ -137,6 +147,11 @@ impl NativeApp {
             let mut descriptor = json!({ "name": name, "description": description });
             if name == "echo" {
                 descriptor["inputSchema"] = echo_schema();
+            }
+            if name == "job" {
+                descriptor["task"] = json!("optional");
+                descriptor["inputSchema"] =
+                    json!({ "type": "object", "properties": { "ms": { "type": "integer" } } });
             }
             registry
                 .register(name, Some(descriptor))
@@ -153,6 +168,7 @@ impl NativeApp {
             registry,
             start: Instant::now(),
             events,
+            jobs: Vec::new(),
         }
     }
 
@@ -192,6 +208,8 @@ impl NativeApp {
                     self.run(&call_id, &capability, params);
                 }
                 AppOutput::Abort { call_id, reason } => {
+                    // A job's handler stops.
+                    self.jobs.retain(|(_, c)| *c != call_id);
                     let at = Instant::now();
                     let _ = self.events.send(AppEvent::Aborted {
                         call_id,
@@ -208,7 +226,24 @@ impl NativeApp {
         frames
     }
 
-    /// The handlers, run to completion at once (but `slow`, which waits for its abort).
+    /// The jobs whose time has come finish.
+    fn finish_jobs(&mut self) {
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.jobs)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.jobs = later;
+        for (_, call_id) in due {
+            let data = json!({ "done": true });
+            let at = self.now();
+            self.conn
+                .complete(&call_id, Outcome::Success { data }, None, at);
+            let _ = self.events.send(AppEvent::Finished { call_id });
+        }
+    }
+
+    /// The handlers, run to completion at once (but `slow`, which waits for its abort, and `job`, which
+    /// finishes after its `ms`).
     fn run(&mut self, call_id: &str, capability: &str, params: Value) {
         let now = self.now();
         let outcome = match capability {
@@ -225,6 +260,12 @@ impl NativeApp {
                 Outcome::Success {
                     data: json!({ "steps": 3 }),
                 }
+            }
+            "job" => {
+                let ms = params.get("ms").and_then(Value::as_u64).unwrap_or(0);
+                let due = Instant::now() + Duration::from_millis(ms);
+                self.jobs.push((due, call_id.to_owned()));
+                return;
             }
             // `slow` reports one step first when asked to (`{ "progress": true }`), then runs on.
             "slow" if params.get("progress") == Some(&Value::Bool(true)) => {
@@ -252,10 +293,20 @@ async fn serve_app(
                 return;
             }
         }
-        let due = app.conn.poll_timeout().map(|t| {
-            let ms = (t - app.now()).max(0.0).ceil();
-            tokio::time::Instant::now() + Duration::from_millis(ms as u64)
-        });
+        let due = app
+            .conn
+            .poll_timeout()
+            .map(|t| {
+                let ms = (t - app.now()).max(0.0).ceil();
+                tokio::time::Instant::now() + Duration::from_millis(ms as u64)
+            })
+            .into_iter()
+            .chain(
+                app.jobs
+                    .iter()
+                    .map(|(at, _)| tokio::time::Instant::from_std(*at)),
+            )
+            .min();
         tokio::select! {
             frame = ws.next() => match frame {
                 Some(Ok(Message::Text(text))) => app.receive(text.as_str()),
@@ -268,6 +319,7 @@ async fn serve_app(
             () = sleep_until(due) => {
                 let now = app.now();
                 app.conn.handle_timeout(now);
+                app.finish_jobs();
             }
             _ = &mut leave => {
                 // The page goes: the socket closes with calls still running.

@@ -93,7 +93,7 @@ fn first_text<P: Payload>(result: &P) -> Option<String> {
 /// A handler's value as a `CallToolResult`: passed through if it already has a `content` array, else
 /// `{ content: [{ type: 'text', text: JSON of the value }], structuredContent: value }` (structuredContent
 /// only for objects).
-fn tool_result_of<P: Wire>(data: P) -> P {
+pub fn tool_result_of<P: Wire>(data: P) -> P {
     if data.kind() == Kind::Object && data.get("content").is_some_and(|c| c.kind() == Kind::Array) {
         return data;
     }
@@ -167,6 +167,9 @@ pub struct McpCodec<P> {
     error_data: StrMap<P>,
     /// What the codec sends on its own ([`Self::queued`]).
     outbox: VecDeque<P>,
+    /// Extensions `server/discover` advertises (served by whoever drives this side, as `abp-peer mcp` serves
+    /// tasks).
+    extensions: Vec<String>,
     /// Answers a request brought before its handler asked ([`Self::given`]): elicitation id → the app's
     /// `ElicitationResponse` payload.
     given: VecDeque<(String, P)>,
@@ -212,6 +215,7 @@ impl<P: Wire> McpCodec<P> {
             legacy: false,
             error_data: StrMap::new(),
             outbox: VecDeque::new(),
+            extensions: Vec::new(),
             given: VecDeque::new(),
             client: Box::default(),
         }
@@ -229,6 +233,13 @@ impl<P: Wire> McpCodec<P> {
     /// A message the codec sends on its own, before what the machine says next.
     pub fn queued(&mut self) -> Option<P> {
         self.outbox.pop_front()
+    }
+
+    /// `server/discover` advertises the extension `name` (`capabilities.extensions[name] = {}`).
+    pub fn offer_extension(&mut self, name: &str) {
+        if !self.extensions.iter().any(|e| e == name) {
+            self.extensions.push(name.to_owned());
+        }
     }
 
     /// An answer the client gave before the app's handler asked (a modern call that brought `inputResponses`
@@ -953,7 +964,7 @@ impl<P: Wire> McpCodec<P> {
             FromApp::WithdrawElicitation { id, .. } if self.modern.withdraw(&id) => return None,
             FromApp::WithdrawElicitation { id, reason } => self.cancel(&id, reason.as_deref()),
             FromApp::Control(ControlOut::Describe { id }) => {
-                let result = discover_result(hello);
+                let result = discover_result(hello, &self.extensions);
                 self.respond(&id, result)
             }
             FromApp::Control(ControlOut::Pong { id }) => self.respond(&id, P::object()),
@@ -1165,9 +1176,16 @@ fn tool_list<P: Wire>(hello: &Hello<'_, P>, modern: bool) -> P {
 
 /// `server/discover`'s result: the versions of both eras, tools that announce changes (to listens), who the app
 /// is; it holds for an hour, for anyone.
-fn discover_result<P: Wire>(hello: &Hello<'_, P>) -> P {
+fn discover_result<P: Wire>(hello: &Hello<'_, P>, extensions: &[String]) -> P {
     let tools = P::object_of(&mut [("listChanged", Some(P::boolean(true)))]);
-    let capabilities = P::object_of(&mut [("tools", Some(tools))]);
+    let offered = (!extensions.is_empty()).then(|| {
+        let mut all = P::object();
+        for e in extensions {
+            all.set(e, P::object());
+        }
+        all
+    });
+    let capabilities = P::object_of(&mut [("tools", Some(tools)), ("extensions", offered)]);
     let server = P::object_of(&mut [
         ("name", hello.info.get("name")),
         ("version", hello.info.get("version")),
@@ -1211,7 +1229,7 @@ fn elicitation_result_of<P: Wire>(r: &P) -> P {
 
 /// MCP's elicitation result as an ABP `ElicitationResponse`. The answer to an `elicitation/confirm` is ABP's
 /// `{ confirmed }`: true on accept, false on decline (a "no" is an answer).
-fn elicitation_response_of<P: Wire>(r: &P, confirm: bool) -> P {
+pub fn elicitation_response_of<P: Wire>(r: &P, confirm: bool) -> P {
     let action = r.get_string("action");
     if confirm && matches!(action.as_deref(), Some("accept" | "decline")) {
         let yes = action.as_deref() == Some("accept");
@@ -1248,7 +1266,7 @@ fn elicitation_response_of<P: Wire>(r: &P, confirm: bool) -> P {
 
 /// An ABP elicitation request as `elicitation/create` params: an `elicitation/create` request's params pass
 /// through; the standard ABP methods become `{ message, requestedSchema }`.
-fn elicitation_params<P: Wire>(r: &P) -> P {
+pub fn elicitation_params<P: Wire>(r: &P) -> P {
     let params = r.get_object("params").unwrap_or_else(P::object);
     if r.get_string("method").as_deref() == Some("elicitation/create") {
         return params;

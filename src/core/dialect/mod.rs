@@ -81,6 +81,9 @@ pub trait DialectCodec<P: Wire> {
     }
     /// This side is going away: the codec queues what its dialect says then (MCP: each listen is torn down).
     fn close(&mut self) {}
+    /// The driver serves the protocol extension `name`, which the dialect advertises (MCP: in
+    /// `server/discover`). Nothing in dialects without extensions.
+    fn offer_extension(&mut self, _name: &str) {}
     /// The client speaks this protocol version and no other (MCP: a dated version, which also picks the era).
     /// False for a version the dialect does not speak, and in dialects with one version.
     fn pin_version(&mut self, _version: &str) -> bool {
@@ -105,6 +108,10 @@ macro_rules! jsonrpc_dialect_codec {
 
             fn given(&mut self) -> Option<(String, P)> {
                 $codec::given(self)
+            }
+
+            fn offer_extension(&mut self, name: &str) {
+                $codec::offer_extension(self, name)
             }
 
             fn close(&mut self) {
@@ -289,6 +296,14 @@ macro_rules! dialects {
             pub fn given(&mut self) -> Option<(String, P)> {
                 match self {
                     $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::given(c), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// The driver serves the protocol extension `name`, which the dialect advertises.
+            pub fn offer_extension(&mut self, name: &str) {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::offer_extension(c, name), )*
                     Codec::_Never(never, _) => match *never {},
                 }
             }

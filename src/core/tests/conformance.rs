@@ -195,6 +195,11 @@ fn descriptors_get_defaults_and_bad_fields_are_named() {
             json!({ "alternatives": [1] }),
             "descriptor.alternatives must be an array",
         ),
+        (
+            json!({ "task": "sometimes" }),
+            "descriptor.task must be 'optional' or 'required'",
+        ),
+        (json!({ "task": true }), "descriptor.task must be"),
         (json!([]), "descriptor must be an object"),
     ];
     for (given, message) in bad {

@@ -1,0 +1,564 @@
+//! MCP tasks (`io.modelcontextprotocol/tasks`, an extension of revision 2026-07-28) in `abp-peer mcp`: a tool
+//! call the host polls instead of waiting on, for a browser app's long jobs.
+//!
+//! A capability the app registered with `task: 'optional'` or `'required'` is answered with a `CreateTaskResult`
+//! when the request declares the extension in its `_meta` client capabilities; the call then runs in the app
+//! as any other, and the host asks `tasks/get` for its state: `working` (with the last progress as
+//! `statusMessage`), `input_required` (the questions the handler's `ctx.elicit` is waiting on, answered by
+//! `tasks/update`), then `completed` (the tool's result, a tool error included), `failed` (a JSON-RPC error) or
+//! `cancelled`.
+//!
+//! `tasks/cancel` is ABP's acknowledged cancel: the app says whether its handler stopped or had already
+//! finished, so a cancelled task ends `cancelled` only when the work did not happen, and `completed` with the
+//! real result when it did. The host going away does not cancel a task: it keeps running until its `ttlMs`
+//! passes (then it is cancelled in the app and ends `failed`); a task whose app leaves ends `failed` with a
+//! JSON-RPC error that says so. A task is kept until its `ttlMs` from creation, then forgotten.
+//!
+//! Tasks are the gateway's, not a host connection's: over HTTP any request may ask after any task (each task id
+//! is 128 random bits, and every holder of the launch token is one principal).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use abp_wasm::core::dialect::mcp::{elicitation_params, elicitation_response_of, tool_result_of};
+use serde_json::{json, Map, Value};
+
+/// The extension's name, in `capabilities.extensions` and in a request's client capabilities.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// How long a task is kept from its creation (its `ttlMs`): one that still runs then is cancelled and fails.
+pub(crate) const TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How often a host should ask `tasks/get` (`pollIntervalMs`).
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// JSON-RPC errors of the extension.
+pub(crate) const MISSING_CAPABILITY: i64 = -32021;
+const INVALID_PARAMS: i64 = -32602;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    fn name(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    fn terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+/// A question the task's handler is waiting on: its key in `inputRequests`, the app's elicitation id, and the
+/// request as `inputRequests` shows it.
+struct Input {
+    key: String,
+    elicit_id: String,
+    confirm: bool,
+    request: Value,
+}
+
+struct Task {
+    /// The ABP call that runs it in the app.
+    abp_id: String,
+    status: Status,
+    created: SystemTime,
+    updated: SystemTime,
+    /// When it is forgotten (cancelled in the app first, if it still runs).
+    expires: Instant,
+    message: Option<String>,
+    inputs: Vec<Input>,
+    /// `result` (completed) or `error` (failed).
+    outcome: Option<(&'static str, Value)>,
+    /// The request that made it declared `elicitation`: its handler's questions may be asked.
+    elicitation: bool,
+}
+
+impl Task {
+    fn set(&mut self, status: Status) {
+        self.status = status;
+        self.updated = SystemTime::now();
+    }
+
+    /// The task as the extension's `Task` (and `DetailedTask`, with `detailed`).
+    fn shape(&self, id: &str, detailed: bool) -> Map<String, Value> {
+        let mut t = Map::new();
+        t.insert("taskId".into(), json!(id));
+        t.insert("status".into(), json!(self.status.name()));
+        t.insert("createdAt".into(), json!(iso8601(self.created)));
+        t.insert("lastUpdatedAt".into(), json!(iso8601(self.updated)));
+        t.insert("ttlMs".into(), json!(TTL.as_millis() as u64));
+        t.insert("pollIntervalMs".into(), json!(POLL_INTERVAL_MS));
+        if let Some(m) = &self.message {
+            t.insert("statusMessage".into(), json!(m));
+        }
+        if detailed {
+            if self.status == Status::InputRequired {
+                let asked: Map<String, Value> = self
+                    .inputs
+                    .iter()
+                    .map(|i| (i.key.clone(), i.request.clone()))
+                    .collect();
+                t.insert("inputRequests".into(), Value::Object(asked));
+            }
+            if let Some((field, value)) = &self.outcome {
+                t.insert((*field).into(), value.clone());
+            }
+        }
+        t
+    }
+}
+
+/// What became of a `tasks/cancel`.
+pub(crate) enum Cancel {
+    /// The app is asked to cancel this ABP call; the task ends as it answers.
+    Ask(String),
+    /// Nothing to do: the task had ended.
+    Ended,
+}
+
+/// The gateway's tasks, by id.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    tasks: HashMap<String, Task>,
+    next_key: u64,
+}
+
+impl Tasks {
+    /// A task for the ABP call `abp_id` starts: its `CreateTaskResult`.
+    pub(crate) fn create(&mut self, abp_id: String, elicitation: bool) -> Value {
+        let id = new_task_id();
+        let now = SystemTime::now();
+        let task = Task {
+            abp_id,
+            status: Status::Working,
+            created: now,
+            updated: now,
+            expires: Instant::now() + TTL,
+            message: None,
+            inputs: Vec::new(),
+            outcome: None,
+            elicitation,
+        };
+        let mut created = task.shape(&id, false);
+        created.insert("resultType".into(), json!("task"));
+        self.tasks.insert(id, task);
+        Value::Object(created)
+    }
+
+    fn of_call(&mut self, abp_id: &str) -> Option<&mut Task> {
+        self.tasks
+            .values_mut()
+            .find(|t| t.abp_id == abp_id && !t.status.terminal())
+    }
+
+    /// Whether the ABP call `abp_id` runs a task.
+    pub(crate) fn runs(&self, abp_id: &str) -> bool {
+        self.tasks
+            .values()
+            .any(|t| t.abp_id == abp_id && !t.status.terminal())
+    }
+
+    /// `tasks/get`: the task in detail, or the JSON-RPC error for an unknown one.
+    pub(crate) fn get(&self, id: &str) -> Result<Value, (i64, String)> {
+        let task = self.tasks.get(id).ok_or_else(|| not_found(id))?;
+        let mut shown = task.shape(id, true);
+        shown.insert("resultType".into(), json!("complete"));
+        Ok(Value::Object(shown))
+    }
+
+    /// `tasks/update`: the answers among `responses` to questions the task is waiting on, as (the app's
+    /// elicitation id, its ABP answer); the rest is ignored, as the extension says.
+    pub(crate) fn update(
+        &mut self,
+        id: &str,
+        responses: Option<&Value>,
+    ) -> Result<Vec<(String, Value)>, (i64, String)> {
+        let task = self.tasks.get_mut(id).ok_or_else(|| not_found(id))?;
+        let Some(responses) = responses.and_then(Value::as_object) else {
+            return Ok(Vec::new());
+        };
+        let mut answers = Vec::new();
+        task.inputs.retain(|i| match responses.get(&i.key) {
+            Some(r) if r.is_object() => {
+                answers.push((i.elicit_id.clone(), elicitation_response_of(r, i.confirm)));
+                false
+            }
+            _ => true,
+        });
+        if !answers.is_empty() && task.inputs.is_empty() && task.status == Status::InputRequired {
+            task.set(Status::Working);
+        }
+        Ok(answers)
+    }
+
+    /// `tasks/cancel`.
+    pub(crate) fn cancel(&mut self, id: &str) -> Result<Cancel, (i64, String)> {
+        let task = self.tasks.get(id).ok_or_else(|| not_found(id))?;
+        Ok(if task.status.terminal() {
+            Cancel::Ended
+        } else {
+            Cancel::Ask(task.abp_id.clone())
+        })
+    }
+
+    /// The task's handler reported progress: its message is the task's `statusMessage`.
+    pub(crate) fn progress(&mut self, abp_id: &str, payload: &Value) {
+        if let Some(task) = self.of_call(abp_id) {
+            let message = payload
+                .get("message")
+                .or_else(|| payload.get("status"))
+                .and_then(Value::as_str);
+            if let Some(m) = message {
+                task.message = Some(m.to_owned());
+                task.updated = SystemTime::now();
+            }
+        }
+    }
+
+    /// The task's handler asks (`ctx.elicit`): the task is `input_required` until `tasks/update` answers. False
+    /// when the request that made the task did not declare `elicitation` (the app is told it is not supported).
+    pub(crate) fn ask(&mut self, abp_id: &str, elicit_id: &str, request: &Value) -> bool {
+        self.next_key += 1;
+        let fallback = format!("input-{}", self.next_key);
+        let Some(task) = self.of_call(abp_id) else {
+            return false;
+        };
+        if !task.elicitation {
+            return false;
+        }
+        let confirm = request.get("method").and_then(Value::as_str) == Some("elicitation/confirm");
+        let key = request
+            .get("key")
+            .and_then(Value::as_str)
+            .filter(|k| !task.inputs.iter().any(|i| i.key == *k))
+            .map(str::to_owned)
+            .unwrap_or(fallback);
+        task.inputs.push(Input {
+            key,
+            elicit_id: elicit_id.to_owned(),
+            confirm,
+            request: json!({ "method": "elicitation/create", "params": elicitation_params(request) }),
+        });
+        task.set(Status::InputRequired);
+        true
+    }
+
+    /// The app withdrew a question (its handler stopped waiting).
+    pub(crate) fn withdrawn(&mut self, elicit_id: &str) {
+        for task in self.tasks.values_mut() {
+            let before = task.inputs.len();
+            task.inputs.retain(|i| i.elicit_id != elicit_id);
+            if task.inputs.len() != before
+                && task.inputs.is_empty()
+                && task.status == Status::InputRequired
+            {
+                task.set(Status::Working);
+            }
+        }
+    }
+
+    /// The task's ABP call settled with `response` (as `abp.call` resolves): its final state. A cancel the
+    /// handler honoured is `cancelled`; a result, even one that came after a cancel because the work had
+    /// finished, is `completed`; a tool error is `completed` with `isError`; the app refusing the arguments
+    /// or the call, or leaving, is `failed` with a JSON-RPC error.
+    pub(crate) fn settled(
+        &mut self,
+        abp_id: &str,
+        response: &Value,
+        tool_error: impl Fn(&str, &str, &Value) -> Value,
+    ) {
+        let Some(task) = self.of_call(abp_id) else {
+            return;
+        };
+        task.inputs.clear();
+        if response.get("success") == Some(&Value::Bool(true)) {
+            let data = response.get("data").cloned().unwrap_or(Value::Null);
+            task.outcome = Some(("result", tool_result_of(data)));
+            task.set(Status::Completed);
+            return;
+        }
+        let error = response.get("error").cloned().unwrap_or(Value::Null);
+        let code = error
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or("INTERNAL_ERROR");
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("The app did not say why")
+            .to_owned();
+        let failed = |code: i64, message: String| json!({ "code": code, "message": message });
+        match code {
+            "CANCELLED" if response.get("cancelled") == Some(&Value::Bool(true)) => {
+                task.set(Status::Cancelled)
+            }
+            "INVALID_PARAMS" | "UNKNOWN_CAPABILITY" => {
+                task.message = Some(message.clone());
+                task.outcome = Some(("error", failed(INVALID_PARAMS, message)));
+                task.set(Status::Failed);
+            }
+            "DISCONNECTED" => {
+                let message = format!("The app left before the task finished: {message}");
+                task.message = Some(message.clone());
+                task.outcome = Some(("error", failed(-32603, message)));
+                task.set(Status::Failed);
+            }
+            _ => {
+                task.outcome = Some(("result", tool_error(code, &message, &error)));
+                task.set(Status::Completed);
+            }
+        }
+    }
+
+    /// The app left: what it still ran fails.
+    pub(crate) fn app_left(&mut self) {
+        let gone: Vec<String> = self
+            .tasks
+            .values()
+            .filter(|t| !t.status.terminal())
+            .map(|t| t.abp_id.clone())
+            .collect();
+        let response = json!({ "success": false, "error": { "code": "DISCONNECTED",
+            "message": "The connection to the app was lost" } });
+        for abp_id in gone {
+            self.settled(&abp_id, &response, |_, _, _| Value::Null);
+        }
+    }
+
+    /// The ABP calls of the tasks still running.
+    pub(crate) fn running(&self) -> Vec<String> {
+        self.tasks
+            .values()
+            .filter(|t| !t.status.terminal())
+            .map(|t| t.abp_id.clone())
+            .collect()
+    }
+
+    /// When the next task is due to be forgotten.
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
+        self.tasks.values().map(|t| t.expires).min()
+    }
+
+    /// Forgets the tasks whose `ttlMs` has passed; returns the ABP calls of those still running, to cancel.
+    pub(crate) fn expire(&mut self, now: Instant) -> Vec<String> {
+        let mut running = Vec::new();
+        self.tasks.retain(|_, t| {
+            if t.expires > now {
+                return true;
+            }
+            if !t.status.terminal() {
+                running.push(t.abp_id.clone());
+            }
+            false
+        });
+        running
+    }
+}
+
+fn not_found(id: &str) -> (i64, String) {
+    (
+        INVALID_PARAMS,
+        format!("Failed to retrieve task: no task {id} (unknown, or its ttlMs has passed)"),
+    )
+}
+
+/// Whether a request's `_meta` declares the tasks extension among its client capabilities.
+pub(crate) fn declared(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1clientCapabilities/extensions"))
+        .and_then(|e| e.get(EXTENSION))
+        .is_some()
+}
+
+/// Whether a request's `_meta` declares `elicitation`.
+pub(crate) fn declares_elicitation(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1clientCapabilities/elicitation"))
+        .is_some_and(Value::is_object)
+}
+
+/// -32021's `data`: the extension the request needed.
+pub(crate) fn missing_extension() -> Value {
+    json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } })
+}
+
+/// 128 random bits, as hex: a task id nobody can guess.
+fn new_task_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness from the system: unique still (the clock and a counter), but guessable.
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A time as ISO 8601 in UTC with milliseconds (`2026-11-27T03:45:03.123Z`).
+fn iso8601(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since the Unix epoch to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_iso_8601_in_utc() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_795_747_022_223);
+        assert_eq!(iso8601(at), "2026-11-27T02:37:02.223Z");
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // the leap day of the year 2000
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_task_reports_its_progress_questions_and_end() {
+        let mut tasks = Tasks::default();
+        let created = tasks.create("mcp-1".into(), true);
+        assert_eq!(created["resultType"], "task");
+        assert_eq!(created["status"], "working");
+        for absent in [
+            "result",
+            "error",
+            "inputRequests",
+            "requestState",
+            "task",
+            "ttl",
+        ] {
+            assert!(created.get(absent).is_none(), "{absent}: {created}");
+        }
+        let id = created["taskId"].as_str().expect("an id").to_owned();
+        assert_eq!(id.len(), 32);
+
+        tasks.progress(
+            "mcp-1",
+            &json!({ "progress": 1, "message": "rendering page 1" }),
+        );
+        let got = tasks.get(&id).expect("known");
+        assert_eq!(
+            (got["status"].as_str(), got["statusMessage"].as_str()),
+            (Some("working"), Some("rendering page 1"))
+        );
+        assert_eq!(got["resultType"], "complete");
+
+        assert!(tasks.ask(
+            "mcp-1",
+            "e1",
+            &json!({ "method": "elicitation/create", "key": "sure",
+            "params": { "message": "Overwrite?", "requestedSchema": { "type": "object" } } })
+        ));
+        let got = tasks.get(&id).expect("known");
+        assert_eq!(got["status"], "input_required");
+        assert_eq!(
+            got["inputRequests"]["sure"]["params"]["message"],
+            "Overwrite?"
+        );
+        let answers = tasks
+            .update(&id, Some(&json!({ "sure": { "action": "accept", "content": { "ok": true } }, "other": 1 })))
+            .expect("known");
+        assert_eq!(
+            answers,
+            [(
+                "e1".to_owned(),
+                json!({ "success": true, "data": { "ok": true } })
+            )]
+        );
+        assert_eq!(tasks.get(&id).expect("known")["status"], "working");
+
+        tasks.settled(
+            "mcp-1",
+            &json!({ "success": true, "data": { "pages": 3 } }),
+            |_, _, _| Value::Null,
+        );
+        let got = tasks.get(&id).expect("known");
+        assert_eq!(got["status"], "completed");
+        assert_eq!(got["result"]["structuredContent"], json!({ "pages": 3 }));
+        assert!(matches!(tasks.cancel(&id), Ok(Cancel::Ended)));
+        assert_eq!(tasks.get("nope").expect_err("unknown").0, -32602);
+    }
+
+    #[test]
+    fn a_cancel_the_handler_honoured_is_cancelled_and_one_it_beat_is_completed() {
+        let mut tasks = Tasks::default();
+        let a = tasks.create("mcp-1".into(), false)["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let b = tasks.create("mcp-2".into(), false)["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(matches!(tasks.cancel(&a), Ok(Cancel::Ask(c)) if c == "mcp-1"));
+        tasks.settled(
+            "mcp-1",
+            &json!({ "success": false, "cancelled": true,
+            "error": { "code": "CANCELLED", "message": "stop" } }),
+            |_, _, _| Value::Null,
+        );
+        assert_eq!(tasks.get(&a).expect("known")["status"], "cancelled");
+        assert!(matches!(tasks.cancel(&b), Ok(Cancel::Ask(_))));
+        tasks.settled(
+            "mcp-2",
+            &json!({ "success": true, "data": "done" }),
+            |_, _, _| Value::Null,
+        );
+        assert_eq!(tasks.get(&b).expect("known")["status"], "completed");
+        assert!(!tasks.ask("mcp-3", "e", &json!({})), "no task, no question");
+    }
+
+    #[test]
+    fn the_app_leaving_fails_what_it_ran_with_an_error_that_says_so() {
+        let mut tasks = Tasks::default();
+        let id = tasks.create("mcp-1".into(), false)["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        tasks.app_left();
+        let got = tasks.get(&id).expect("known");
+        assert_eq!(got["status"], "failed");
+        assert_eq!(got["error"]["code"], -32603);
+        assert!(got["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("app left"));
+        assert!(tasks
+            .expire(Instant::now() + TTL + Duration::from_secs(1))
+            .is_empty());
+        assert!(tasks.get(&id).is_err(), "forgotten after its ttlMs");
+    }
+}
