@@ -194,6 +194,7 @@ impl Gateway {
         let joined = self.joined;
         let text = no_app_text(&self.room);
         if self.task_request(host, &value) {
+            self.publish_tasks();
             return;
         }
         let Some(h) = self.hosts.iter_mut().find(|h| h.id == host) else {
@@ -275,6 +276,15 @@ impl Gateway {
         };
         self.send(host, line.to_string());
         true
+    }
+
+    /// What changed in the tasks goes to the hosts' listens that follow them.
+    fn publish_tasks(&mut self) {
+        for (id, detailed) in self.tasks.take_changed() {
+            for h in &mut self.hosts {
+                h.conn.task_changed(&id, &detailed);
+            }
+        }
     }
 
     /// `tasks/get`, `tasks/update` or `tasks/cancel` for the task `task_id`.
@@ -453,7 +463,7 @@ impl Gateway {
     }
 
     /// One event from the app's agent.
-    fn on_app_event(&mut self, event: Event) {
+    fn app_event(&mut self, event: Event) {
         let now = self.now();
         match event {
             Event::Connected { capabilities, .. } => {
@@ -577,6 +587,12 @@ impl Gateway {
             Event::Notification { .. } | Event::CancelResult { .. } | Event::Status { .. } => {}
             Event::Error { message, .. } => eprintln!("abp-peer mcp: {message}"),
         }
+    }
+
+    /// One event from the app's agent, then what it changed in the tasks to their followers.
+    fn on_app_event(&mut self, event: Event) {
+        self.app_event(event);
+        self.publish_tasks();
     }
 
     /// The joined app's capabilities are now `list`: the tools follow, and the host hears of any change.

@@ -84,12 +84,19 @@ struct Task {
     outcome: Option<(&'static str, Value)>,
     /// The request that made it declared `elicitation`: its handler's questions may be asked.
     elicitation: bool,
+    /// It changed since its followers last heard of it.
+    changed: bool,
 }
 
 impl Task {
     fn set(&mut self, status: Status) {
         self.status = status;
+        self.touch();
+    }
+
+    fn touch(&mut self) {
         self.updated = SystemTime::now();
+        self.changed = true;
     }
 
     /// The task as the extension's `Task` (and `DetailedTask`, with `detailed`).
@@ -151,6 +158,7 @@ impl Tasks {
             inputs: Vec::new(),
             outcome: None,
             elicitation,
+            changed: false,
         };
         let mut created = task.shape(&id, false);
         created.insert("resultType".into(), json!("task"));
@@ -223,7 +231,7 @@ impl Tasks {
                 .and_then(Value::as_str);
             if let Some(m) = message {
                 task.message = Some(m.to_owned());
-                task.updated = SystemTime::now();
+                task.touch();
             }
         }
     }
@@ -336,6 +344,18 @@ impl Tasks {
         for abp_id in gone {
             self.settled(&abp_id, &response, |_, _, _| Value::Null);
         }
+    }
+
+    /// The tasks that changed since this was last asked, each as `notifications/tasks` carries it (the task as
+    /// `tasks/get` shows it).
+    pub(crate) fn take_changed(&mut self) -> Vec<(String, Value)> {
+        let mut changed = Vec::new();
+        for (id, task) in &mut self.tasks {
+            if std::mem::take(&mut task.changed) {
+                changed.push((id.clone(), Value::Object(task.shape(id, true))));
+            }
+        }
+        changed
     }
 
     /// The ABP calls of the tasks still running.

@@ -580,6 +580,31 @@ fn rpc(g: &Gateway, method: &str, params: Value) -> (u16, Value) {
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
+/// Reads an SSE stream until an event whose JSON contains `needle`, and returns that event; what was read up to
+/// its end is consumed from `seen`.
+fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) -> Value {
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut consumed = 0;
+        for event in seen.split_inclusive("\n\n") {
+            if !event.ends_with("\n\n") {
+                break;
+            }
+            consumed += event.len();
+            let found = events(event)
+                .into_iter()
+                .find(|e| e.to_string().contains(needle));
+            if let Some(found) = found {
+                seen.drain(..consumed);
+                return found;
+            }
+        }
+        let n = stream.read(&mut buf).expect("read");
+        assert!(n > 0, "the stream ended before {needle}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
 /// `tasks/get` until the task is terminal (or 10 s pass): its last state.
 fn until_terminal(g: &Gateway, task: &str) -> Value {
     let t0 = Instant::now();
@@ -692,6 +717,23 @@ async fn a_task_says_whether_the_work_happened() {
         .expect("an id")
         .to_owned();
     let (call_id, _) = app.started().await;
+    // A listen follows it: acknowledged with the task's id, then told of each change.
+    let listen = json!({ "jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": { "taskIds": [task] }, "_meta": meta_with_tasks() } });
+    let mut follower = request(
+        &g,
+        "POST",
+        "/mcp",
+        &modern_headers(&listen, "application/json, text/event-stream"),
+        &listen.to_string(),
+    );
+    let mut heard = String::new();
+    let ack = blocking(|| read_until(&mut follower, &mut heard, "acknowledged")).await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([task]),
+        "{ack}"
+    );
     let asked = Instant::now();
     blocking(|| {
         rpc(
@@ -711,6 +753,32 @@ async fn a_task_says_whether_the_work_happened() {
     assert_eq!(
         blocking(|| until_terminal(&g, &task)).await["status"],
         "cancelled"
+    );
+    let told = blocking(|| read_until(&mut follower, &mut heard, "\"cancelled\"")).await;
+    assert_eq!(
+        (
+            told["method"].as_str(),
+            told["params"]["taskId"].as_str(),
+            told["params"]["status"].as_str()
+        ),
+        (
+            Some("notifications/tasks"),
+            Some(task.as_str()),
+            Some("cancelled")
+        ),
+        "{told}"
+    );
+    assert_eq!(
+        told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    drop(follower);
+    let listen = json!({ "notifications": { "taskIds": [task] }, "_meta": meta() });
+    let (status, v) = blocking(|| rpc(&g, "subscriptions/listen", listen)).await;
+    assert_eq!(
+        (status, v["error"]["code"].as_i64()),
+        (400, Some(-32021)),
+        "following tasks needs the extension: {v}"
     );
 
     // Refusals: an unknown task; the task methods without the extension; a routing header that names another.

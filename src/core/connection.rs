@@ -317,6 +317,12 @@ impl<P: Wire> AppConnection<P> {
         self.codec.offer_extension(name);
     }
 
+    /// A task this side keeps changed (MCP's tasks extension; `detailed` as `tasks/get` shows it): each
+    /// `subscriptions/listen` that follows it hears `notifications/tasks`, which `poll` gives.
+    pub fn task_changed(&mut self, task_id: &str, detailed: &P) {
+        self.codec.task_changed(task_id, detailed);
+    }
+
     /// This side is going away (the process stops): the dialect says what it says then (MCP: each open listen
     /// is torn down), and every call still running is aborted. `poll` gives both.
     pub fn close(&mut self) {

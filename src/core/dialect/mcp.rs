@@ -177,6 +177,22 @@ pub struct McpCodec<P> {
     client: Box<Client<P>>,
 }
 
+/// The tasks extension, which a driver may serve (`offer_extension`).
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// -32021: the request needs a capability (here, an extension) its `_meta` does not declare.
+const MISSING_CAPABILITY: i32 = -32021;
+
+/// Whether a modern request's `_meta` declares the extension `name` among its client capabilities.
+fn declares_extension<P: Wire>(params: &P, name: &str) -> bool {
+    params
+        .get_object("_meta")
+        .and_then(|m| m.get_object(modern::META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get_object("extensions"))
+        .and_then(|e| e.get_object(name))
+        .is_some()
+}
+
 /// The probe's id is the handshake's with this suffix: an answer to a probe re-sent before the server's era was
 /// known (a frame still loading) is then never taken for the answer to the `initialize` that follows it.
 const DISCOVER_SUFFIX: &str = "~discover";
@@ -661,21 +677,67 @@ impl<P: Wire> McpCodec<P> {
     /// `subscriptions/listen`: acknowledged at once with what it will hear (tool list changes, if it asked),
     /// and left open until the client cancels it or the server goes.
     fn listen(&mut self, id: String, params: &P) -> Incoming<P> {
-        let tools = params
-            .get_object("notifications")
+        let asked = params.get_object("notifications");
+        let tools = asked
+            .as_ref()
             .and_then(|n| n.get("toolsListChanged"))
             .and_then(|t| t.as_bool())
             == Some(true);
+        // Tasks to follow: only where the tasks extension is served, and only for a request that declares it.
+        let task_ids = asked
+            .as_ref()
+            .and_then(|n| n.get("taskIds"))
+            .filter(|_| self.extensions.iter().any(|e| e == TASKS_EXTENSION));
+        if task_ids.is_some() && !declares_extension(params, TASKS_EXTENSION) {
+            let extensions = P::object_of(&mut [(TASKS_EXTENSION, Some(P::object()))]);
+            let required = P::object_of(&mut [("extensions", Some(extensions))]);
+            let data = P::object_of(&mut [("requiredCapabilities", Some(required))]);
+            self.error_data.insert(id.clone(), data);
+            return Control::Invalid {
+                id: Some(id),
+                code: MISSING_CAPABILITY,
+                message:
+                    "Following tasks needs the io.modelcontextprotocol/tasks extension in _meta",
+            }
+            .into();
+        }
+        let tasks: Vec<String> = task_ids
+            .as_ref()
+            .map(|t| {
+                (0..t.array_len().unwrap_or(0))
+                    .filter_map(|i| t.index(i)?.as_string())
+                    .collect()
+            })
+            .unwrap_or_default();
         let raw = self.peer.id_of(&id);
-        let agreed = P::object_of(&mut [("toolsListChanged", tools.then(|| P::boolean(true)))]);
+        let followed = task_ids
+            .is_some()
+            .then(|| P::array(tasks.iter().map(|t| P::string(t)).collect()));
+        let agreed = P::object_of(&mut [
+            ("toolsListChanged", tools.then(|| P::boolean(true))),
+            ("taskIds", followed),
+        ]);
         let meta = P::object_of(&mut [(modern::META_SUBSCRIPTION, Some(raw.clone()))]);
         let p = P::object_of(&mut [("_meta", Some(meta)), ("notifications", Some(agreed))]);
         self.outbox.push_back(notification(
             "notifications/subscriptions/acknowledged",
             Some(p),
         ));
-        self.modern.listen(&id, raw, tools);
+        self.modern.listen(&id, raw, tools, tasks);
         Control::Noted.into()
+    }
+
+    /// The task `task_id` changed (tasks are the driver's: `abp-peer mcp` keeps them): each listen that follows
+    /// it hears `notifications/tasks` with `detailed` (the task as `tasks/get` shows it) and its subscription id.
+    pub fn task_changed(&mut self, task_id: &str, detailed: &P) {
+        let ids: Vec<P> = self.modern.task_listeners(task_id).cloned().collect();
+        for id in ids {
+            let mut p = detailed.clone();
+            let meta = P::object_of(&mut [(modern::META_SUBSCRIPTION, Some(id))]);
+            p.set("_meta", meta);
+            self.outbox
+                .push_back(notification("notifications/tasks", Some(p)));
+        }
     }
 
     /// A `tools/call` that brings a `requestState`: the retry of a call whose handler asked for input.

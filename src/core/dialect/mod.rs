@@ -84,6 +84,8 @@ pub trait DialectCodec<P: Wire> {
     /// The driver serves the protocol extension `name`, which the dialect advertises (MCP: in
     /// `server/discover`). Nothing in dialects without extensions.
     fn offer_extension(&mut self, _name: &str) {}
+    /// A task the driver keeps changed (MCP's tasks extension): the dialect tells whoever follows it.
+    fn task_changed(&mut self, _task_id: &str, _detailed: &P) {}
     /// The client speaks this protocol version and no other (MCP: a dated version, which also picks the era).
     /// False for a version the dialect does not speak, and in dialects with one version.
     fn pin_version(&mut self, _version: &str) -> bool {
@@ -112,6 +114,10 @@ macro_rules! jsonrpc_dialect_codec {
 
             fn offer_extension(&mut self, name: &str) {
                 $codec::offer_extension(self, name)
+            }
+
+            fn task_changed(&mut self, task_id: &str, detailed: &P) {
+                $codec::task_changed(self, task_id, detailed)
             }
 
             fn close(&mut self) {
@@ -304,6 +310,14 @@ macro_rules! dialects {
             pub fn offer_extension(&mut self, name: &str) {
                 match self {
                     $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::offer_extension(c, name), )*
+                    Codec::_Never(never, _) => match *never {},
+                }
+            }
+
+            /// A task the driver keeps changed: the dialect tells whoever follows it.
+            pub fn task_changed(&mut self, task_id: &str, detailed: &P) {
+                match self {
+                    $( $(#[cfg(feature = $feature)])? Codec::$variant(c) => <$codec as DialectCodec<P>>::task_changed(c, task_id, detailed), )*
                     Codec::_Never(never, _) => match *never {},
                 }
             }

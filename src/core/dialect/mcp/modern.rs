@@ -132,6 +132,15 @@ pub enum Asked<P> {
     Queued,
 }
 
+/// An open `subscriptions/listen`: its request key, its id as it came, whether it asked for tool list
+/// changes, and the tasks it follows (the tasks extension's `taskIds`).
+struct Listen<P> {
+    key: String,
+    id: P,
+    tools: bool,
+    tasks: Vec<String>,
+}
+
 /// The stateless era's state: running modern calls, the states given out, the open listens, and the requests
 /// whose responses carry `resultType`.
 pub struct Modern<P> {
@@ -139,8 +148,8 @@ pub struct Modern<P> {
     /// A retry's request id → the call it continues (a cancel may name either).
     aliases: StrMap<String>,
     pending: StrMap<Pending<P>>,
-    /// Open `subscriptions/listen`: request key, its id as it came, whether it asked for tool list changes.
-    listens: Vec<(String, P, bool)>,
+    /// Open `subscriptions/listen`.
+    listens: Vec<Listen<P>>,
     /// Requests of the stateless era awaiting our response.
     requests: StrMap<()>,
     next_state: u64,
@@ -404,30 +413,40 @@ impl<P: Wire> Modern<P> {
     }
 
     /// A `subscriptions/listen` opens (`id` as it came; `tools`: it asked for tool list changes).
-    pub fn listen(&mut self, key: &str, id: P, tools: bool) {
-        self.listens.push((key.to_owned(), id, tools));
+    pub fn listen(&mut self, key: &str, id: P, tools: bool, tasks: Vec<String>) {
+        self.listens.push(Listen {
+            key: key.to_owned(),
+            id,
+            tools,
+            tasks,
+        });
     }
 
     /// The client cancelled request `key`: whether it was a listen (which then ends).
     pub fn end_listen(&mut self, key: &str) -> bool {
         let before = self.listens.len();
-        self.listens.retain(|(k, _, _)| k != key);
+        self.listens.retain(|l| l.key != key);
         self.listens.len() != before
     }
 
     /// The ids (as they came) of the open listens that asked for tool list changes.
     pub fn tool_listeners(&self) -> impl Iterator<Item = &P> {
+        self.listens.iter().filter(|l| l.tools).map(|l| &l.id)
+    }
+
+    /// The ids (as they came) of the open listens that follow the task `task_id`.
+    pub fn task_listeners<'a>(&'a self, task_id: &'a str) -> impl Iterator<Item = &'a P> {
         self.listens
             .iter()
-            .filter(|(_, _, tools)| *tools)
-            .map(|(_, id, _)| id)
+            .filter(move |l| l.tasks.iter().any(|t| t == task_id))
+            .map(|l| &l.id)
     }
 
     /// Every listen ends (this side is going away): their keys and ids.
     pub fn take_listens(&mut self) -> Vec<(String, P)> {
         std::mem::take(&mut self.listens)
             .into_iter()
-            .map(|(key, id, _)| (key, id))
+            .map(|l| (l.key, l.id))
             .collect()
     }
 }
