@@ -1,8 +1,14 @@
 // Drives the demo in headless Chromium the way a person would: opens the host page, starts the slow job,
 // watches the progress bar move, clicks Stop, and checks that both sides saw the cancellation; then runs a
-// short job to completion. Saves screenshots to target/demo-running.png and target/demo-stopped.png.
-// Needs `npm run build` first (pkg/) and /usr/bin/chromium.
+// short job to completion. Then an MCP host's turn: the app page joins `abp-peer mcp --http`, and a modern MCP
+// client (plain HTTP) runs "Render report" as a task, polls it, cancels it (the page stops rendering, the task
+// ends cancelled) and runs a short one to completion. Saves screenshots to target/demo-running.png and
+// target/demo-stopped.png. Needs `npm run build` first (pkg/) and /usr/bin/chromium; builds abp-peer itself.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 
@@ -74,8 +80,79 @@ try {
   await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('done'), null, { timeout: 10000 });
   console.log(`demo-check: short job: "${await page.textContent('#status')}"`);
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
+  await fromAnMcpHost(browser, `http://127.0.0.1:${port}`);
   console.log('demo-check: ok (screenshots in target/demo-running.png, target/demo-stopped.png)');
 } finally {
   await browser.close();
   server.close();
+}
+
+/** "Render report" as an MCP task: the app page joins `abp-peer mcp --http`; a 2026-07-28 client that declares the
+ * tasks extension starts it, polls `tasks/get`, cancels it, and runs a short one to completion. */
+async function fromAnMcpHost(browser, origin) {
+  if (spawnSync('cargo', ['build', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) fail('cargo build -p abp-peer');
+  const token = randomBytes(24).toString('hex');
+  const gatewayLog = [];
+  const gateway = spawn('target/debug/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+    '--allow-origin', origin, '--token-file', join(tmpdir(), `abp-demo-${process.pid}.token`)],
+  { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
+  gateway.stderr.on('data', (c) => gatewayLog.push(String(c)));
+  const logged = (re) => re.exec(gatewayLog.join(''))?.[1];
+  try {
+    for (let t0 = Date.now(); !(logged(/listening on (ws:\/\/\S+)/) && logged(/mcp on (http:\/\/\S+)/)); await sleep(50)) {
+      if (Date.now() - t0 > 10000) fail(`the gateway did not start: ${gatewayLog.join('')}`);
+    }
+    const ws = logged(/listening on (ws:\/\/\S+)/);
+    const url = logged(/mcp on (http:\/\/\S+)/);
+    const page = await browser.newPage();
+    await page.goto(`${origin}/www/app.html?gateway=${encodeURIComponent(ws)}`);
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'demo-check', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+    let id = 0;
+    const rpc = async (method, params) => {
+      const name = params.taskId ?? params.name;
+      const response = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json',
+        Accept: 'application/json', Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': '2026-07-28',
+        'Mcp-Method': method, ...(name ? { 'Mcp-Name': name } : {}) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params: { ...params, _meta: meta } }) });
+      const body = await response.json();
+      if (body.error) fail(`${method}: ${JSON.stringify(body.error)}`);
+      return body.result;
+    };
+    for (let t0 = Date.now(); !(await rpc('tools/list', {})).tools.some((t) => t.name === 'report.render'); await sleep(50)) {
+      if (Date.now() - t0 > 10000) fail('the app never joined the gateway');
+    }
+    const poll = async (taskId, done) => {
+      for (let t0 = Date.now(); ; await sleep(20)) {
+        const task = await rpc('tasks/get', { taskId });
+        if (done(task)) return task;
+        if (Date.now() - t0 > 15000) fail(`task ${taskId} stuck: ${JSON.stringify(task)}`);
+      }
+    };
+    const long = await rpc('tools/call', { name: 'report.render', arguments: { pages: 50 } });
+    if (long.resultType !== 'task') fail(`expected a task: ${JSON.stringify(long)}`);
+    const working = await poll(long.taskId, (t) => /page [3-9]/.test(t.statusMessage ?? ''));
+    const cancelledAt = performance.timeOrigin + performance.now();
+    await rpc('tasks/cancel', { taskId: long.taskId });
+    await page.waitForFunction(() => document.getElementById('state').textContent.startsWith('stopped'), null, { timeout: 5000 });
+    const ended = await poll(long.taskId, (t) => ['completed', 'failed', 'cancelled'].includes(t.status));
+    const stoppedAt = await page.evaluate(() => window.stoppedAt);
+    if (ended.status !== 'cancelled') fail(`the cancelled task ended ${ended.status}`);
+    console.log(`demo-check: MCP task: ${working.status} ("${working.statusMessage}"), tasks/cancel → the page stopped `
+      + `rendering ${(stoppedAt - cancelledAt).toFixed(1)} ms later, the task ended ${ended.status}`);
+    const short = await rpc('tools/call', { name: 'report.render', arguments: { pages: 2 } });
+    const finished = await poll(short.taskId, (t) => ['completed', 'failed', 'cancelled'].includes(t.status));
+    if (finished.status !== 'completed' || finished.result?.structuredContent?.pages !== 2) {
+      fail(`the short task: ${JSON.stringify(finished)}`);
+    }
+    console.log(`demo-check: MCP task: a short report ${finished.status}: ${finished.result.content[0].text}`);
+    await page.close();
+  } finally {
+    gateway.kill('SIGTERM');
+  }
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
