@@ -1322,6 +1322,56 @@ mod tests {
     }
 
     #[test]
+    fn a_task_over_stdio_survives_a_joined_host_leaving_and_ends_as_the_app_says() {
+        let (mut g, mut agent) = modern_gateway();
+        while agent.inbox.try_recv().is_ok() {}
+        g.on_app_event(Event::Capabilities {
+            payload: json!({ "capabilities": [{ "name": "render", "task": "required" }] }),
+        });
+        let with_tasks = |id: u64, method: &str, params: Value| {
+            let mut m: Value = serde_json::from_str(&modern_request(id, method, params, false))
+                .unwrap_or_default();
+            m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({ "extensions": { mcp_tasks::EXTENSION: {} } });
+            m.to_string()
+        };
+        // Without the extension a required task is -32021; with it, a task.
+        let call = json!({ "name": "render", "arguments": {} });
+        g.on_host_line(STDIO, &modern_request(1, "tools/call", call.clone(), false));
+        g.on_host_line(STDIO, &with_tasks(2, "tools/call", call));
+        g.perform();
+        let out = answers(&g);
+        assert_eq!(out[0]["error"]["code"], -32021, "{out:?}");
+        assert_eq!(out[1]["result"]["resultType"], "task", "{out:?}");
+        let task = out[1]["result"]["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let Command::Call { call_id, .. } = next_command(&mut agent) else {
+            panic!("the task's call goes to the app")
+        };
+        // A joined host (another copy) leaves: tasks are not its calls, nothing is cancelled.
+        let (out_tx, _out_rx) = unbounded_channel();
+        g.join(7, out_tx);
+        g.leave(7);
+        assert!(agent.inbox.try_recv().is_err(), "nothing cancelled");
+        g.on_app_event(Event::Settled {
+            reference: Value::Null,
+            call_id: call_id.unwrap_or_default(),
+            response: json!({ "success": true, "data": { "pages": 2 } }),
+        });
+        g.out.clear();
+        g.on_host_line(
+            STDIO,
+            &with_tasks(3, "tasks/get", json!({ "taskId": task })),
+        );
+        g.perform();
+        let got = &answers(&g)[0]["result"];
+        assert_eq!(got["status"], "completed", "{got}");
+        assert_eq!(got["result"]["structuredContent"], json!({ "pages": 2 }));
+    }
+
+    #[test]
     fn a_modern_hosts_call_that_asks_is_answered_by_the_retry() {
         let (mut g, mut agent) = modern_gateway();
         while agent.inbox.try_recv().is_ok() {}

@@ -568,6 +568,10 @@ mod tests {
             .as_str()
             .unwrap_or_default()
             .to_owned();
+        let running = tasks.create("mcp-2".into(), false)["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         tasks.app_left();
         let got = tasks.get(&id).expect("known");
         assert_eq!(got["status"], "failed");
@@ -580,5 +584,18 @@ mod tests {
             .expire(Instant::now() + TTL + Duration::from_secs(1))
             .is_empty());
         assert!(tasks.get(&id).is_err(), "forgotten after its ttlMs");
+        assert!(tasks.get(&running).is_err());
+
+        // One still running when its ttlMs passes is forgotten, and its call is to be cancelled in the app.
+        let late = tasks.create("mcp-3".into(), false)["taskId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(tasks.expire(Instant::now()).is_empty(), "not yet");
+        assert_eq!(
+            tasks.expire(Instant::now() + TTL + Duration::from_secs(1)),
+            ["mcp-3"]
+        );
+        assert!(tasks.get(&late).is_err());
     }
 }
