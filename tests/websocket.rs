@@ -90,6 +90,11 @@ async fn ws_server_killed_mid_call() {
 }
 
 #[wasm_bindgen_test]
+async fn ws_the_first_connect_follows_reconnect() {
+    check("wsTheFirstConnectFollowsReconnect").await;
+}
+
+#[wasm_bindgen_test]
 async fn ws_without_reconnect_stays_closed() {
     check("wsWithoutReconnectStaysClosed").await;
 }

@@ -431,7 +431,9 @@ export interface WebSocketOptions {
    *  open. A bigger incoming frame is dropped unread and counted in `ignoredMessages`. */
   maxMessageBytes?: number;
   /** Open a new socket after a drop, with exponential backoff (default off). Pending calls still resolve
-   *  DISCONNECTED at the drop; a client then starts a new session by itself. */
+   *  DISCONNECTED at the drop; a client then starts a new session by itself. The first socket is retried the
+   *  same way: `connect` resolves once one opens (a page opened before its server waits for it) and rejects
+   *  when `maxAttempts` run out (never, by default). */
   reconnect?: boolean | { initialDelay?: number; maxDelay?: number; maxAttempts?: number };
 }
 

@@ -424,7 +424,9 @@ export interface WebSocketOptions {
      *  open. A bigger incoming frame is dropped unread and counted in `ignoredMessages`. */
     maxMessageBytes?: number;
     /** Open a new socket after a drop, with exponential backoff (default off). Pending calls still resolve
-     *  DISCONNECTED at the drop; a client then starts a new session by itself. */
+     *  DISCONNECTED at the drop; a client then starts a new session by itself. The first socket is retried the
+     *  same way: `connect` resolves once one opens (a page opened before its server waits for it) and rejects
+     *  when `maxAttempts` run out (never, by default). */
     reconnect?: boolean | { initialDelay?: number; maxDelay?: number; maxAttempts?: number };
 }
 
@@ -705,7 +707,8 @@ export class WebSocketTransport {
     close(): void;
     /**
      * Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
-     * DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options (never throws).
+     * DISCONNECTED if it cannot be opened (with `reconnect`, once its attempts run out; the message says what
+     * may have happened), or a `TypeError` for a bad URL or options (never throws).
      */
     static connect(url: string, options?: WebSocketOptions | null): Promise<WebSocketTransport>;
     /**

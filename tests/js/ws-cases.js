@@ -338,6 +338,31 @@ export async function wsServerKilledMidCall() {
   eq(r.data, { after: 'restart' }, 'new calls work');
 }
 
+export async function wsTheFirstConnectFollowsReconnect() {
+  // Nothing listens: with reconnect the first socket is retried as a lost one would be, then connect rejects and
+  // says what may have happened.
+  const t0 = performance.now();
+  let e = null;
+  try {
+    await WebSocketTransport.connect('ws://127.0.0.1:9/', { reconnect: { initialDelay: 40, maxDelay: 80, maxAttempts: 3 } });
+  } catch (err) { e = err; }
+  const waited = performance.now() - t0;
+  eq(e && e.code, 'DISCONNECTED', `nothing listening: ${e}`);
+  assert(waited >= 100, `it tried again before giving up (${waited.toFixed(0)} ms)`);
+  assert(/after every reconnect attempt/.test(e.message) && /Nothing may be listening/.test(e.message)
+    && /refused this page/.test(e.message) && /Local Network Access/.test(e.message), `says what may have happened: ${e.message}`);
+  // An app page opened before its server: connect waits for the server to come up, then the app is reached.
+  await killServer();
+  const r = room();
+  const a = makeApp();
+  const opening = WebSocketTransport.connect(`${BASE}/relay/${r}/app`, { reconnect: { initialDelay: 50, maxDelay: 200 } });
+  const transport = await opening;
+  a.app.listen(transport);
+  const abp = await AbpClient.connect(await WebSocketTransport.connect(`${BASE}${withToken(`/relay/${r}/agent`)}`), AGENT);
+  cleanups.push(() => { abp.shutdown(); a.app.close(); });
+  eq((await abp.call('echo', { late: 'app' })).data, { late: 'app' }, 'the app opened before its server answers');
+}
+
 export async function wsWithoutReconnectStaysClosed() {
   const t = await pair();
   const p = t.abp.call('slow', { ms: 8000 }, { callId: 'n1' });
@@ -620,7 +645,7 @@ export async function tesseronAppDrivenByTheNativeGateway() {
 
 const cases = {
   wsCallRoundTrips, wsBinaryDataKeepsItsFields, wsAbortInFlight, wsTimeout, wsCancelTable, wsProgress, wsElicitation, wsFiveMegabyteBinaryResult,
-  wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsGarbageFromTheSocket, wsOptionsAreChecked,
+  wsMaxMessageBytes, wsServerKilledMidCall, wsWithoutReconnectStaysClosed, wsTheFirstConnectFollowsReconnect, wsGarbageFromTheSocket, wsOptionsAreChecked,
   wsHeartbeatNoticesAHungApp, wsOtherOriginsCannotJoinOrDrive, wsTheAppLeavingTheRelayKeepsTheAgent,
   nativeAgentDrivesABrowserApp, nativeAgentServerKilled, tesseronAppDrivenByTheNativeGateway,
 };

@@ -119,7 +119,8 @@ pub struct WebSocketTransport {
 #[wasm_bindgen]
 impl WebSocketTransport {
     /// Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
-    /// DISCONNECTED if it cannot be opened, or a `TypeError` for a bad URL or options (never throws).
+    /// DISCONNECTED if it cannot be opened (with `reconnect`, once its attempts run out; the message says what
+    /// may have happened), or a `TypeError` for a bad URL or options (never throws).
     #[wasm_bindgen(unchecked_return_type = "Promise<WebSocketTransport>")]
     pub fn connect(
         #[wasm_bindgen(unchecked_param_type = "string")] url: JsValue,
@@ -325,10 +326,28 @@ impl Socket {
         drop(ws);
         let opening = self.opening.borrow_mut().take();
         if let Some(opening) = opening {
+            // With `reconnect`, the first socket is retried as a lost one would be (an app page may be opened
+            // before its gateway): `connect` resolves when one opens, and rejects once the attempts run out.
+            if !self.closed.get() && self.schedule_retry() {
+                *self.opening.borrow_mut() = Some(opening);
+                return;
+            }
             OPENING.with(|o| o.borrow_mut().retain(|s| !Rc::ptr_eq(s, self)));
+            let tries = if self.reconnect.is_some() {
+                " (after every reconnect attempt)"
+            } else {
+                ""
+            };
             let error = error_with_code(
                 "DISCONNECTED",
-                &text(&["WebSocketTransport.connect: could not open ", &self.url]),
+                &text(&[
+                    "WebSocketTransport.connect: could not open ",
+                    &self.url,
+                    tries,
+                    ". Nothing may be listening there, the server may have refused this page (its Origin or Host, or \
+                     a missing key or token), or the browser may have blocked it (Local Network Access, mixed \
+                     content); browsers do not tell pages which, but the server's log and this page's console do",
+                ]),
             );
             opening.reject(&error);
             return;
@@ -342,12 +361,13 @@ impl Socket {
         self.schedule_retry();
     }
 
-    fn schedule_retry(self: &Rc<Self>) {
+    /// Schedules the next attempt, if `reconnect` allows one more; whether it did.
+    fn schedule_retry(self: &Rc<Self>) -> bool {
         let Some(backoff) = self.reconnect else {
-            return;
+            return false;
         };
         if self.closed.get() || f64::from(self.attempt.get()) >= backoff.attempts {
-            return;
+            return false;
         }
         let delay = backoff.delay(self.attempt.get(), js_sys::Math::random());
         self.attempt.set(self.attempt.get().saturating_add(1));
@@ -357,7 +377,7 @@ impl Socket {
             if s.closed.get() {
                 return;
             }
-            // A URL that worked once keeps parsing; should `new WebSocket` still throw, try again later.
+            // A URL that parsed once keeps parsing; should `new WebSocket` still throw, try again later.
             if s.open().is_err() {
                 s.schedule_retry();
             }
@@ -365,6 +385,7 @@ impl Socket {
         timer.arm(Some(now() + delay));
         let old = self.retry.borrow_mut().replace(timer);
         later(Box::new(move || drop(old)));
+        true
     }
 
     fn sink(&self) -> Option<Rc<dyn Sink>> {
