@@ -517,12 +517,19 @@ export async function messagesFromTheWrongOriginAreIgnored() {
 
 export async function appIgnoresAgentsFromOtherOrigins() {
   const iframe = frame('?allowed=https://trusted.example');
+  await appsLoaded(iframe);
+  // The app's page says why, once, in its own console (same origin here, so the test can read it).
+  const warnings = [];
+  iframe.contentWindow.console.warn = (...args) => warnings.push(args.join(' '));
   let error = null;
   try {
     await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, connectTimeout: 600 });
   } catch (e) { error = e; }
   assert(error, 'connect failed');
   eq([error.code, error instanceof Error], ['TIMEOUT', true], 'with TIMEOUT');
+  eq(warnings.length, 1, `one warning in the app's console for every initialize it dropped: ${JSON.stringify(warnings)}`);
+  assert(warnings[0].includes(ORIGIN) && warnings[0].includes('allowedOrigins') && warnings[0].includes('https://trusted.example'),
+    `it names the parent's origin and the allowed ones: ${warnings[0]}`);
   iframe.remove();
 }
 

@@ -11,7 +11,9 @@ use web_sys::{EventTarget, HtmlIFrameElement, MessageEvent, Window};
 use super::mcpb::Envelope;
 use super::port::first_port;
 use super::sink::{Received, Sink};
+use crate::core::text::text;
 use crate::web::dom::{window, Interval, Listener};
+use crate::web::value::console_warn;
 
 /// How a received message relates to the expected sender.
 pub(crate) enum Verdict {
@@ -83,9 +85,13 @@ pub(crate) fn other_window<S: Sink>(
 
 /// The parent page, from one of the `allowed` origins. An opaque (`"null"`) parent counts only when `"null"` is
 /// listed itself: `'*'` does not let it in, since replies to it could only go to `'*'`.
+///
+/// A protocol message from the parent on an origin not allowed is dropped, and the console says so once (else
+/// the agent there waits out its connect timeout and nothing says why).
 pub(crate) fn parent(allowed: &[String]) -> Accept {
     let allowed = allowed.to_vec();
     let parent = window().and_then(|w| w.parent().ok().flatten());
+    let warned = std::cell::Cell::new(false);
     Box::new(move |e| {
         let from_parent = match (e.source(), &parent) {
             (Some(src), Some(p)) => same(&src, p),
@@ -99,9 +105,28 @@ pub(crate) fn parent(allowed: &[String]) -> Accept {
         {
             Verdict::Accept
         } else {
+            if from_parent && !warned.get() && looks_like_protocol(&e.data()) {
+                warned.set(true);
+                console_warn(&text(&[
+                    "abp-wasm: dropped a message from the parent page at ",
+                    &origin,
+                    ": that origin is not in this transport's allowedOrigins (",
+                    &allowed.join(", "),
+                    "), so the agent there gets no answer. Add it to allowedOrigins if that page may drive this one.",
+                ]));
+            }
             Verdict::Reject
         }
     })
+}
+
+/// Whether a posted value looks like a message of one of the protocols (ABP's `type`, JSON-RPC's `jsonrpc`, or
+/// MCP-B's `channel` envelope), not another script's traffic.
+fn looks_like_protocol(data: &JsValue) -> bool {
+    data.is_object()
+        && ["type", "jsonrpc", "channel"]
+            .iter()
+            .any(|k| js_sys::Reflect::has(data, &JsValue::from_str(k)).unwrap_or(false))
 }
 
 /// The listener of window messages on `events` (this page's global): what `accept` lets through, opened
