@@ -29,6 +29,11 @@ async fn check(name: &str) {
 }
 
 #[wasm_bindgen_test]
+async fn exposed_to_is_checked_and_passed_on() {
+    check("exposedToIsCheckedAndPassedOn").await;
+}
+
+#[wasm_bindgen_test]
 async fn app_tools_are_called_by_execute_tool() {
     check("appToolsAreCalledByExecuteTool").await;
 }

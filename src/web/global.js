@@ -101,16 +101,17 @@ function toolResultOf(r) {
 /** `app.exposeWebMCP()`: registers each available capability of the app's private session `api` as a WebMCP
  *  tool and keeps them in step with the registry. Throws a TypeError at once without WebMCP. Returns `{ ready,
  *  close }`: `ready` resolves once the tools are registered; `close()` removes them all. */
-export function webmcpExpose(api) {
+export function webmcpExpose(api, exposedTo) {
   const mc = modelContext('app.exposeWebMCP()', false);
   const tools = new Map(); // name → { controller, key }
   let closed = false;
   let next = 0;
   const prefix = `webmcp-${Math.random().toString(36).slice(2, 10)}-`;
-  const run = async (name, input, client) => {
+  // WebMCP runs a tool as `execute(input, { signal })` (the polyfill passes no second argument).
+  const run = async (name, input, options) => {
     if (closed) return toolResultOf({ success: false, error: { code: 'CAPABILITY_UNAVAILABLE', message: 'The app was closed', retryable: false } });
     const callId = prefix + ++next;
-    const signal = client?.signal;
+    const signal = options?.signal;
     const stop = () => { if (!closed) api.cancel(callId, reasonText(signal)); };
     let params = input;
     if (typeof input === 'string') {
@@ -131,13 +132,18 @@ export function webmcpExpose(api) {
       // WebMCP refuses an empty description.
       description: d.description || d.name,
       inputSchema: d.inputSchema ?? { type: 'object', properties: {} },
-      execute: (input, client) => run(d.name, input, client),
+      execute: (input, options) => run(d.name, input, options),
     };
-    const readOnly = d.annotations?.readOnlyHint ?? d.readOnlyHint;
-    if (typeof readOnly === 'boolean') tool.annotations = { readOnlyHint: readOnly };
+    if (typeof d.title === 'string') tool.title = d.title;
+    const annotations = {};
+    for (const hint of ['readOnlyHint', 'untrustedContentHint']) {
+      const value = d.annotations?.[hint] ?? d[hint];
+      if (typeof value === 'boolean') annotations[hint] = value;
+    }
+    if (Object.keys(annotations).length) tool.annotations = annotations;
     return tool;
   };
-  const keyOf = (t) => JSON.stringify([t.description, t.inputSchema, t.annotations ?? null]);
+  const keyOf = (t) => JSON.stringify([t.title ?? null, t.description, t.inputSchema, t.annotations ?? null]);
   let syncing = Promise.resolve();
   // One failed step (a list that could not be read, a schema WebMCP refuses) must not stop the later ones.
   const sync = () => (syncing = syncing.then(async () => {
@@ -158,7 +164,7 @@ export function webmcpExpose(api) {
       const controller = new AbortController();
       tools.set(name, { controller, key: keyOf(tool) });
       try {
-        await mc.registerTool(tool, { signal: controller.signal });
+        await mc.registerTool(tool, exposedTo ? { signal: controller.signal, exposedTo } : { signal: controller.signal });
       } catch (e) {
         tools.delete(name);
         console.warn(`abp-wasm: WebMCP refused the tool '${name}': ${e?.message ?? e}`);

@@ -15,6 +15,7 @@ use wasm_bindgen::prelude::*;
 use super::app::{keep_alive, AbpApp, AppConnInner, Exposure, Outlet};
 use super::dom::{global, later, now, when_settled, Timer};
 use super::options::call::{CALL_ID, PROGRESS_TOKEN, TIMEOUT};
+use super::types::WebMcpExposeOptions;
 use super::value::{
     js_string, local_call_response, local_response, new_call_id, opt_string, type_error, Deferred,
 };
@@ -39,7 +40,7 @@ extern "C" {
     ) -> JsValue;
     /// `app.exposeWebMCP()`'s tools over the private session `api` (see global.js): `{ ready, close }`.
     #[wasm_bindgen(catch, js_name = webmcpExpose)]
-    pub(crate) fn webmcp_expose(api: &JsValue) -> Result<JsValue, JsValue>;
+    pub(crate) fn webmcp_expose(api: &JsValue, exposed_to: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = emitGlobal)]
     pub(crate) fn emit_global(api: &JsValue, kind: &str, value: &JsValue);
     #[wasm_bindgen(js_name = askGlobal)]
@@ -524,16 +525,32 @@ impl AbpApp {
     }
 
     /// Offers every available capability as a WebMCP tool on `document.modelContext` (native, or the
-    /// `@mcp-b/webmcp-polyfill`), for the browser's agents: name, description, inputSchema, `readOnlyHint`
-    /// where the descriptor has one. The tools follow the registry (`register`, `unregister`, `update`) and go
-    /// with `close()`. A tool call runs the handler with a `ctx.signal` that the caller's signal aborts; it
-    /// answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message). Rejects with a
-    /// TypeError on a page without `document.modelContext`.
+    /// `@mcp-b/webmcp-polyfill`), for the browser's agents: name, `title`, description, inputSchema, and the
+    /// `readOnlyHint` and `untrustedContentHint` annotations where the descriptor has them. The tools follow the
+    /// registry (`register`, `unregister`, `update`) and go with `close()`. WebMCP runs a tool as
+    /// `execute(input, { signal })`: the handler's `ctx.signal` aborts with that signal (the polyfill passes
+    /// none). It answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message).
+    /// `exposedTo` is passed to `registerTool`. Rejects with a TypeError on a page without
+    /// `document.modelContext`, or for an `exposedTo` that is not an array of strings.
     #[wasm_bindgen(js_name = exposeWebMCP, unchecked_return_type = "Promise<void>")]
-    pub fn expose_webmcp(&self) -> Promise {
+    pub fn expose_webmcp(&self, options: Option<WebMcpExposeOptions>) -> Promise {
         if let Some(tools) = self.shared.webmcp.borrow().as_ref() {
             return tools.handle().unchecked_into();
         }
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let exposed_to = match options.get("exposedTo") {
+            None => JsValue::UNDEFINED,
+            Some(list)
+                if Array::is_array(&list) && Array::from(&list).iter().all(|o| o.is_string()) =>
+            {
+                list
+            }
+            Some(_) => {
+                return Promise::reject(&type_error(
+                    "app.exposeWebMCP: exposedTo must be an array of origins (strings)",
+                ))
+            }
+        };
         // Its own session, as `window.abp` has: calls from WebMCP callers are not another agent's.
         let config = AppConfig {
             reinitialize: true,
@@ -542,7 +559,7 @@ impl AbpApp {
         let conn = AppConnInner::in_page(&self.shared, config);
         let session = GlobalSession::private(&conn);
         *conn.outlet.borrow_mut() = Some(session.clone());
-        let handle = match webmcp_expose(&session.api()) {
+        let handle = match webmcp_expose(&session.api(), &exposed_to) {
             Ok(h) => h,
             Err(e) => return Promise::reject(&e),
         };

@@ -122,6 +122,13 @@ export interface ListenOptions {
   dialect?: Dialect;
 }
 
+export interface WebMCPExposeOptions {
+  /** Origins (secure ones: https, or http on localhost/127.0.0.1) whose pages may see the tools when this page is
+   * in a frame: passed to `registerTool(tool, { exposedTo })`. Chromium 156 accepts the list, but does not show
+   * a cross-origin frame's tools in the embedding page's `getTools()`. */
+  exposedTo?: string[];
+}
+
 export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
@@ -477,6 +484,8 @@ extern "C" {
     pub type AppOptions;
     #[wasm_bindgen(typescript_type = "ListenOptions")]
     pub type ListenOptions;
+    #[wasm_bindgen(typescript_type = "WebMCPExposeOptions")]
+    pub type WebMcpExposeOptions;
     #[wasm_bindgen(typescript_type = "CapabilityHandler")]
     pub type CapabilityHandler;
     #[wasm_bindgen(typescript_type = "CapabilityOptions")]

@@ -115,6 +115,13 @@ export interface ListenOptions {
     dialect?: Dialect;
 }
 
+export interface WebMCPExposeOptions {
+    /** Origins (secure ones: https, or http on localhost/127.0.0.1) whose pages may see the tools when this page is
+     * in a frame: passed to `registerTool(tool, { exposedTo })`. Chromium 156 accepts the list, but does not show
+     * a cross-origin frame's tools in the embedding page's `getTools()`. */
+    exposedTo?: string[];
+}
+
 export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 
@@ -525,13 +532,15 @@ export class AbpApp {
     exposeGlobal(): AbpGlobal;
     /**
      * Offers every available capability as a WebMCP tool on `document.modelContext` (native, or the
-     * `@mcp-b/webmcp-polyfill`), for the browser's agents: name, description, inputSchema, `readOnlyHint`
-     * where the descriptor has one. The tools follow the registry (`register`, `unregister`, `update`) and go
-     * with `close()`. A tool call runs the handler with a `ctx.signal` that the caller's signal aborts; it
-     * answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message). Rejects with a
-     * TypeError on a page without `document.modelContext`.
+     * `@mcp-b/webmcp-polyfill`), for the browser's agents: name, `title`, description, inputSchema, and the
+     * `readOnlyHint` and `untrustedContentHint` annotations where the descriptor has them. The tools follow the
+     * registry (`register`, `unregister`, `update`) and go with `close()`. WebMCP runs a tool as
+     * `execute(input, { signal })`: the handler's `ctx.signal` aborts with that signal (the polyfill passes
+     * none). It answers an MCP `CallToolResult` (errors as `isError` with the ABP code and message).
+     * `exposedTo` is passed to `registerTool`. Rejects with a TypeError on a page without
+     * `document.modelContext`, or for an `exposedTo` that is not an array of strings.
      */
-    exposeWebMCP(): Promise<void>;
+    exposeWebMCP(options?: WebMCPExposeOptions | null): Promise<void>;
     /**
      * Serves agents over `transport`. An app may listen on several transports; each is its own session.
      * `options.dialect`: `'abp'` (the default) or `'mcp'` (serve the registry as MCP tools).

@@ -115,6 +115,13 @@ export interface ListenOptions {
     dialect?: Dialect;
 }
 
+export interface WebMCPExposeOptions {
+    /** Origins (secure ones: https, or http on localhost/127.0.0.1) whose pages may see the tools when this page is
+     * in a frame: passed to `registerTool(tool, { exposedTo })`. Chromium 156 accepts the list, but does not show
+     * a cross-origin frame's tools in the embedding page's `getTools()`. */
+    exposedTo?: string[];
+}
+
 export interface AgentInfo { name: string; version: string }
 export interface AppInfo { id: string; name: string; version: string; description?: string }
 

@@ -3,11 +3,11 @@
 // against plain WebMCP code (registerTool / getTools / executeTool written here, not our other half):
 //   - our AbpApp, exposed with `app.exposeWebMCP()`, called by plain `executeTool` code;
 //   - our AbpClient, over `WebMCPTransport.document()`, calling plain `registerTool` tools.
-// The polyfill calls `execute(input)` with no `client`, so no cancellation reaches a tool there: the caller's side
-// still settles at once (what the cases check in that mode).
+// Native WebMCP runs a tool as `execute(input, { signal })`; the polyfill calls `execute(input)` with no signal,
+// so no cancellation reaches a tool there: the caller's side still settles at once (what the cases check then).
 import { AbpApp, AbpClient, WebMCPTransport } from '/wasm-bindgen-test';
 import { initializeWebMCPPolyfill } from '/tests/interop/webmcp/dist/polyfill.js';
-import { assert, eq, fail, pageErrors, runNamed, sleep, until } from './helpers.js';
+import { assert, eq, fail, ORIGIN, OTHER, pageErrors, runNamed, sleep, until } from './helpers.js';
 
 let MODE = 'native';
 const mc = () => document.modelContext;
@@ -46,7 +46,8 @@ async function appToolsAreCalledByExecuteTool() {
     inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
   });
   app.register('wm.fail', () => { throw { code: 'PERMISSION_DENIED', message: 'not here' }; }, { description: 'Refuses' });
-  app.register('wm.read', () => ({ title: document.title }), { description: 'Reads', annotations: { readOnlyHint: true } });
+  app.register('wm.read', () => ({ title: document.title }), { description: 'Reads', title: 'Read the page',
+    annotations: { readOnlyHint: true, untrustedContentHint: true } });
   app.register('wm.hidden', () => ({}), { description: 'Hidden', available: false });
   app.register('wm.bare', () => 'bare');
   app.register('wm.slow', (params, ctx) => new Promise((resolve, reject) => {
@@ -62,6 +63,10 @@ async function appToolsAreCalledByExecuteTool() {
   const echo = await toolNamed('wm.echo');
   eq([echo.description, echo.inputSchema?.properties?.text?.type], ['Echo', 'string'], 'with its description and inputSchema');
   eq((await toolNamed('wm.read')).annotations?.readOnlyHint, true, 'readOnlyHint where the descriptor says so');
+  if (MODE === 'native') {
+    const read = await toolNamed('wm.read');
+    eq([read.title, read.annotations?.untrustedContentHint], ['Read the page', true], 'title and untrustedContentHint passed on');
+  }
 
   const r = await execute('wm.echo', { text: 'hi' });
   eq([r.structuredContent, JSON.parse(r.content[0].text), r.isError], [{ text: 'hi' }, { text: 'hi' }, undefined], 'a result: structuredContent and text');
@@ -81,7 +86,7 @@ async function appToolsAreCalledByExecuteTool() {
   assert(settled !== 'resolved', 'the caller\'s executeTool settles (rejects) on abort');
   assert(performance.now() - t0 < 500, 'at once');
   if (MODE === 'native') {
-    await until(() => seen.some((e) => e.aborted === 'a1'), 'client.signal → ctx.signal', 1000);
+    await until(() => seen.some((e) => e.aborted === 'a1'), "execute's signal → ctx.signal", 1000);
     const a = seen.find((e) => e.aborted === 'a1');
     console.log(`webmcp native: caller abort → handler ctx.signal ${(a.at - t0).toFixed(2)} ms`);
   }
@@ -122,10 +127,10 @@ async function clientCallsPlainWebMCPTools() {
   await reg({ name: 'plain.text', description: 'A string', execute: () => 'hello' });
   await reg({ name: 'plain.err', description: 'An isError result', execute: () => ({ content: [{ type: 'text', text: 'nope' }], isError: true }) });
   await reg({ name: 'plain.throw', description: 'Throws', execute: () => { throw new Error('boom'); } });
-  await reg({ name: 'plain.wait', description: 'Waits', execute: (args, client) => new Promise((resolve) => {
+  await reg({ name: 'plain.wait', description: 'Waits', execute: (args, options) => new Promise((resolve) => {
     seen.push({ started: args.tag });
     const t = setTimeout(() => resolve({ done: true }), 5000);
-    client?.signal?.addEventListener('abort', () => { clearTimeout(t); seen.push({ aborted: args.tag, at: performance.now() }); resolve({ stopped: true }); });
+    options?.signal?.addEventListener('abort', () => { clearTimeout(t); seen.push({ aborted: args.tag, at: performance.now() }); resolve({ stopped: true }); });
   }) });
 
   const abp = await AbpClient.connect(WebMCPTransport.document());
@@ -152,8 +157,8 @@ async function clientCallsPlainWebMCPTools() {
   const timed = await abp.call('plain.wait', { tag: 'w2' }, { timeout: 100 });
   eq([timed.cancelled, timed.error.code], [true, 'TIMEOUT'], 'timeout → TIMEOUT');
   if (MODE === 'native') {
-    await until(() => seen.some((e) => e.aborted === 'w1'), 'our signal → the tool\'s client.signal', 1000);
-    await until(() => seen.some((e) => e.aborted === 'w2'), 'our timeout → the tool\'s client.signal', 1000);
+    await until(() => seen.some((e) => e.aborted === 'w1'), 'our signal → the tool\'s signal', 1000);
+    await until(() => seen.some((e) => e.aborted === 'w2'), 'our timeout → the tool\'s signal', 1000);
   }
 
   // toolchange → onCapabilitiesChanged.
@@ -206,7 +211,36 @@ async function withoutModelContextATypeError() {
   assert(mc(), 'WebMCP is back');
 }
 
-const CASES = { appToolsAreCalledByExecuteTool, clientCallsPlainWebMCPTools, ourClientCallsOurAppThroughWebMCP, withoutModelContextATypeError };
+// ---- exposedTo: an app in a cross-origin frame ----
+
+async function exposedToIsCheckedAndPassedOn() {
+  const app = new AbpApp({ id: 'x', name: 'x', version: '1' });
+  const bad = await app.exposeWebMCP({ exposedTo: 'https://a.example' }).then(() => null, (e) => e);
+  assert(bad instanceof TypeError && /exposedTo/.test(bad.message), `exposedTo must be an array of origins: ${bad}`);
+  app.close();
+  if (MODE !== 'native') return;
+  // Native Chromium: our app in a cross-origin frame (allow="tools") registers its tools with exposedTo naming this
+  // page. What Chromium 156 then shows this page is recorded here (and in the README).
+  const reports = [];
+  const onMessage = (e) => { if (e.origin === OTHER && e.data && 'webmcpExposed' in e.data) reports.push(e.data.webmcpExposed); };
+  addEventListener('message', onMessage);
+  const iframe = document.createElement('iframe');
+  iframe.allow = 'tools';
+  iframe.src = `${OTHER}/tests/fixtures/app.html?allowed=${encodeURIComponent(ORIGIN)}&webmcp=${encodeURIComponent(ORIGIN)}`;
+  document.body.appendChild(iframe);
+  try {
+    await until(() => reports.length > 0, 'the framed app to expose its tools', 30000);
+    eq(reports[0], true, `the framed app registered its tools with exposedTo: ['${ORIGIN}']`);
+    await sleep(300);
+    const framed = (await mc().getTools()).filter((t) => t.origin === OTHER).map((t) => t.name);
+    eq(framed, [], "Chromium 156 does not list a cross-origin frame's tools in the embedding page's getTools(), even with exposedTo naming that page");
+  } finally {
+    removeEventListener('message', onMessage);
+    iframe.remove();
+  }
+}
+
+const CASES = { exposedToIsCheckedAndPassedOn, appToolsAreCalledByExecuteTool, clientCallsPlainWebMCPTools, ourClientCallsOurAppThroughWebMCP, withoutModelContextATypeError };
 
 let ready = null;
 export async function runCase(name, mode) {
