@@ -75,18 +75,28 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Mode::Discover(args)) => discover::main(&args),
-        Some(Mode::Mcp(args)) => run(mcp::main(args)),
-        None => run(serve(cli.serve)),
+        Some(Mode::Mcp(args)) => run(mcp::main(args), Threads::One),
+        None => run(serve(cli.serve), Threads::Many),
     };
     std::process::exit(code);
 }
 
+/// How many threads a mode's runtime runs its tasks on.
+enum Threads {
+    /// `abp-peer mcp`: its work passes through one gateway loop anyway, and hopping between threads on the way
+    /// cost more CPU than it gained.
+    One,
+    /// The server mode: rooms are independent, so their relays and agents run in parallel.
+    Many,
+}
+
 /// Runs a server mode on a tokio runtime; its error is printed, and the exit code returned.
-fn run(mode: impl std::future::Future<Output = Result<(), String>>) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+fn run(mode: impl std::future::Future<Output = Result<(), String>>, threads: Threads) -> i32 {
+    let mut builder = match threads {
+        Threads::One => tokio::runtime::Builder::new_current_thread(),
+        Threads::Many => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("abp-peer: cannot start the runtime: {e}");
