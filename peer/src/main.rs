@@ -16,6 +16,10 @@
 //!
 //! Logs go to stderr, among them `abp-peer listening on ws://HOST:PORT` once it accepts connections.
 
+/// mimalloc: the gateway and the relay make and drop a few JSON values per message (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod agent;
 mod control;
 mod discover;
