@@ -140,6 +140,10 @@ pub(crate) enum Cancel {
 #[derive(Default)]
 pub(crate) struct Tasks {
     tasks: HashMap<String, Task>,
+    /// The running ones, by their ABP call: every app event asks whether its call is a task's.
+    by_call: HashMap<String, String>,
+    /// Some task changed since [`Self::take_changed`] last looked.
+    dirty: bool,
     next_key: u64,
 }
 
@@ -162,21 +166,21 @@ impl Tasks {
         };
         let mut created = task.shape(&id, false);
         created.insert("resultType".into(), json!("task"));
+        self.by_call.insert(task.abp_id.clone(), id.clone());
         self.tasks.insert(id, task);
         Value::Object(created)
     }
 
+    /// The running task of the ABP call `abp_id` (marked as changed: whoever asks is about to change it).
     fn of_call(&mut self, abp_id: &str) -> Option<&mut Task> {
-        self.tasks
-            .values_mut()
-            .find(|t| t.abp_id == abp_id && !t.status.terminal())
+        let id = self.by_call.get(abp_id)?;
+        self.dirty = true;
+        self.tasks.get_mut(id)
     }
 
     /// Whether the ABP call `abp_id` runs a task.
     pub(crate) fn runs(&self, abp_id: &str) -> bool {
-        self.tasks
-            .values()
-            .any(|t| t.abp_id == abp_id && !t.status.terminal())
+        self.by_call.contains_key(abp_id)
     }
 
     /// `tasks/get`: the task in detail, or the JSON-RPC error for an unknown one.
@@ -195,6 +199,7 @@ impl Tasks {
         responses: Option<&Value>,
     ) -> Result<Vec<(String, Value)>, (i64, String)> {
         let task = self.tasks.get_mut(id).ok_or_else(|| not_found(id))?;
+        self.dirty = true;
         let Some(responses) = responses.and_then(Value::as_object) else {
             return Ok(Vec::new());
         };
@@ -266,7 +271,10 @@ impl Tasks {
 
     /// The app withdrew a question (its handler stopped waiting).
     pub(crate) fn withdrawn(&mut self, elicit_id: &str) {
-        for task in self.tasks.values_mut() {
+        for id in self.by_call.values() {
+            let Some(task) = self.tasks.get_mut(id) else {
+                continue;
+            };
             let before = task.inputs.len();
             task.inputs.retain(|i| i.elicit_id != elicit_id);
             if task.inputs.len() != before
@@ -274,6 +282,7 @@ impl Tasks {
                 && task.status == Status::InputRequired
             {
                 task.set(Status::Working);
+                self.dirty = true;
             }
         }
     }
@@ -288,9 +297,13 @@ impl Tasks {
         response: &Value,
         tool_error: impl Fn(&str, &str, &Value) -> Value,
     ) {
-        let Some(task) = self.of_call(abp_id) else {
+        let Some(id) = self.by_call.remove(abp_id) else {
             return;
         };
+        let Some(task) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        self.dirty = true;
         task.inputs.clear();
         if response.get("success") == Some(&Value::Bool(true)) {
             let data = response.get("data").cloned().unwrap_or(Value::Null);
@@ -333,12 +346,7 @@ impl Tasks {
 
     /// The app left: what it still ran fails.
     pub(crate) fn app_left(&mut self) {
-        let gone: Vec<String> = self
-            .tasks
-            .values()
-            .filter(|t| !t.status.terminal())
-            .map(|t| t.abp_id.clone())
-            .collect();
+        let gone = self.running();
         let response = json!({ "success": false, "error": { "code": "DISCONNECTED",
             "message": "The connection to the app was lost" } });
         for abp_id in gone {
@@ -349,6 +357,9 @@ impl Tasks {
     /// The tasks that changed since this was last asked, each as `notifications/tasks` carries it (the task as
     /// `tasks/get` shows it).
     pub(crate) fn take_changed(&mut self) -> Vec<(String, Value)> {
+        if !std::mem::take(&mut self.dirty) {
+            return Vec::new();
+        }
         let mut changed = Vec::new();
         for (id, task) in &mut self.tasks {
             if std::mem::take(&mut task.changed) {
@@ -360,11 +371,7 @@ impl Tasks {
 
     /// The ABP calls of the tasks still running.
     pub(crate) fn running(&self) -> Vec<String> {
-        self.tasks
-            .values()
-            .filter(|t| !t.status.terminal())
-            .map(|t| t.abp_id.clone())
-            .collect()
+        self.by_call.keys().cloned().collect()
     }
 
     /// When the next task is due to be forgotten.
@@ -384,6 +391,8 @@ impl Tasks {
             }
             false
         });
+        let tasks = &self.tasks;
+        self.by_call.retain(|_, id| tasks.contains_key(id));
         running
     }
 }
@@ -456,6 +465,10 @@ fn iso8601(t: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn task_id(created: &Value) -> String {
+        created["taskId"].as_str().unwrap_or_default().to_owned()
+    }
 
     #[test]
     fn times_are_iso_8601_in_utc() {
@@ -535,14 +548,8 @@ mod tests {
     #[test]
     fn a_cancel_the_handler_honoured_is_cancelled_and_one_it_beat_is_completed() {
         let mut tasks = Tasks::default();
-        let a = tasks.create("mcp-1".into(), false)["taskId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let b = tasks.create("mcp-2".into(), false)["taskId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let a = task_id(&tasks.create("mcp-1".into(), false));
+        let b = task_id(&tasks.create("mcp-2".into(), false));
         assert!(matches!(tasks.cancel(&a), Ok(Cancel::Ask(c)) if c == "mcp-1"));
         tasks.settled(
             "mcp-1",
@@ -564,14 +571,8 @@ mod tests {
     #[test]
     fn the_app_leaving_fails_what_it_ran_with_an_error_that_says_so() {
         let mut tasks = Tasks::default();
-        let id = tasks.create("mcp-1".into(), false)["taskId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let running = tasks.create("mcp-2".into(), false)["taskId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let id = task_id(&tasks.create("mcp-1".into(), false));
+        let running = task_id(&tasks.create("mcp-2".into(), false));
         tasks.app_left();
         let got = tasks.get(&id).expect("known");
         assert_eq!(got["status"], "failed");
@@ -587,10 +588,7 @@ mod tests {
         assert!(tasks.get(&running).is_err());
 
         // One still running when its ttlMs passes is forgotten, and its call is to be cancelled in the app.
-        let late = tasks.create("mcp-3".into(), false)["taskId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let late = task_id(&tasks.create("mcp-3".into(), false));
         assert!(tasks.expire(Instant::now()).is_empty(), "not yet");
         assert_eq!(
             tasks.expire(Instant::now() + TTL + Duration::from_secs(1)),

@@ -297,12 +297,7 @@ fn refusals_as_the_transport_and_section_8_say() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
-    let (g, _) = Gateway::start(&[]);
-    let mut app = App::join(&g.ws).await;
-    assert!(matches!(
-        app.next("the app's session").await,
-        AppEvent::Joined
-    ));
+    let (g, mut app) = with_app().await;
 
     // tools/list, then a call answered as JSON with the client's own id (a string here).
     let v = listed(&g).await;
@@ -435,6 +430,17 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
     app.leave();
 }
 
+/// A gateway (with the token) and the native app, joined.
+async fn with_app() -> (Gateway, App) {
+    let (g, _) = Gateway::start(&[]);
+    let mut app = App::join(&g.ws).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    (g, app)
+}
+
 /// The gateway's `tools/list` (answered 200, with the request's id "L") once the app's tools are there: the
 /// gateway lists the app's capabilities once it has joined, so this asks until they are.
 async fn listed(g: &Gateway) -> Value {
@@ -458,12 +464,7 @@ async fn listed(g: &Gateway) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_param_headers_must_mirror_the_arguments_the_tools_schema_marks() {
-    let (g, _) = Gateway::start(&[]);
-    let mut app = App::join(&g.ws).await;
-    assert!(matches!(
-        app.next("the app's session").await,
-        AppEvent::Joined
-    ));
+    let (g, mut app) = with_app().await;
     let v = listed(&g).await;
     let echo = v["result"]["tools"]
         .as_array()
@@ -629,12 +630,7 @@ fn until_terminal(g: &Gateway, task: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_says_whether_the_work_happened() {
-    let (g, _) = Gateway::start(&[]);
-    let mut app = App::join(&g.ws).await;
-    assert!(matches!(
-        app.next("the app's session").await,
-        AppEvent::Joined
-    ));
+    let (g, mut app) = with_app().await;
     listed(&g).await;
 
     // Advertised, and a `task` capability runs as a task only for a request that declares the extension.
@@ -876,12 +872,7 @@ fn legacy_headers(sid: Option<&str>, accept: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
-    let (g, _) = Gateway::start(&[]);
-    let mut app = App::join(&g.ws).await;
-    assert!(matches!(
-        app.next("the app's session").await,
-        AppEvent::Joined
-    ));
+    let (g, mut app) = with_app().await;
 
     // Without a session, only initialize is taken.
     let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
