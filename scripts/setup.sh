@@ -67,6 +67,8 @@ fi
 if [ -n "$browsers" ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # scripts/lna-check.mjs makes a throwaway certificate with it.
+  command -v openssl >/dev/null || missing+=(openssl)
   if [ "$browsers" = browsers ]; then
     [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
     command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)

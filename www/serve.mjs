@@ -2,6 +2,7 @@
 // host page (www/index.html) and the app (www/app.html) load the built package from /pkg.
 // Usage: node www/serve.mjs [port]   (PORT env or 8080; 0 picks a free port)
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +15,9 @@ const types = {
 };
 
 /** `cache`: let the browser keep what it fetched (for the duration of one run) instead of `no-store`; the memory
- *  benchmark loads thousands of frames of the same few files. */
-export function serve(port = 8080, { cache = false } = {}) {
-  const server = createServer(async (req, res) => {
+ *  benchmark loads thousands of frames of the same few files. `tls` ({ key, cert }): serve over https. */
+export function serve(port = 8080, { cache = false, tls } = {}) {
+  const handle = async (req, res) => {
     const url = new URL(req.url, 'http://x');
     let path = normalize(decodeURIComponent(url.pathname));
     if (path === '/') { res.writeHead(302, { location: '/www/' }); res.end(); return; }
@@ -43,7 +44,8 @@ export function serve(port = 8080, { cache = false } = {}) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       res.end('not found');
     }
-  });
+  };
+  const server = tls ? createTlsServer(tls, handle) : createServer(handle);
   return new Promise((ok, fail) => {
     server.once('error', fail);
     server.listen(port, '127.0.0.1', () => ok(server));

@@ -716,8 +716,9 @@ export class WebSocketTransport {
     close(): void;
     /**
      * Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
-     * DISCONNECTED if it cannot be opened (with `reconnect`, once its attempts run out; the message says what
-     * may have happened), or a `TypeError` for a bad URL or options (never throws).
+     * DISCONNECTED if it cannot be opened (with `reconnect`, once its attempts run out, or at once when the
+     * browser blocked it: Local Network Access; the message says what may have happened), or a `TypeError` for a
+     * bad URL or options (never throws).
      */
     static connect(url: string, options?: WebSocketOptions | null): Promise<WebSocketTransport>;
     /**

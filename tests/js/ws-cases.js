@@ -349,7 +349,7 @@ export async function wsTheFirstConnectFollowsReconnect() {
   const waited = performance.now() - t0;
   eq(e && e.code, 'DISCONNECTED', `nothing listening: ${e}`);
   assert(waited >= 100, `it tried again before giving up (${waited.toFixed(0)} ms)`);
-  assert(/after every reconnect attempt/.test(e.message) && /Nothing may be listening/.test(e.message)
+  assert(/after every reconnect attempt/.test(e.message) && /nothing may be listening/.test(e.message)
     && /refused this page/.test(e.message) && /Local Network Access/.test(e.message), `says what may have happened: ${e.message}`);
   // An app page opened before its server: connect waits for the server to come up, then the app is reached.
   await killServer();

@@ -109,3 +109,52 @@ export function wsDecode(data, max) {
     return undefined;
   }
 }
+
+const LOOPBACK = /^(localhost|.+\.localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+const LOCAL = /^(10(\.\d{1,3}){3}|192\.168(\.\d{1,3}){2}|172\.(1[6-9]|2\d|3[01])(\.\d{1,3}){2}|169\.254(\.\d{1,3}){2}|\[f[cd][0-9a-f:.]*\]|\[fe80:[0-9a-f:.]*\]|.+\.local)$/i;
+
+/** How private a host name is: 2 this device, 1 the local network, 0 public (as far as the name tells). */
+function addressSpace(host) {
+  return LOOPBACK.test(host) ? 2 : LOCAL.test(host) ? 1 : 0;
+}
+
+/** Whether the browser rather than the server may have stopped a socket to `url`, and what to do then; '' when
+ *  it cannot have. Chromium's Local Network Access lets a page on a public address (or a local one, towards this
+ *  device) open a connection to a more private one only from a secure context, in a frame only where its embedder
+ *  allows it (`allow="loopback-network"`), and only once the user granted the permission of that name. Browsers
+ *  do not tell a page why a socket failed, so this reads what they do tell: the addresses' names, the frame's
+ *  permissions policy and the permission's state. */
+export async function wsBlockedBy(url) {
+  let target;
+  try {
+    target = addressSpace(new URL(url).hostname);
+  } catch (_) {
+    return '';
+  }
+  if (target <= addressSpace(location.hostname)) return '';
+  const wanted = target === 2 ? 'loopback-network' : 'local-network';
+  const policy = typeof document === 'object' ? document.featurePolicy : undefined;
+  const known = policy ? policy.features() : [wanted];
+  // Chromium before the permission was split in two called both `local-network-access`.
+  const name = known.includes(wanted) ? wanted : known.includes('local-network-access') ? 'local-network-access' : '';
+  if (!name) return '';
+  let fix;
+  if (!isSecureContext) {
+    fix = 'a page may ask for that only from a secure context: serve it over https';
+  } else if (policy && !policy.allowsFeature(name)) {
+    fix = 'this frame may not ask for it: its embedder must allow it (<iframe allow="' + name + '">)';
+  } else {
+    let state;
+    try {
+      state = (await navigator.permissions.query({ name })).state;
+    } catch (_) {
+      return '';
+    }
+    if (state === 'granted') return '';
+    fix = 'the user must allow it when the browser asks (the "' + name + '" permission is ' + state
+      + (state === 'denied' ? '; the site settings change that' : '') + ')';
+  }
+  return 'the browser blocked it (Local Network Access: a page on a public address reaches '
+    + (target === 2 ? "this device's own address" : 'the local network') + ' only with the user\'s permission); '
+    + fix + '. An app that needs no local connection joins a gateway on a public wss:// address instead';
+}

@@ -17,7 +17,7 @@ use web_sys::{MessageEvent, WebSocket};
 use super::sink::{Received, Sink};
 use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
-use crate::web::dom::{later, now, Listener, Timer};
+use crate::web::dom::{later, now, when_settled, Listener, Timer};
 use crate::web::types::WebSocketOptions;
 use crate::web::value::{error_with_code, opt_number, type_error, Deferred};
 
@@ -27,6 +27,8 @@ extern "C" {
     pub(crate) fn ws_encode(msg: &JsValue, max: f64) -> Result<String, JsValue>;
     #[wasm_bindgen(js_name = wsDecode)]
     pub(crate) fn ws_decode(data: &JsValue, max: f64) -> JsValue;
+    #[wasm_bindgen(js_name = wsBlockedBy)]
+    fn ws_blocked_by(url: &str) -> Promise;
 }
 
 /// Default limit for one frame, either way: 16 MiB of UTF-8 text.
@@ -119,8 +121,9 @@ pub struct WebSocketTransport {
 #[wasm_bindgen]
 impl WebSocketTransport {
     /// Opens a WebSocket to `url` and resolves once it is open. Rejects with an `Error` whose `code` is
-    /// DISCONNECTED if it cannot be opened (with `reconnect`, once its attempts run out; the message says what
-    /// may have happened), or a `TypeError` for a bad URL or options (never throws).
+    /// DISCONNECTED if it cannot be opened (with `reconnect`, once its attempts run out, or at once when the
+    /// browser blocked it: Local Network Access; the message says what may have happened), or a `TypeError` for a
+    /// bad URL or options (never throws).
     #[wasm_bindgen(unchecked_return_type = "Promise<WebSocketTransport>")]
     pub fn connect(
         #[wasm_bindgen(unchecked_param_type = "string")] url: JsValue,
@@ -326,30 +329,15 @@ impl Socket {
         drop(ws);
         let opening = self.opening.borrow_mut().take();
         if let Some(opening) = opening {
-            // With `reconnect`, the first socket is retried as a lost one would be (an app page may be opened
-            // before its gateway): `connect` resolves when one opens, and rejects once the attempts run out.
-            if !self.closed.get() && self.schedule_retry() {
-                *self.opening.borrow_mut() = Some(opening);
-                return;
-            }
-            OPENING.with(|o| o.borrow_mut().retain(|s| !Rc::ptr_eq(s, self)));
-            let tries = if self.reconnect.is_some() {
-                " (after every reconnect attempt)"
-            } else {
-                ""
-            };
-            let error = error_with_code(
-                "DISCONNECTED",
-                &text(&[
-                    "WebSocketTransport.connect: could not open ",
-                    &self.url,
-                    tries,
-                    ". Nothing may be listening there, the server may have refused this page (its Origin or Host, or \
-                     a missing key or token), or the browser may have blocked it (Local Network Access, mixed \
-                     content); browsers do not tell pages which, but the server's log and this page's console do",
-                ]),
+            // Whether the browser stopped it decides between retrying and telling the page what to do.
+            let s = Rc::clone(self);
+            when_settled(
+                &ws_blocked_by(&self.url),
+                Box::new(move |blocked| {
+                    let blocked = blocked.ok().and_then(|b| b.as_string()).unwrap_or_default();
+                    s.not_opened(opening, &blocked);
+                }),
             );
-            opening.reject(&error);
             return;
         }
         if self.closed.get() {
@@ -359,6 +347,40 @@ impl Socket {
             sink.on_lost();
         }
         self.schedule_retry();
+    }
+
+    /// The first socket did not open. With `reconnect`, it is retried as a lost one would be (an app page may be
+    /// opened before its gateway): `connect` resolves when one opens, and rejects once the attempts run out, or at
+    /// once when the browser blocked it (`blocked` says why), which no retry changes until the user acts.
+    fn not_opened(self: &Rc<Self>, opening: Deferred, blocked: &str) {
+        if blocked.is_empty() && !self.closed.get() && self.schedule_retry() {
+            *self.opening.borrow_mut() = Some(opening);
+            return;
+        }
+        OPENING.with(|o| o.borrow_mut().retain(|s| !Rc::ptr_eq(s, self)));
+        let why = if !blocked.is_empty() {
+            blocked
+        } else {
+            "nothing may be listening there, the server may have refused this page (its Origin or Host, or a \
+             missing key or token), or the browser may have blocked it (Local Network Access, mixed content); \
+             browsers do not tell pages which, but the server's log and this page's console do"
+        };
+        let tries = if self.reconnect.is_some() && blocked.is_empty() {
+            " (after every reconnect attempt)"
+        } else {
+            ""
+        };
+        let error = error_with_code(
+            "DISCONNECTED",
+            &text(&[
+                "WebSocketTransport.connect: could not open ",
+                &self.url,
+                tries,
+                ": ",
+                why,
+            ]),
+        );
+        opening.reject(&error);
     }
 
     /// Schedules the next attempt, if `reconnect` allows one more; whether it did.
