@@ -72,6 +72,8 @@ if [ -n "$browsers" ]; then
   if [ "$browsers" = browsers ]; then
     [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
     command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)
+    # peer/tests/nats.rs runs processes that share rooms over it.
+    command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
   fi
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"

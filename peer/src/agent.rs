@@ -46,7 +46,7 @@ impl Agent {
     }
 
     fn event(&self, event: Event) {
-        self.hub.emit(&self.room, event);
+        self.hub.emit_from_agent(&self.room, event);
     }
 
     fn take_ref(list: &mut Vec<(String, Value)>, key: &str) -> Value {

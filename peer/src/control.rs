@@ -33,7 +33,7 @@ pub(crate) struct Envelope {
     pub(crate) command: Command,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "op", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub(crate) enum Command {
     Call {
@@ -106,7 +106,7 @@ pub(crate) fn parse(line: &str) -> Result<Envelope, Event> {
 }
 
 /// What the agent tells its controller.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub(crate) enum Event {
     Connected {

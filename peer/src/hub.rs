@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::cluster::{Cluster, Task};
 use crate::control::{Envelope, Event};
 use crate::relay;
 
@@ -25,6 +26,10 @@ pub(crate) struct Hub {
     mcp_gateways: Registry<crate::mcp::HostInput>,
     pub(crate) relay: Mutex<HashMap<String, relay::Room>>,
     next_id: AtomicU64,
+    /// With `--nats`: the other processes sharing the rooms.
+    pub(crate) cluster: Option<Arc<Cluster>>,
+    /// With `--nats`: per room, where this process's controller sends commands for an agent elsewhere.
+    remote: Mutex<HashMap<String, (u64, UnboundedSender<Envelope>)>>,
 }
 
 /// A lock that survives a panicked holder (the maps stay usable; each entry is replaced whole).
@@ -68,6 +73,14 @@ pub(crate) fn slot(held: bool, pinned: Option<&str>, key: Option<&str>) -> Slot 
 pub(crate) struct NoAgent;
 
 impl Hub {
+    /// A hub whose rooms are shared with the other processes of `cluster`.
+    pub(crate) fn clustered(cluster: Arc<Cluster>) -> Hub {
+        Hub {
+            cluster: Some(cluster),
+            ..Hub::default()
+        }
+    }
+
     /// A number for a registration, so a connection only removes its own entry.
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
@@ -87,6 +100,7 @@ impl Hub {
             room: room.to_owned(),
             id,
             inbox,
+            task: None,
         }
     }
 
@@ -126,12 +140,29 @@ impl Hub {
             room: room.to_owned(),
             id,
             inbox,
+            task: None,
         })
     }
 
-    /// Becomes the controller of `room`'s agent: its events arrive in the returned inbox.
+    /// Lets `room`'s app go, if the registration `id` still holds it (an app with its key took the room back on
+    /// another process): its inbox closes, and its connection ends.
+    pub(crate) fn release_agent(&self, room: &str, id: u64) {
+        let mut agents = lock(&self.agents);
+        if agents.get(room).is_some_and(|(i, _, _)| *i == id) {
+            agents.remove(room);
+        }
+    }
+
+    /// Becomes the controller of `room`'s agent: its events arrive in the returned inbox. With `--nats`, also of
+    /// an agent on another process, while none is here.
     pub(crate) fn attach_controller(self: &Arc<Self>, room: &str) -> Registration<Event> {
-        self.register(|h| &h.controllers, room)
+        let mut registration = self.register(|h| &h.controllers, room);
+        if let Some(cluster) = &self.cluster {
+            let (task, commands) = cluster.control(self.clone(), room.to_owned());
+            lock(&self.remote).insert(room.to_owned(), (registration.id, commands));
+            registration.task = Some(task);
+        }
+        registration
     }
 
     /// Becomes the MCP gateway of `room`: hosts that join it arrive in the returned inbox.
@@ -167,12 +198,32 @@ impl Hub {
         tx.send(envelope).map_err(|_| NoAgent)
     }
 
-    /// A command from a controller of `room`: to the agent, or an `error` event back when no app is connected.
+    /// A command from a controller of `room`: to the agent (with `--nats`, the one on another process when
+    /// none is here), or an `error` event back when no app is connected.
     pub(crate) fn command_or_error(&self, room: &str, envelope: Envelope) {
         let reference = envelope.reference.clone();
-        if self.command(room, envelope).is_err() {
+        let local = lock(&self.agents)
+            .get(room)
+            .is_some_and(|(_, tx, _)| !tx.is_closed());
+        let sent = if local {
+            self.command(room, envelope).is_ok()
+        } else {
+            lock(&self.remote)
+                .get(room)
+                .is_some_and(|(_, tx)| tx.send(envelope).is_ok())
+        };
+        if !sent {
             self.emit(room, no_app(room, reference));
         }
+    }
+
+    /// An event of the agent of `room`, which lives on this process: to the room's controller here and, with
+    /// `--nats`, to those on other processes.
+    pub(crate) fn emit_from_agent(&self, room: &str, event: Event) {
+        if let Some(cluster) = &self.cluster {
+            cluster.publish_event(room, &event);
+        }
+        self.emit(room, event);
     }
 }
 
@@ -194,6 +245,19 @@ pub(crate) struct Registration<T> {
     room: String,
     id: u64,
     pub(crate) inbox: UnboundedReceiver<T>,
+    /// With `--nats`: what serves this registration to the other processes; stopped with it.
+    task: Option<Task>,
+}
+
+impl<T> Registration<T> {
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Keeps `task` running for as long as this registration.
+    pub(crate) fn serve_with(&mut self, task: Task) {
+        self.task = Some(task);
+    }
 }
 
 impl<T> Drop for Registration<T> {
@@ -201,6 +265,11 @@ impl<T> Drop for Registration<T> {
         let mut map = lock((self.which)(&self.hub));
         if map.get(&self.room).is_some_and(|(i, _, _)| *i == self.id) {
             map.remove(&self.room);
+        }
+        drop(map);
+        let mut remote = lock(&self.hub.remote);
+        if remote.get(&self.room).is_some_and(|(i, _)| *i == self.id) {
+            remote.remove(&self.room);
         }
     }
 }

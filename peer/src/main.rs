@@ -21,6 +21,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod agent;
+mod cluster;
 mod control;
 mod discover;
 mod hub;
@@ -73,6 +74,10 @@ struct ServeArgs {
     /// A connection to /admin/exit (with the token) ends the process; tests use it to kill the server.
     #[arg(long)]
     allow_exit: bool,
+    /// Share rooms with the other abp-peer processes given the same NATS server (nats://HOST:PORT): a controller
+    /// on any of them reaches the app connected to any other.
+    #[arg(long, value_name = "URL")]
+    nats: Option<String>,
 }
 
 fn main() {
@@ -130,7 +135,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let stop = server::stop_signal();
     let server = Server::bind(&args.server, &routes).await?;
     let token_file = server.token_file();
-    let hub = Arc::new(hub::Hub::default());
+    let hub = Arc::new(match &args.nats {
+        Some(url) => hub::Hub::clustered(cluster::Cluster::connect(url).await?),
+        None => hub::Hub::default(),
+    });
     if args.stdin {
         control::serve_stdin(hub.clone());
     }

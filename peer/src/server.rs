@@ -538,13 +538,23 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             },
         );
     }
+    // Given back when this ends, however it ends (a refused app too).
+    let counted = Counted(s.open.clone());
     // An app's place in its room is taken now, before the upgrade is answered: a refused app gets its status,
     // and of two apps racing for a room only one is told yes.
     let place = match &endpoint {
-        Endpoint::Agent { room } => s
-            .hub
-            .try_attach_agent(room, key.as_deref())
-            .map(Place::Agent),
+        Endpoint::Agent { room } => match attach_agent(&s.hub, room, key.as_deref()).await {
+            Ok(place) => place,
+            Err(why) => {
+                return refused(
+                    &path,
+                    Refusal {
+                        status: StatusCode::SERVICE_UNAVAILABLE,
+                        why,
+                    },
+                );
+            }
+        },
         Endpoint::Relay { room, agent } => {
             crate::relay::join(&s.hub, room, *agent, key).map(Place::Relay)
         }
@@ -575,7 +585,6 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             );
         }
     };
-    let counted = Counted(s.open.clone());
     let hub = s.hub.clone();
     let ping = s.app_ping;
     upgrade
@@ -599,6 +608,37 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                 _ => {}
             }
         })
+}
+
+/// An app's place in its room: here, unless another app holds it (with `--nats`, on any process). With `--nats`,
+/// the room is then served to the other processes before the app is told it joined.
+async fn attach_agent(
+    hub: &Arc<Hub>,
+    room: &str,
+    key: Option<&str>,
+) -> Result<Result<Place, Slot>, String> {
+    if let Some(cluster) = &hub.cluster {
+        match cluster.claim(room, key).await? {
+            Slot::Free | Slot::Retake => {}
+            refused => return Ok(Err(refused)),
+        }
+    }
+    let mut registration = match hub.try_attach_agent(room, key) {
+        Ok(r) => r,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    if let Some(cluster) = &hub.cluster {
+        let task = cluster
+            .hold(
+                hub.clone(),
+                room.to_owned(),
+                key.map(str::to_owned),
+                registration.id(),
+            )
+            .await?;
+        registration.serve_with(task);
+    }
+    Ok(Ok(Place::Agent(registration)))
 }
 
 /// A room's side, taken for a connection before its upgrade is answered.

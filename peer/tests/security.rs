@@ -548,6 +548,14 @@ fn connections_are_capped_and_a_room_holds_no_more_than_a_mebibyte_for_nobody() 
         }
     }
     drop(held);
+    // An app refused because another holds its room gives its place back: refusals do not use up the cap.
+    let p = Peer::start(&["--max-connections", "2"]);
+    let first = p.connect("/agent/taken");
+    for _ in 0..5 {
+        assert_eq!(status(&p, "/agent/taken", &[]), 409, "the room is held");
+    }
+    let second = p.connect("/relay/after-refusals/app");
+    drop((first, second));
 
     // An app alone in a relay room: what it sends waits for the agent, up to a bound; a side that sends more is
     // closed, not held.

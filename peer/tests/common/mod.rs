@@ -272,6 +272,7 @@ pub fn try_exchange(addr: SocketAddr, request: &str) -> Result<Answer, String> {
 
 /// The next text or binary frame on `ws`; `None` once it is closed. Waiting past the read timeout (5 s) fails
 /// the test: a timeout must not pass for a close.
+#[track_caller]
 pub fn next_frame(ws: &mut Socket) -> Option<tungstenite::Message> {
     use tungstenite::Message;
     loop {

@@ -1,0 +1,343 @@
+//! `--nats URL`: processes given the same NATS server share their rooms. An app's WebSocket lives on one
+//! process, and so does the native agent serving it (its protocol state ends with that socket); what crosses
+//! processes is what a controller exchanges with that agent, as NATS messages on the room's subjects:
+//!
+//! - `abp.<room>.cmd`: a controller's command, as a request. The process holding the room's app answers `ok`
+//!   once the agent has it; nobody answering is NATS's "no responders", which is "no app connected" at once.
+//! - `abp.<room>.events`: the agent's events, published by its process for controllers elsewhere (those on the
+//!   same process get them directly, and skip these by the `Abp-Node` header).
+//! - `abp.<room>.alive`: the holder's heartbeat, every [`ALIVE_EVERY`]. A controller with calls pending that
+//!   hears none for [`GONE_AFTER`] settles them `DISCONNECTED` (the holder's process was killed, or the NATS
+//!   server went away) instead of waiting for answers that will not come.
+//! - `abp.<room>.hold`: an app asking to join the room elsewhere. The holder answers by the slot's rule (the
+//!   first app wins; a key holder takes the room back), and on a take-back lets its app go.
+//!
+//! `<room>` is the room's name in hex behind an `r` (subjects cannot hold every character a room name can).
+//! Messages are the control protocol's JSON, as on `/control`. One NATS connection per process.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abp_wasm::core::error::{encode_error, ErrorCode};
+use abp_wasm::core::AbpError;
+use async_nats::{Client, HeaderMap, Message, RequestErrorKind, Subscriber};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+
+use crate::control::{Command, Envelope, Event};
+use crate::hub::{no_app, slot, Hub, Slot};
+
+/// How often the process holding a room's app says it is still there.
+pub(crate) const ALIVE_EVERY: Duration = Duration::from_millis(250);
+/// A controller whose calls are pending and that has not heard the holder for this long settles them.
+pub(crate) const GONE_AFTER: Duration = Duration::from_secs(1);
+/// The header naming the process that published an event.
+const NODE: &str = "Abp-Node";
+
+pub(crate) struct Cluster {
+    client: Client,
+    /// This process, among those on the NATS server (random).
+    node: String,
+    /// The agents' events, published in the order they happened.
+    events: UnboundedSender<(String, String)>,
+}
+
+fn subject(room: &str, what: &str) -> String {
+    let mut s = String::with_capacity(8 + 2 * room.len() + what.len());
+    s.push_str("abp.r");
+    for b in room.bytes() {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s.push('.');
+    s.push_str(what);
+    s
+}
+
+/// A task that ends when this is dropped (with the registration that holds it).
+pub(crate) struct Task(JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Cluster {
+    /// Connects to the NATS server at `url` (retrying while it is down at first, and reconnecting for as long as
+    /// the process runs).
+    pub(crate) async fn connect(url: &str) -> Result<Arc<Cluster>, String> {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| format!("the OS random number generator failed: {e}"))?;
+        let node: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let client = async_nats::ConnectOptions::new()
+            .name(format!("abp-peer {node}"))
+            .request_timeout(Some(GONE_AFTER))
+            .retry_on_initial_connect()
+            .connect(url)
+            .await
+            .map_err(|e| format!("--nats {url}: {e}"))?;
+        let (events, mut outbox) = unbounded_channel::<(String, String)>();
+        let publisher = client.clone();
+        let from = node.clone();
+        tokio::spawn(async move {
+            while let Some((subject, line)) = outbox.recv().await {
+                let mut headers = HeaderMap::new();
+                headers.insert(NODE, from.as_str());
+                let _ = publisher
+                    .publish_with_headers(subject, headers, line.into())
+                    .await;
+            }
+        });
+        eprintln!("abp-peer: sharing rooms over NATS at {url} (this process: {node})");
+        Ok(Arc::new(Cluster {
+            client,
+            node,
+            events,
+        }))
+    }
+
+    /// Publishes an event of the agent of `room`, which lives on this process.
+    pub(crate) fn publish_event(&self, room: &str, event: &Event) {
+        let _ = self.events.send((subject(room, "events"), event.to_line()));
+    }
+
+    /// Asks whoever holds `room`'s app elsewhere whether an app with `key` may join: `Free` when nobody holds it
+    /// (or its holder let it go for this key), else the refusal. An unreachable NATS server refuses too, since
+    /// the room could be held where this process cannot see.
+    pub(crate) async fn claim(&self, room: &str, key: Option<&str>) -> Result<Slot, String> {
+        let ask = json!({ "key": key }).to_string();
+        match self.client.request(subject(room, "hold"), ask.into()).await {
+            Ok(answer) => Ok(match answer.payload.as_ref() {
+                b"free" => Slot::Free,
+                b"wrong-key" => Slot::WrongKey,
+                _ => Slot::Taken,
+            }),
+            Err(e) if e.kind() == RequestErrorKind::NoResponders => Ok(Slot::Free),
+            Err(e) => Err(format!("the NATS server did not answer ({e})")),
+        }
+    }
+
+    /// Serves the room whose app just connected here to the other processes: their commands reach `to_agent`,
+    /// holders-to-be are answered, and the room's heartbeat goes out. Subscribed before it returns, so a
+    /// command sent once the app is told it joined finds it.
+    pub(crate) async fn hold(
+        self: &Arc<Self>,
+        hub: Arc<Hub>,
+        room: String,
+        key: Option<String>,
+        registration: u64,
+    ) -> Result<Task, String> {
+        let fail = |e: &dyn std::fmt::Display| format!("NATS: {e}");
+        let mut commands = self
+            .client
+            .subscribe(subject(&room, "cmd"))
+            .await
+            .map_err(|e| fail(&e))?;
+        let mut asks = self
+            .client
+            .subscribe(subject(&room, "hold"))
+            .await
+            .map_err(|e| fail(&e))?;
+        self.client.flush().await.map_err(|e| fail(&e))?;
+        let client = self.client.clone();
+        let alive = subject(&room, "alive");
+        Ok(Task(tokio::spawn(async move {
+            let mut beats = tokio::time::interval(ALIVE_EVERY);
+            loop {
+                tokio::select! {
+                    Some(m) = commands.next() => {
+                        let answer: &'static [u8] = match envelope(&m.payload).map(|e| hub.command(&room, e)) {
+                            Some(Ok(())) => b"ok",
+                            Some(Err(_)) => b"gone",
+                            None => b"bad",
+                        };
+                        reply(&client, &m, answer).await;
+                    }
+                    Some(m) = asks.next() => {
+                        let key_asked = serde_json::from_slice::<Value>(&m.payload)
+                            .ok()
+                            .and_then(|v| v.get("key").and_then(Value::as_str).map(str::to_owned));
+                        let answer: &'static [u8] = match slot(true, key.as_deref(), key_asked.as_deref()) {
+                            Slot::Retake => {
+                                eprintln!("abp-peer: an app with the key of /agent/{room} joined on another process; this one's app goes");
+                                hub.release_agent(&room, registration);
+                                b"free"
+                            }
+                            Slot::WrongKey => b"wrong-key",
+                            _ => b"taken",
+                        };
+                        reply(&client, &m, answer).await;
+                    }
+                    _ = beats.tick() => {
+                        let _ = client.publish(alive.clone(), Vec::new().into()).await;
+                    }
+                    else => break,
+                }
+            }
+        })))
+    }
+
+    /// Carries the commands of a controller of `room` on this process to the room's agent wherever it is, and
+    /// that agent's events back to `hub` (for this process's controller of the room). Commands go in order.
+    pub(crate) fn control(
+        self: &Arc<Self>,
+        hub: Arc<Hub>,
+        room: String,
+    ) -> (Task, UnboundedSender<Envelope>) {
+        let (tx, commands) = unbounded_channel();
+        let cluster = self.clone();
+        (
+            Task(tokio::spawn(cluster.relay_control(hub, room, commands))),
+            tx,
+        )
+    }
+
+    async fn relay_control(
+        self: Arc<Self>,
+        hub: Arc<Hub>,
+        room: String,
+        mut commands: UnboundedReceiver<Envelope>,
+    ) {
+        let subscribed = async {
+            let events = self.client.subscribe(subject(&room, "events")).await?;
+            let alive = self.client.subscribe(subject(&room, "alive")).await?;
+            Ok::<(Subscriber, Subscriber), async_nats::SubscribeError>((events, alive))
+        };
+        let (mut events, mut alive) = match subscribed.await {
+            Ok(s) => s,
+            Err(e) => {
+                hub.emit(
+                    &room,
+                    Event::error(None, format!("NATS: cannot follow the room's agent: {e}")),
+                );
+                return;
+            }
+        };
+        let _ = self.client.flush().await;
+        // The calls sent to another process's agent and not settled yet: callId → the command's `ref`.
+        let mut pending: HashMap<String, Value> = HashMap::new();
+        // Those settled here when their agent was lost: should it answer after all, the controller has its answer.
+        let mut given_up: HashSet<String> = HashSet::new();
+        let mut heard = Instant::now();
+        let mut next_call = 0u64;
+        let mut watch = tokio::time::interval(ALIVE_EVERY);
+        loop {
+            tokio::select! {
+                Some(mut envelope) = commands.recv() => {
+                    // A call's id is ours to give when it has none, so that it can be settled here if its agent
+                    // is lost (ids the agent gives would not be known until it answered).
+                    let mut call = None;
+                    if let Command::Call { call_id, .. } = &mut envelope.command {
+                        let id = call_id.get_or_insert_with(|| {
+                            next_call += 1;
+                            format!("{}-{next_call}", self.node)
+                        });
+                        call = Some(id.clone());
+                    }
+                    let reference = envelope.reference.clone();
+                    let line = json!({ "ref": envelope.reference, "command": envelope.command }).to_string();
+                    match self.client.request(subject(&room, "cmd"), line.into()).await {
+                        Ok(m) if m.payload.as_ref() == b"ok" => {
+                            heard = Instant::now();
+                            if let Some(id) = call {
+                                pending.insert(id, reference);
+                            }
+                        }
+                        Ok(_) => hub.emit(&room, no_app(&room, reference)),
+                        Err(e) if e.kind() == RequestErrorKind::NoResponders => hub.emit(&room, no_app(&room, reference)),
+                        // It may have reached the app's process before NATS failed: a call is settled as lost
+                        // (and its answer dropped should it come), anything else is an error.
+                        Err(e) => match call {
+                            Some(call_id) => {
+                                given_up.insert(call_id.clone());
+                                hub.emit(&room, lost(reference, call_id, &format!("NATS did not confirm the call reached the app's process ({e})")));
+                            }
+                            None => hub.emit(&room, Event::error(Some(reference), format!("NATS: the command was not delivered ({e})"))),
+                        },
+                    }
+                }
+                Some(m) = events.next() => {
+                    if m.headers.as_ref().and_then(|h| h.get(NODE)).is_some_and(|n| n.as_str() == self.node) {
+                        continue;
+                    }
+                    heard = Instant::now();
+                    let Ok(event) = serde_json::from_slice::<Event>(&m.payload) else { continue };
+                    if let Event::Settled { call_id, .. } = &event {
+                        if given_up.remove(call_id) {
+                            continue;
+                        }
+                        pending.remove(call_id);
+                    }
+                    hub.emit(&room, event);
+                }
+                Some(_) = alive.next() => heard = Instant::now(),
+                _ = watch.tick() => {
+                    if !pending.is_empty() && heard.elapsed() > GONE_AFTER {
+                        for (call_id, reference) in pending.drain() {
+                            given_up.insert(call_id.clone());
+                            hub.emit(&room, lost(reference, call_id, "The process holding the app stopped answering before the call settled"));
+                        }
+                        hub.emit(&room, Event::Disconnected);
+                    }
+                }
+                else => break,
+            }
+        }
+    }
+}
+
+/// A call settled `DISCONNECTED` here, because its agent on another process was lost.
+fn lost(reference: Value, call_id: String, why: &str) -> Event {
+    let error = AbpError::<Value>::new(ErrorCode::Disconnected, why);
+    let response = json!({ "success": false, "error": encode_error(error), "callId": call_id });
+    Event::Settled {
+        reference,
+        call_id,
+        response,
+    }
+}
+
+/// A command as it travels: `{"ref", "command"}`.
+fn envelope(payload: &[u8]) -> Option<Envelope> {
+    let v: Value = serde_json::from_slice(payload).ok()?;
+    let command = serde_json::from_value(v.get("command")?.clone()).ok()?;
+    Some(Envelope {
+        reference: v.get("ref").cloned().unwrap_or(Value::Null),
+        command,
+    })
+}
+
+async fn reply(client: &Client, m: &Message, answer: &'static [u8]) {
+    if let Some(to) = &m.reply {
+        let _ = client.publish(to.clone(), answer.into()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_room_name_makes_a_subject() {
+        assert_eq!(subject("", "cmd"), "abp.r.cmd");
+        assert_eq!(subject("a.b *>", "events"), "abp.r612e62202a3e.events");
+    }
+
+    #[test]
+    fn a_command_survives_the_trip() {
+        let line = json!({ "ref": 7, "command": { "op": "call", "capability": "echo", "params": { "x": 1 },
+            "callId": "n-1", "progress": true } })
+        .to_string();
+        let e = envelope(line.as_bytes()).expect("a command");
+        assert_eq!(e.reference, json!(7));
+        let back = json!({ "ref": e.reference, "command": e.command });
+        assert_eq!(back["command"]["op"], "call");
+        assert_eq!(back["command"]["callId"], "n-1");
+        assert_eq!(back["command"]["params"], json!({ "x": 1 }));
+        assert!(envelope(b"{\"ref\":1,\"command\":{\"op\":\"dance\"}}").is_none());
+    }
+}

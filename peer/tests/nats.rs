@@ -1,0 +1,314 @@
+//! Rooms shared across `abp-peer` processes over NATS (`--nats`), with a real `nats-server` on a free 127.0.0.1
+//! port: a controller on one process drives the app connected to another (calls, progress, cancellation), no app
+//! anywhere is answered at once, the first app wins across processes, and calls pending elsewhere settle when the
+//! app leaves, when its process is killed, and when the NATS server restarts.
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tungstenite::Message;
+
+mod common;
+use common::{next_frame, Peer, Socket};
+
+/// `nats-server` on a free port of 127.0.0.1; killed when dropped.
+struct Nats {
+    child: Child,
+    port: u16,
+}
+
+impl Nats {
+    fn start() -> Nats {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        Nats::on(port)
+    }
+
+    fn on(port: u16) -> Nats {
+        // Debian installs it in /usr/sbin, which not every PATH has.
+        let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .unwrap_or("nats-server");
+        let child = Command::new(bin)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server is not installed (apt-get install nats-server; npm test's setup installs it)");
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "nats-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Nats { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn peer(nats: &Nats) -> Peer {
+    Peer::start(&["--nats", &nats.url()])
+}
+
+fn send(ws: &mut Socket, v: &Value) {
+    ws.send(Message::text(v.to_string())).expect("send");
+}
+
+/// The next text frame as JSON; `None` once the connection is closed.
+#[track_caller]
+fn next(ws: &mut Socket) -> Option<Value> {
+    loop {
+        if let Message::Text(t) = next_frame(ws)? {
+            return serde_json::from_str(t.as_str()).ok();
+        }
+    }
+}
+
+/// Reads frames until one satisfies `f` (10 s at most).
+#[track_caller]
+fn until(ws: &mut Socket, f: impl Fn(&Value) -> bool) -> Value {
+    let t0 = Instant::now();
+    loop {
+        let v = next(ws).expect("the connection closed while waiting");
+        if f(&v) {
+            return v;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "waited too long");
+    }
+}
+
+/// A hand-written ABP app at `path` of `peer`: connected and initialized.
+#[track_caller]
+fn app(peer: &Peer, path: &str) -> Socket {
+    let mut app = peer.connect(path);
+    let init = until(&mut app, |m| m["type"] == "initialize");
+    send(
+        &mut app,
+        &json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
+            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
+                "app": { "id": "a", "name": "a", "version": "1" } } }),
+    );
+    app
+}
+
+fn settle(app: &mut Socket, call: &Value, data: Value) {
+    send(
+        app,
+        &json!({ "type": "capabilities/call-result", "id": call["id"], "timestamp": 0,
+            "payload": { "callId": call["payload"]["callId"], "success": true, "data": data } }),
+    );
+}
+
+#[test]
+fn a_controller_on_one_process_drives_the_app_on_another() {
+    let nats = Nats::start();
+    let (a, b) = (peer(&nats), peer(&nats));
+    let mut control = b.connect("/control/r");
+    // No app on any process: answered at once, as on one process.
+    let t0 = Instant::now();
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 1, "capability": "echo" }),
+    );
+    let error = until(&mut control, |e| e["op"] == "error");
+    assert_eq!(error["ref"], 1);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no app is connected to /agent/r"),
+        "{error}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "no app took {:?}",
+        t0.elapsed()
+    );
+
+    let mut app = app(&a, "/agent/r");
+    // A call with progress, from B to the app on A, and its result back.
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 2, "capability": "echo", "params": { "x": 1 }, "progress": true }),
+    );
+    let call = until(&mut app, |m| m["type"] == "capabilities/call");
+    assert_eq!(call["payload"]["params"], json!({ "x": 1 }));
+    let call_id = call["payload"]["callId"].clone();
+    let token = call["payload"]["options"]["progressToken"].clone();
+    assert!(token.is_string(), "a progress token: {call}");
+    send(
+        &mut app,
+        &json!({ "type": "progress", "timestamp": 0,
+            "payload": { "callId": call_id, "operationId": token, "progress": 1, "total": 2 } }),
+    );
+    let progress = until(&mut control, |e| e["op"] == "progress");
+    assert_eq!(progress["payload"]["progress"], 1);
+    settle(&mut app, &call, json!("done"));
+    let settled = until(&mut control, |e| e["op"] == "settled");
+    assert_eq!(
+        (&settled["ref"], &settled["response"]["data"]),
+        (&json!(2), &json!("done"))
+    );
+
+    // An abort from B reaches the app on A as a cancel of that call.
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 3, "capability": "slow", "callId": "c-3" }),
+    );
+    let call = until(&mut app, |m| m["type"] == "capabilities/call");
+    let t0 = Instant::now();
+    send(
+        &mut control,
+        &json!({ "op": "abort", "callId": "c-3", "reason": "the user stopped it" }),
+    );
+    let cancel = until(&mut app, |m| m["type"] == "capabilities/cancel");
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "the cancel took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(cancel["payload"]["callId"], call["payload"]["callId"]);
+    assert_eq!(cancel["payload"]["reason"], "the user stopped it");
+    let settled = until(&mut control, |e| e["op"] == "settled");
+    assert_eq!(settled["ref"], 3);
+    assert_eq!(settled["response"]["success"], false);
+}
+
+#[test]
+fn the_first_app_wins_across_processes_and_its_key_takes_it_back() {
+    let nats = Nats::start();
+    let (a, b) = (peer(&nats), peer(&nats));
+    let key = "k".repeat(20);
+    let mut first = app(&a, &format!("/agent/w?key={key}"));
+    // Another app on another process: refused, as on one process.
+    let refused = tungstenite::connect(format!("{}/agent/w", b.url)).expect_err("refused");
+    assert!(
+        matches!(&refused, tungstenite::Error::Http(r) if r.status() == 403),
+        "{refused}"
+    );
+    let other_key = format!("{}/agent/w?key={}", b.url, "x".repeat(20));
+    let refused = tungstenite::connect(other_key).expect_err("refused");
+    assert!(
+        matches!(&refused, tungstenite::Error::Http(r) if r.status() == 403),
+        "{refused}"
+    );
+    // The key the room was joined with takes it back from the other process, whose app is let go.
+    let mut second = app(&b, &format!("/agent/w?key={key}"));
+    assert!(
+        next(&mut first).is_none(),
+        "the first app's connection ends"
+    );
+    let mut control = a.connect("/control/w");
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 1, "capability": "echo" }),
+    );
+    let call = until(&mut second, |m| m["type"] == "capabilities/call");
+    settle(&mut second, &call, json!("from the second"));
+    assert_eq!(
+        until(&mut control, |e| e["op"] == "settled")["response"]["data"],
+        "from the second"
+    );
+
+    // Without a key: the first app wins, wherever the second one connects.
+    let _third = app(&a, "/agent/nokey");
+    let refused = tungstenite::connect(format!("{}/agent/nokey", b.url)).expect_err("refused");
+    assert!(
+        matches!(&refused, tungstenite::Error::Http(r) if r.status() == 409),
+        "{refused}"
+    );
+}
+
+/// A call from B pending in the app on A: (the app's socket, B's controller).
+#[track_caller]
+fn pending_call(a: &Peer, b: &Peer, room: &str) -> (Socket, Socket) {
+    let mut app = app(a, &format!("/agent/{room}"));
+    let mut control = b.connect(&format!("/control/{room}"));
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 9, "capability": "slow" }),
+    );
+    until(&mut app, |m| m["type"] == "capabilities/call");
+    (app, control)
+}
+
+#[track_caller]
+fn settles_disconnected(control: &mut Socket, within: Duration) {
+    let t0 = Instant::now();
+    let settled = until(control, |e| e["op"] == "settled");
+    assert!(t0.elapsed() < within, "settled after {:?}", t0.elapsed());
+    assert_eq!(settled["ref"], 9);
+    assert_eq!(
+        settled["response"]["error"]["code"], "DISCONNECTED",
+        "{settled}"
+    );
+}
+
+#[test]
+fn calls_pending_elsewhere_settle_when_the_app_leaves_or_its_process_dies() {
+    let nats = Nats::start();
+    let (a, b) = (peer(&nats), peer(&nats));
+    let (app, mut control) = pending_call(&a, &b, "l");
+    drop(app);
+    settles_disconnected(&mut control, Duration::from_secs(1));
+
+    let mut doomed = peer(&nats);
+    let (_app, mut control) = pending_call(&doomed, &b, "k");
+    doomed.child.kill().expect("SIGKILL");
+    // The holder's heartbeat stops; the bound the README states is 1.25 s.
+    settles_disconnected(&mut control, Duration::from_millis(1600));
+    until(&mut control, |e| e["op"] == "disconnected");
+}
+
+#[test]
+fn after_the_nats_server_restarts_new_calls_work_and_nothing_pending_hangs() {
+    let nats = Nats::start();
+    let (a, b) = (peer(&nats), peer(&nats));
+    let (mut app, mut control) = pending_call(&a, &b, "n");
+    let port = nats.port;
+    drop(nats);
+    settles_disconnected(&mut control, Duration::from_millis(1600));
+    let _nats = Nats::on(port);
+    // Both processes reconnect by themselves, and the app on A never left: B's `status` reaches its agent.
+    let t0 = Instant::now();
+    for n in 100.. {
+        send(&mut control, &json!({ "op": "status", "ref": n }));
+        let answer = until(&mut control, |e| e["ref"] == n);
+        if answer["op"] == "status" {
+            assert_eq!(answer["connected"], true, "{answer}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the processes never came back: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    send(
+        &mut control,
+        &json!({ "op": "call", "ref": 10, "capability": "echo" }),
+    );
+    let call = until(&mut app, |m| {
+        m["type"] == "capabilities/call" && m["payload"]["capability"] == "echo"
+    });
+    settle(&mut app, &call, json!("again"));
+    let settled = until(&mut control, |e| e["op"] == "settled" && e["ref"] == 10);
+    assert_eq!(settled["response"]["data"], "again");
+}
