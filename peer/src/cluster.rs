@@ -85,10 +85,8 @@ impl Cluster {
         let from = node.clone();
         tokio::spawn(async move {
             while let Some((subject, line)) = outbox.recv().await {
-                let mut headers = HeaderMap::new();
-                headers.insert(NODE, from.as_str());
                 let _ = publisher
-                    .publish_with_headers(subject, headers, line.into())
+                    .publish_with_headers(subject, node_header(&from), line.into())
                     .await;
             }
         });
@@ -145,6 +143,7 @@ impl Cluster {
         self.client.flush().await.map_err(|e| fail(&e))?;
         let client = self.client.clone();
         let alive = subject(&room, "alive");
+        let node = self.node.clone();
         Ok(Task(tokio::spawn(async move {
             let mut beats = tokio::time::interval(ALIVE_EVERY);
             loop {
@@ -173,12 +172,85 @@ impl Cluster {
                         reply(&client, &m, answer).await;
                     }
                     _ = beats.tick() => {
-                        let _ = client.publish(alive.clone(), Vec::new().into()).await;
+                        let _ = client.publish_with_headers(alive.clone(), node_header(&node), Vec::new().into()).await;
                     }
                     else => break,
                 }
             }
         })))
+    }
+
+    /// This process's name among those on the NATS server.
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Follows which process holds `room`'s app (for as long as the process runs).
+    pub(crate) async fn follow_holder(&self, room: &str) -> Result<Arc<Holder>, String> {
+        let mut beats = self
+            .client
+            .subscribe(subject(room, "alive"))
+            .await
+            .map_err(|e| format!("NATS: {e}"))?;
+        let holder = Arc::new(Holder::default());
+        let h = holder.clone();
+        tokio::spawn(async move {
+            while let Some(m) = beats.next().await {
+                if let Some(node) = sender(&m) {
+                    *crate::hub::lock(&h.seen) = Some((node.to_owned(), Instant::now()));
+                }
+            }
+        });
+        Ok(holder)
+    }
+
+    /// What other processes send this one under `what` (`abp.node.<this>.<what>`).
+    pub(crate) async fn inbox(&self, what: &str) -> Result<Subscriber, String> {
+        let s = self
+            .client
+            .subscribe(format!("abp.node.{}.{what}", self.node))
+            .await
+            .map_err(|e| format!("NATS: {e}"))?;
+        self.client
+            .flush()
+            .await
+            .map_err(|e| format!("NATS: {e}"))?;
+        Ok(s)
+    }
+
+    /// Asks process `node` (its inbox `what`), and waits for its answer (at most [`GONE_AFTER`]).
+    pub(crate) async fn ask(
+        &self,
+        node: &str,
+        what: &str,
+        payload: String,
+    ) -> Result<Vec<u8>, String> {
+        match self
+            .client
+            .request(format!("abp.node.{node}.{what}"), payload.into())
+            .await
+        {
+            Ok(m) => Ok(m.payload.to_vec()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Tells process `node` (its inbox `what`); what one process tells another arrives in order.
+    pub(crate) async fn tell(&self, node: &str, what: &str, payload: String) {
+        let _ = self
+            .client
+            .publish(format!("abp.node.{node}.{what}"), payload.into())
+            .await;
+    }
+
+    /// Answers a message received in an inbox.
+    pub(crate) async fn answer(&self, m: &Message, answer: &[u8]) {
+        if let Some(to) = &m.reply {
+            let _ = self
+                .client
+                .publish(to.clone(), answer.to_vec().into())
+                .await;
+        }
     }
 
     /// Carries the commands of a controller of `room` on this process to the room's agent wherever it is, and
@@ -261,7 +333,7 @@ impl Cluster {
                     }
                 }
                 Some(m) = events.next() => {
-                    if m.headers.as_ref().and_then(|h| h.get(NODE)).is_some_and(|n| n.as_str() == self.node) {
+                    if sender(&m) == Some(self.node.as_str()) {
                         continue;
                     }
                     heard = Instant::now();
@@ -287,6 +359,43 @@ impl Cluster {
                 else => break,
             }
         }
+    }
+}
+
+fn node_header(node: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(NODE, node);
+    headers
+}
+
+/// The process that published `m` (its `Abp-Node` header).
+fn sender(m: &Message) -> Option<&str> {
+    m.headers
+        .as_ref()
+        .and_then(|h| h.get(NODE))
+        .map(|n| n.as_str())
+}
+
+/// Which process holds a room's app, as its heartbeat says.
+#[derive(Default)]
+pub(crate) struct Holder {
+    seen: std::sync::Mutex<Option<(String, Instant)>>,
+}
+
+impl Holder {
+    /// The process holding the app, if it is another one and was heard within [`GONE_AFTER`].
+    pub(crate) fn elsewhere(&self, here: &str) -> Option<String> {
+        let seen = crate::hub::lock(&self.seen);
+        seen.as_ref()
+            .filter(|(node, at)| node != here && at.elapsed() <= GONE_AFTER)
+            .map(|(node, _)| node.clone())
+    }
+
+    /// Whether `node` still holds the app: heard within [`GONE_AFTER`], and no other process since.
+    pub(crate) fn holds(&self, node: &str) -> bool {
+        let seen = crate::hub::lock(&self.seen);
+        seen.as_ref()
+            .is_some_and(|(n, at)| n == node && at.elapsed() <= GONE_AFTER)
     }
 }
 

@@ -144,6 +144,13 @@ impl Hub {
         })
     }
 
+    /// Whether an app is connected to `room` on this process.
+    pub(crate) fn has_agent(&self, room: &str) -> bool {
+        lock(&self.agents)
+            .get(room)
+            .is_some_and(|(_, tx, _)| !tx.is_closed())
+    }
+
     /// Lets `room`'s app go, if the registration `id` still holds it (an app with its key took the room back on
     /// another process): its inbox closes, and its connection ends.
     pub(crate) fn release_agent(&self, room: &str, id: u64) {
@@ -163,6 +170,12 @@ impl Hub {
             registration.task = Some(task);
         }
         registration
+    }
+
+    /// Becomes the controller of `room`'s agent on this process only (with `--nats` too): the MCP gateway, whose
+    /// requests go to the gateway of the process holding the app instead.
+    pub(crate) fn attach_local_controller(self: &Arc<Self>, room: &str) -> Registration<Event> {
+        self.register(|h| &h.controllers, room)
     }
 
     /// Becomes the MCP gateway of `room`: hosts that join it arrive in the returned inbox.

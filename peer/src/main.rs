@@ -27,6 +27,7 @@ mod discover;
 mod hub;
 mod mcp;
 mod mcp_http;
+mod mcp_remote;
 mod mcp_tasks;
 mod relay;
 mod security;

@@ -59,6 +59,10 @@ pub(crate) struct Args {
     /// that authenticates, or a test runner. Anything on this machine can then use the app.
     #[arg(long, requires = "http")]
     http_no_auth: bool,
+    /// With --http: share the app with the other gateway processes given the same NATS server (nats://HOST:PORT),
+    /// so that a host's requests may reach any of them (behind a load balancer with no affinity).
+    #[arg(long, value_name = "URL", requires = "http")]
+    nats: Option<String>,
 }
 
 /// How long the host's going away waits for the app to confirm the cancels before the process exits.
@@ -962,8 +966,15 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         Err(e) => return Err(e.into()),
     };
     let token_file = server.token_file();
-    let hub = Arc::new(Hub::default());
-    let mut registration = hub.attach_controller(&args.room);
+    let cluster = match &args.nats {
+        Some(url) => Some(crate::cluster::Cluster::connect(url).await?),
+        None => None,
+    };
+    let hub = Arc::new(match &cluster {
+        Some(c) => Hub::clustered(c.clone()),
+        None => Hub::default(),
+    });
+    let mut registration = hub.attach_local_controller(&args.room);
     let mut joining = hub.attach_mcp_gateway(&args.room);
     let mut hosts = vec![Host {
         id: STDIO,
@@ -985,8 +996,28 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         .filter_map(|o| crate::security::Origin::parse(o).ok())
         .collect();
         let (lines, for_http) = unbounded_channel();
-        let streams = Arc::new(crate::mcp_http::Streams::default());
-        tokio::spawn(crate::mcp_http::dispatch(for_http, streams.clone()));
+        let streams = Arc::new(crate::mcp_http::Streams::new(
+            cluster.as_ref().map(|c| c.node()),
+        ));
+        let remote = match &cluster {
+            Some(c) => Some(
+                crate::mcp_remote::Remote::start(
+                    c.clone(),
+                    hub.clone(),
+                    args.room.clone(),
+                    param_headers.clone(),
+                    lines.clone(),
+                    streams.clone(),
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        tokio::spawn(crate::mcp_http::dispatch(
+            for_http,
+            streams.clone(),
+            remote.clone(),
+        ));
         let endpoint = Arc::new(crate::mcp_http::Endpoint {
             guard: server.guard_beside(&args.server, listen, bound, own),
             auth: !args.http_no_auth,
@@ -995,6 +1026,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             streams,
             sessions: std::sync::Mutex::new(HashMap::new()),
             param_headers: param_headers.clone(),
+            remote,
         });
         hosts.push(Host {
             id: crate::mcp_http::HTTP,

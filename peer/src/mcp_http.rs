@@ -40,6 +40,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::hub::{lock, Hub};
 use crate::mcp::HostInput;
+use crate::mcp_remote::{Passed, Remote};
 use crate::security::Guard;
 
 /// The gateway's host id for everything that comes over HTTP.
@@ -127,16 +128,34 @@ async fn run_session(
     lock(&endpoint.sessions).remove(&id);
 }
 
-/// The requests in flight, by the id the gateway knows them by; shared by the request tasks and the dispatcher.
-#[derive(Default)]
+/// The requests in flight, by the id the gateway knows them by (`http-<n>`, or with `--nats`
+/// `http-<node>-<n>`, which names this process among those sharing the app); shared by the request tasks and
+/// the dispatcher.
 pub(crate) struct Streams {
+    prefix: String,
     next: AtomicU64,
     routes: Mutex<HashMap<String, Route>>,
 }
 
 impl Streams {
+    /// `node`: this process's name with `--nats`.
+    pub(crate) fn new(node: Option<&str>) -> Streams {
+        Streams {
+            prefix: match node {
+                Some(node) => format!("http-{node}-"),
+                None => "http-".to_owned(),
+            },
+            next: AtomicU64::new(0),
+            routes: Mutex::new(HashMap::new()),
+        }
+    }
+
     fn open(&self, route: Route) -> String {
-        let id = format!("http-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let id = format!(
+            "{}{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::Relaxed)
+        );
         lock(&self.routes).insert(id.clone(), route);
         id
     }
@@ -145,58 +164,84 @@ impl Streams {
         lock(&self.routes).remove(id)
     }
 
-    /// Sends `message` (its own id given back) on `id`'s stream.
-    fn send(&self, id: &str, restore: impl FnOnce(&mut Value, &Route), mut message: Value) {
-        if let Some(route) = lock(&self.routes).get(id) {
-            restore(&mut message, route);
-            let _ = route.stream.send(message.to_string());
+    pub(crate) fn is_open(&self, id: &str) -> bool {
+        lock(&self.routes).contains_key(id)
+    }
+
+    /// Sends `message` (its own id given back) on `id`'s stream; false when no such stream is open here.
+    fn send(&self, id: &str, restore: impl FnOnce(&mut Value, &Route), mut message: Value) -> bool {
+        match lock(&self.routes).get(id) {
+            Some(route) => {
+                restore(&mut message, route);
+                let _ = route.stream.send(message.to_string());
+                true
+            }
+            None => false,
         }
     }
 }
 
 /// The gateway's lines for [`HTTP`] → the streams they belong to: a response ends its request's stream (given
 /// its client's id back), progress goes by its token, a listen's notifications by its subscription id. Anything
-/// else is dropped: a server sends no requests of its own in this revision.
-pub(crate) async fn dispatch(mut lines: UnboundedReceiver<String>, streams: Arc<Streams>) {
+/// else is dropped: a server sends no requests of its own in this revision. With `--nats`, a line for a stream
+/// another process opened (its request was passed here) goes back to that process.
+pub(crate) async fn dispatch(
+    mut lines: UnboundedReceiver<String>,
+    streams: Arc<Streams>,
+    remote: Option<Arc<Remote>>,
+) {
     while let Some(line) = lines.recv().await {
         let Ok(mut message) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        if message.get("method").is_none() {
+        let (key, delivered) = if message.get("method").is_none() {
             let Some(id) = message.get("id").and_then(Value::as_str).map(str::to_owned) else {
                 continue;
             };
-            if let Some(route) = streams.take(&id) {
-                message["id"] = route.id.clone();
-                // Dropping the route's sender ends the stream after this.
-                let _ = route.stream.send(message.to_string());
+            let delivered = match streams.take(&id) {
+                Some(route) => {
+                    message["id"] = route.id.clone();
+                    // Dropping the route's sender ends the stream after this.
+                    let _ = route.stream.send(message.to_string());
+                    true
+                }
+                None => false,
+            };
+            (id, delivered)
+        } else {
+            let params = message.get("params");
+            if let Some(token) = params
+                .and_then(|p| p.get("progressToken"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            {
+                let delivered = streams.send(
+                    &token,
+                    |m, r| {
+                        m["params"]["progressToken"] =
+                            r.progress_token.clone().unwrap_or(Value::Null)
+                    },
+                    message,
+                );
+                (token, delivered)
+            } else if let Some(sub) = params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(META_SUBSCRIPTION))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            {
+                let delivered = streams.send(
+                    &sub,
+                    |m, r| m["params"]["_meta"][META_SUBSCRIPTION] = r.id.clone(),
+                    message,
+                );
+                (sub, delivered)
+            } else {
+                continue;
             }
-            continue;
-        }
-        let params = message.get("params");
-        if let Some(token) = params
-            .and_then(|p| p.get("progressToken"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        {
-            streams.send(
-                &token,
-                |m, r| {
-                    m["params"]["progressToken"] = r.progress_token.clone().unwrap_or(Value::Null)
-                },
-                message,
-            );
-        } else if let Some(sub) = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(META_SUBSCRIPTION))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        {
-            streams.send(
-                &sub,
-                |m, r| m["params"]["_meta"][META_SUBSCRIPTION] = r.id.clone(),
-                message,
-            );
+        };
+        if let (false, Some(remote)) = (delivered, &remote) {
+            remote.send_back(&key, line).await;
         }
     }
 }
@@ -210,6 +255,8 @@ pub(crate) struct Endpoint {
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// The app's tools' `x-mcp-header` parameters, kept by the gateway.
     pub(crate) param_headers: Arc<ParamHeaders>,
+    /// With `--nats`: the gateway of the process holding the app, when another one does.
+    pub(crate) remote: Option<Arc<Remote>>,
 }
 
 /// Binds `listen` (a non-loopback address only with `allow_wide`) and serves `/mcp` there until the process ends.
@@ -368,8 +415,14 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
              2026-07-28 request carries its version in _meta",
         );
     };
-    if let Err(why) = headers_match(&parts.headers, &version, &method, &message)
-        .and_then(|()| params_match(&parts.headers, &method, &message, &e.param_headers))
+    // With `--nats`, the process holding the app takes the request when this one does not (and checks the
+    // `Mcp-Param-*` headers against its app's tools).
+    let elsewhere = e.remote.as_ref().and_then(|r| r.elsewhere());
+    if let Err(why) =
+        headers_match(&parts.headers, &version, &method, &message).and_then(|()| match elsewhere {
+            Some(_) => Ok(()),
+            None => params_match(&parts.headers, &method, &message, &e.param_headers),
+        })
     {
         return rpc_error(StatusCode::BAD_REQUEST, id, -32020, &why);
     }
@@ -388,15 +441,28 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
         key: key.clone(),
         endpoint: e.clone(),
     };
-    if e.hub
-        .to_mcp_gateway(
-            &e.room,
-            HostInput::Line {
-                host: HTTP,
-                line: message.to_string(),
-            },
-        )
-        .is_err()
+    let passed = match (&e.remote, elsewhere) {
+        (Some(remote), Some(node)) => {
+            remote
+                .pass(&node, &key, message.to_string(), &parts.headers)
+                .await
+        }
+        _ => Passed::NotThere,
+    };
+    if let Passed::Refused(why) = passed {
+        e.streams.take(&key);
+        return rpc_error(StatusCode::BAD_REQUEST, id, -32020, &why);
+    }
+    if !matches!(passed, Passed::Taken)
+        && e.hub
+            .to_mcp_gateway(
+                &e.room,
+                HostInput::Line {
+                    host: HTTP,
+                    line: message.to_string(),
+                },
+            )
+            .is_err()
     {
         drop(guard);
         return rpc_error(
@@ -595,7 +661,7 @@ fn annotated(schema: &Value, path: &mut Vec<String>, found: &mut Vec<ParamHeader
 /// A `tools/call`'s `Mcp-Param-*` headers against its arguments, for the parameters the tool's schema mirrors
 /// into headers: a value in the body needs its header, with the same value (decoded if base64); a header needs
 /// its value in the body.
-fn params_match(
+pub(crate) fn params_match(
     headers: &HeaderMap,
     method: &str,
     message: &Value,
@@ -669,6 +735,10 @@ impl Drop for Cancel {
         if self.endpoint.streams.take(&self.key).is_some() {
             let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": { "requestId": self.key, "reason": "the client closed the request's stream" } });
+            let remote = self.endpoint.remote.as_ref();
+            if remote.is_some_and(|r| r.cancel(&self.key, line.to_string())) {
+                return;
+            }
             let _ = self.endpoint.hub.to_mcp_gateway(
                 &self.endpoint.room,
                 HostInput::Line {

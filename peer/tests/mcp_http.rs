@@ -7,150 +7,16 @@
 //! session (`initialize` → `Mcp-Session-Id`, 404 for an unknown one, a closed stream that is no cancel,
 //! `notifications/cancelled` that is, DELETE that ends it and its calls).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 mod common;
 mod native_app;
-use common::TempDir;
+use common::http::*;
 use native_app::{App, AppEvent};
-
-const TOKEN: &str = "Zq8mW3xK1vR7tB2nY6pL4hD9sF0gJ5cA";
-
-struct Gateway {
-    child: Child,
-    ws: String,
-    http: SocketAddr,
-    _dir: TempDir,
-}
-
-impl Gateway {
-    fn start(extra: &[&str]) -> (Gateway, String) {
-        let dir = TempDir::new();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
-            .args(["mcp", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
-            .args(extra)
-            .arg("--token-file")
-            .arg(dir.0.join("token"))
-            .env("ABP_PEER_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start abp-peer mcp --http");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let (mut ws, mut http, mut log) = (None, None, String::new());
-        while ws.is_none() || http.is_none() {
-            let line = lines.next().expect("a line").expect("text");
-            log.push_str(&line);
-            log.push('\n');
-            if let Some(a) = line.strip_prefix("abp-peer listening on ") {
-                ws = Some(a.to_owned());
-            }
-            if let Some(a) = line.strip_prefix("abp-peer mcp on http://") {
-                http = Some(a.trim_end_matches("/mcp").parse().expect("an address"));
-            }
-        }
-        std::thread::spawn(move || for _ in lines {});
-        let g = Gateway {
-            child,
-            ws: ws.expect("ws"),
-            http: http.expect("http"),
-            _dir: dir,
-        };
-        (g, log)
-    }
-
-    fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.http.port())
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" }
-    })
-}
-
-/// A request as bytes: `headers` ("Name: value") after Host, and the body.
-fn request(g: &Gateway, method: &str, path: &str, headers: &[String], body: &str) -> TcpStream {
-    let mut s = TcpStream::connect(g.http).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", g.host());
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    ));
-    s.write_all(head.as_bytes()).expect("write");
-    s.write_all(body.as_bytes()).expect("write");
-    s
-}
-
-/// The standard headers of a modern request for `message`, with the token.
-fn modern_headers(message: &Value, accept: &str) -> Vec<String> {
-    let mut h = vec![
-        format!("Authorization: Bearer {TOKEN}"),
-        "Content-Type: application/json".to_owned(),
-        format!("Accept: {accept}"),
-        "MCP-Protocol-Version: 2026-07-28".to_owned(),
-        format!("Mcp-Method: {}", message["method"].as_str().unwrap_or("")),
-    ];
-    let named = if message["method"]
-        .as_str()
-        .is_some_and(|m| m.starts_with("tasks/"))
-    {
-        message.pointer("/params/taskId")
-    } else {
-        message.pointer("/params/name")
-    };
-    if let Some(name) = named.and_then(Value::as_str) {
-        h.push(format!("Mcp-Name: {name}"));
-    }
-    h
-}
-
-/// The whole answer (the server closes: `Connection: close`): status, head, body.
-fn answer(mut s: TcpStream) -> (u16, String, String) {
-    let mut all = String::new();
-    let _ = s.read_to_string(&mut all);
-    let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_owned(), body.to_owned())
-}
-
-fn post(g: &Gateway, message: &Value, headers: Vec<String>) -> (u16, String, String) {
-    answer(request(g, "POST", "/mcp", &headers, &message.to_string()))
-}
-
-/// The JSON-RPC messages of an SSE body (chunk-size lines between them are skipped).
-fn events(body: &str) -> Vec<Value> {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str(d).ok())
-        .collect()
-}
 
 #[test]
 fn refusals_as_the_transport_and_section_8_say() {
@@ -441,27 +307,6 @@ async fn with_app() -> (Gateway, App) {
     (g, app)
 }
 
-/// The gateway's `tools/list` (answered 200, with the request's id "L") once the app's tools are there: the
-/// gateway lists the app's capabilities once it has joined, so this asks until they are.
-async fn listed(g: &Gateway) -> Value {
-    let list = json!({ "jsonrpc": "2.0", "id": "L", "method": "tools/list", "params": { "_meta": meta() } });
-    let t0 = Instant::now();
-    loop {
-        let (status, _, body) =
-            blocking(|| post(g, &list, modern_headers(&list, "application/json"))).await;
-        assert_eq!(status, 200, "{body}");
-        let v: Value = serde_json::from_str(&body).expect("JSON");
-        if v["result"]["tools"]
-            .as_array()
-            .is_some_and(|t| !t.is_empty())
-            || t0.elapsed() > Duration::from_secs(5)
-        {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_param_headers_must_mirror_the_arguments_the_tools_schema_marks() {
     let (g, mut app) = with_app().await;
@@ -563,69 +408,6 @@ async fn mcp_param_headers_must_mirror_the_arguments_the_tools_schema_marks() {
     })
     .await;
     app.leave();
-}
-
-const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-/// `_meta` declaring the tasks extension.
-fn meta_with_tasks() -> Value {
-    let mut m = meta();
-    m["io.modelcontextprotocol/clientCapabilities"] = json!({ "extensions": { TASKS: {} } });
-    m
-}
-
-/// One modern request, answered as JSON: the HTTP status and the body.
-fn rpc(g: &Gateway, method: &str, params: Value) -> (u16, Value) {
-    let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-    let (status, _, body) = post(g, &message, modern_headers(&message, "application/json"));
-    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
-}
-
-/// Reads an SSE stream until an event whose JSON contains `needle`, and returns that event; what was read up to
-/// its end is consumed from `seen`.
-fn read_until(stream: &mut TcpStream, seen: &mut String, needle: &str) -> Value {
-    let mut buf = [0u8; 4096];
-    loop {
-        let mut consumed = 0;
-        for event in seen.split_inclusive("\n\n") {
-            if !event.ends_with("\n\n") {
-                break;
-            }
-            consumed += event.len();
-            let found = events(event)
-                .into_iter()
-                .find(|e| e.to_string().contains(needle));
-            if let Some(found) = found {
-                seen.drain(..consumed);
-                return found;
-            }
-        }
-        let n = stream.read(&mut buf).expect("read");
-        assert!(n > 0, "the stream ended before {needle}: {seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
-}
-
-/// `tasks/get` until the task is terminal (or 10 s pass): its last state.
-fn until_terminal(g: &Gateway, task: &str) -> Value {
-    let t0 = Instant::now();
-    loop {
-        let (_, v) = rpc(
-            g,
-            "tasks/get",
-            json!({ "taskId": task, "_meta": meta_with_tasks() }),
-        );
-        let status = v["result"]["status"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if ["completed", "failed", "cancelled"].contains(&status.as_str())
-            || t0.elapsed() > Duration::from_secs(10)
-        {
-            return v["result"].clone();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -850,11 +632,6 @@ async fn a_task_says_whether_the_work_happened() {
         "both ways were taken: {completed} / {cancelled}"
     );
     app.leave();
-}
-
-/// Runs a blocking request from an async test, in place: the runtime's other worker serves the app meanwhile.
-async fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
 }
 
 /// A 2025-11-25 request of session `sid` (no metadata headers, as that revision's clients send).

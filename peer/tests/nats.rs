@@ -3,6 +3,7 @@
 //! anywhere is answered at once, the first app wins across processes, and calls pending elsewhere settle when the
 //! app leaves, when its process is killed, and when the NATS server restarts.
 
+use std::io::Read;
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -143,6 +144,7 @@ fn a_controller_on_one_process_drives_the_app_on_another() {
     );
 
     let mut app = app(&a, "/agent/r");
+    until(&mut control, |e| e["op"] == "connected");
     // A call with progress, from B to the app on A, and its result back.
     send(
         &mut control,
@@ -216,6 +218,7 @@ fn the_first_app_wins_across_processes_and_its_key_takes_it_back() {
         "the first app's connection ends"
     );
     let mut control = a.connect("/control/w");
+    connected(&mut control);
     send(
         &mut control,
         &json!({ "op": "call", "ref": 1, "capability": "echo" }),
@@ -241,12 +244,31 @@ fn the_first_app_wins_across_processes_and_its_key_takes_it_back() {
 fn pending_call(a: &Peer, b: &Peer, room: &str) -> (Socket, Socket) {
     let mut app = app(a, &format!("/agent/{room}"));
     let mut control = b.connect(&format!("/control/{room}"));
+    connected(&mut control);
     send(
         &mut control,
         &json!({ "op": "call", "ref": 9, "capability": "slow" }),
     );
     until(&mut app, |m| m["type"] == "capabilities/call");
     (app, control)
+}
+
+/// Waits until the room's agent (wherever it is) has its app's session.
+#[track_caller]
+fn connected(control: &mut Socket) {
+    let t0 = Instant::now();
+    for n in 0.. {
+        let asked = format!("s{n}");
+        send(control, &json!({ "op": "status", "ref": asked }));
+        if until(control, |e| e["ref"] == asked.as_str())["connected"] == true {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the app never connected"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[track_caller]
@@ -274,7 +296,6 @@ fn calls_pending_elsewhere_settle_when_the_app_leaves_or_its_process_dies() {
     doomed.child.kill().expect("SIGKILL");
     // The holder's heartbeat stops; the bound the README states is 1.25 s.
     settles_disconnected(&mut control, Duration::from_millis(1600));
-    until(&mut control, |e| e["op"] == "disconnected");
 }
 
 #[test]
@@ -311,4 +332,204 @@ fn after_the_nats_server_restarts_new_calls_work_and_nothing_pending_hangs() {
     settle(&mut app, &call, json!("again"));
     let settled = until(&mut control, |e| e["op"] == "settled" && e["ref"] == 10);
     assert_eq!(settled["response"]["data"], "again");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// `abp-peer mcp --http --nats`: a host's requests reach whichever gateway process, the app is on one of them.
+
+mod native_app;
+use common::http::*;
+use native_app::{App, AppEvent};
+
+/// Three gateway processes on one NATS server, the native app joined to the first.
+async fn three_gateways(nats: &Nats) -> ([Gateway; 3], App) {
+    let url = nats.url();
+    let start = || Gateway::start(&["--nats", &url]).0;
+    let gateways = [start(), start(), start()];
+    let mut app = App::join(&gateways[0].ws).await;
+    assert!(matches!(
+        app.next("the app's session").await,
+        AppEvent::Joined
+    ));
+    (gateways, app)
+}
+
+fn call(id: u64, name: &str, arguments: Value, meta: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": name, "arguments": arguments, "_meta": meta } })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_host_uses_the_app_through_any_gateway_process() {
+    let nats = Nats::start();
+    // No app anywhere: the same answer as one process.
+    let lone = Gateway::start(&["--nats", &nats.url()]).0;
+    let echo = call(1, "echo", json!({ "text": "hi" }), meta());
+    let (status, _, body) =
+        blocking(|| post(&lone, &echo, modern_headers(&echo, "application/json"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("No app is connected"), "{body}");
+    drop(lone);
+
+    let ([a, b, c], mut app) = three_gateways(&nats).await;
+    // The app is on A; B lists its tools and calls them.
+    let tools = listed(&b).await;
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo", "fail", "steps", "slow", "job"]);
+    let (status, _, body) =
+        blocking(|| post(&b, &echo, modern_headers(&echo, "application/json"))).await;
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (status, &v["id"], &v["result"]["structuredContent"]["text"]),
+        (200, &json!(1), &json!("hi"))
+    );
+
+    // The `Mcp-Param-*` headers are checked against the app's tools, where the app is.
+    let marked = call(2, "echo", json!({ "region": "eu" }), meta());
+    let (status, _, body) =
+        blocking(|| post(&c, &marked, modern_headers(&marked, "application/json"))).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("-32020") && body.contains("Mcp-Param-Region"),
+        "{body}"
+    );
+    let mut headers = modern_headers(&marked, "application/json");
+    headers.push("Mcp-Param-Region: eu".into());
+    let (status, _, body) = blocking(|| post(&c, &marked, headers)).await;
+    assert_eq!(status, 200, "{body}");
+
+    // Progress on the request's own stream at C, before its result.
+    let mut m = meta();
+    m["progressToken"] = json!("my-token");
+    let steps = call(3, "steps", json!({}), m);
+    let (_, _, body) = blocking(|| {
+        post(
+            &c,
+            &steps,
+            modern_headers(&steps, "application/json, text/event-stream"),
+        )
+    })
+    .await;
+    let seen = events(&body);
+    assert!(seen.len() >= 2, "{body}");
+    assert_eq!(seen[0]["params"]["progressToken"], "my-token", "{body}");
+    assert_eq!(
+        seen.last().map(|r| r["id"].clone()),
+        Some(json!(3)),
+        "{body}"
+    );
+
+    // Closing the stream at B aborts the handler on A.
+    let mut m = meta();
+    m["progressToken"] = 7.into();
+    let slow = call(4, "slow", json!({ "progress": true }), m);
+    let mut stream = request(
+        &b,
+        "POST",
+        "/mcp",
+        &modern_headers(&slow, "application/json, text/event-stream"),
+        &slow.to_string(),
+    );
+    let call_id = loop {
+        if let AppEvent::Started {
+            call_id,
+            capability,
+        } = app.next("slow started").await
+        {
+            if capability == "slow" {
+                break call_id;
+            }
+        }
+    };
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("notifications/progress") {
+        let n = blocking(|| stream.read(&mut buf)).await.expect("read");
+        assert!(n > 0, "the stream ended early: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let closed_at = Instant::now();
+    drop(stream);
+    match app.next("the handler's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted,
+            at,
+            ..
+        } => {
+            assert_eq!(aborted, call_id);
+            let took = at.duration_since(closed_at);
+            assert!(
+                took < Duration::from_millis(500),
+                "aborted {took:?} after the client at B went"
+            );
+            eprintln!("closing the stream at B aborted the handler on A {took:?} later");
+        }
+        other => panic!("expected the abort, got {other:?}"),
+    }
+
+    // A task started through B is followed through C, and its result is there.
+    let job = call(5, "job", json!({ "ms": 50 }), meta_with_tasks());
+    let (status, _, body) =
+        blocking(|| post(&b, &job, modern_headers(&job, "application/json"))).await;
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (status, &v["result"]["resultType"]),
+        (200, &json!("task")),
+        "{body}"
+    );
+    let task = v["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let done = blocking(|| until_terminal(&c, &task)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    drop(a);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_through_another_process_ends_when_the_app_leaves_or_its_process_dies() {
+    let nats = Nats::start();
+    let slow = call(1, "slow", json!({}), meta());
+    for kill in [false, true] {
+        let ([mut a, b, _c], mut app) = three_gateways(&nats).await;
+        listed(&b).await;
+        // When the call has started in the app on A: the app leaves, or A is killed.
+        let ending = tokio::spawn(async move {
+            app.started().await;
+            let t0 = Instant::now();
+            if kill {
+                a.child.kill().expect("SIGKILL");
+            } else {
+                app.leave();
+            }
+            (t0, a, app)
+        });
+        let (status, _, body) =
+            blocking(|| post(&b, &slow, modern_headers(&slow, "application/json"))).await;
+        let (t0, _a, _app) = ending.await.expect("the ending");
+        let took = t0.elapsed();
+        assert_eq!(status, 200, "{body}");
+        if kill {
+            // The bound the README states: a second without A's heartbeat, and one more look.
+            assert!(
+                took < Duration::from_millis(1600),
+                "answered {took:?} after A was killed"
+            );
+            assert!(body.contains("stopped answering"), "{body}");
+        } else {
+            assert!(
+                took < Duration::from_secs(1),
+                "answered {took:?} after the app left"
+            );
+            assert!(
+                body.contains("isError") && body.contains("DISCONNECTED"),
+                "{body}"
+            );
+        }
+    }
 }

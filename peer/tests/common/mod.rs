@@ -3,6 +3,8 @@
 // Each test binary uses its own part of this.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;

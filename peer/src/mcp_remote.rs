@@ -1,0 +1,215 @@
+//! `abp-peer mcp --http --nats`: a host's request may reach any gateway process (MCP 2026-07-28 over HTTP keeps
+//! no session, so a load balancer needs no affinity), but the app's WebSocket lives on one of them. A process
+//! without the app passes each modern request to the gateway of the process that holds it, which answers as if the
+//! request had come to its own `/mcp`; the answer's lines come back, and the request's stream is written here.
+//! Everything a request leaves behind (a question's `requestState`, a task, a listen) therefore lives in one
+//! gateway, the app's, whichever process the next request reaches.
+//!
+//! On the NATS server (see [`crate::cluster`]), per process: `abp.node.<node>.http` takes requests passed to this
+//! gateway (`{"line", "params"}`: the request as the gateway reads it, with its stream key as id, and the client's
+//! `Mcp-Param-*` headers, which are checked here against the app's tools), answered `ok`, `no-app` or
+//! `params:<why>`; `abp.node.<node>.lines` takes the lines this gateway's answers are made of, for the requests
+//! this process passed on. A stream key names the process it belongs to (`http-<node>-<n>`).
+//!
+//! A client closing its stream here cancels the request there (its `notifications/cancelled` follows it). Should
+//! the app's process stop answering (killed, or NATS lost), the requests passed to it are answered here with an
+//! error within [`crate::cluster::GONE_AFTER`] and a heartbeat.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::cluster::{Cluster, Holder, ALIVE_EVERY};
+use crate::hub::{lock, Hub};
+use crate::mcp::HostInput;
+use crate::mcp_http::{params_match, ParamHeaders, Streams, HTTP};
+
+/// What the process holding the app said to a request passed to it.
+pub(crate) enum Passed {
+    /// Its gateway has it: the answer comes back as lines.
+    Taken,
+    /// The `Mcp-Param-*` headers do not mirror the arguments (why).
+    Refused(String),
+    /// It no longer holds the app, or did not answer: serve the request here.
+    NotThere,
+}
+
+pub(crate) struct Remote {
+    cluster: Arc<Cluster>,
+    holder: Arc<Holder>,
+    hub: Arc<Hub>,
+    room: String,
+    /// Requests passed to another process and not answered yet: stream key → that process.
+    passed: Mutex<HashMap<String, String>>,
+}
+
+impl Remote {
+    /// Starts serving requests passed here, and reading the lines that come back for this process's own; `lines`
+    /// is where the gateway's lines for [`HTTP`] go (the dispatcher), `streams` the requests open here.
+    pub(crate) async fn start(
+        cluster: Arc<Cluster>,
+        hub: Arc<Hub>,
+        room: String,
+        param_headers: Arc<ParamHeaders>,
+        lines: UnboundedSender<String>,
+        streams: Arc<Streams>,
+    ) -> Result<Arc<Remote>, String> {
+        let holder = cluster.follow_holder(&room).await?;
+        let mut requests = cluster.inbox("http").await?;
+        let mut answers = cluster.inbox("lines").await?;
+        let remote = Arc::new(Remote {
+            cluster,
+            holder,
+            hub,
+            room,
+            passed: Mutex::new(HashMap::new()),
+        });
+        let r = remote.clone();
+        tokio::spawn(async move {
+            while let Some(m) = requests.next().await {
+                let answer = r.take(&m.payload, &param_headers);
+                r.cluster.answer(&m, answer.as_bytes()).await;
+            }
+        });
+        let back = lines.clone();
+        tokio::spawn(async move {
+            while let Some(m) = answers.next().await {
+                if let Ok(line) = String::from_utf8(m.payload.to_vec()) {
+                    let _ = back.send(line);
+                }
+            }
+        });
+        let r = remote.clone();
+        tokio::spawn(async move {
+            let mut watch = tokio::time::interval(ALIVE_EVERY);
+            loop {
+                watch.tick().await;
+                r.answer_the_abandoned(&streams, &lines);
+            }
+        });
+        Ok(remote)
+    }
+
+    /// The other process holding the app, when this one does not.
+    pub(crate) fn elsewhere(&self) -> Option<String> {
+        if self.hub.has_agent(&self.room) {
+            return None;
+        }
+        self.holder.elsewhere(self.cluster.node())
+    }
+
+    /// Passes the request `line` (its id already its stream key) to `node`'s gateway, with the client's
+    /// `Mcp-Param-*` headers.
+    pub(crate) async fn pass(
+        &self,
+        node: &str,
+        key: &str,
+        line: String,
+        headers: &HeaderMap,
+    ) -> Passed {
+        let params: Vec<(&str, &str)> = headers
+            .iter()
+            .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+            .collect();
+        let payload = json!({ "line": line, "params": params }).to_string();
+        match self.cluster.ask(node, "http", payload).await.as_deref() {
+            Ok(b"ok") => {
+                lock(&self.passed).insert(key.to_owned(), node.to_owned());
+                Passed::Taken
+            }
+            Ok(answer) => match answer.strip_prefix(b"params:") {
+                Some(why) => Passed::Refused(String::from_utf8_lossy(why).into_owned()),
+                None => Passed::NotThere,
+            },
+            Err(_) => Passed::NotThere,
+        }
+    }
+
+    /// The client of the request `key` closed its stream: when it was passed on, its cancel follows it there
+    /// (true); else it is this process's to cancel (false).
+    pub(crate) fn cancel(&self, key: &str, line: String) -> bool {
+        let Some(node) = lock(&self.passed).remove(key) else {
+            return false;
+        };
+        let cluster = self.cluster.clone();
+        let payload = json!({ "line": line }).to_string();
+        tokio::spawn(async move { cluster.tell(&node, "http", payload).await });
+        true
+    }
+
+    /// A line of this gateway's answers for a stream that is not open here: to the process it belongs to, if its
+    /// key names another one.
+    pub(crate) async fn send_back(&self, key: &str, line: String) {
+        let node = key
+            .strip_prefix("http-")
+            .and_then(|rest| rest.split_once('-'))
+            .map(|(node, _)| node);
+        if let Some(node) = node.filter(|n| *n != self.cluster.node()) {
+            self.cluster.tell(node, "lines", line).await;
+        }
+    }
+
+    /// A request another process passed here: to this gateway, if the app is here and its headers are right.
+    fn take(&self, payload: &[u8], param_headers: &ParamHeaders) -> String {
+        let Ok(passed) = serde_json::from_slice::<Value>(payload) else {
+            return "bad".into();
+        };
+        let Some(line) = passed.get("line").and_then(Value::as_str) else {
+            return "bad".into();
+        };
+        if !self.hub.has_agent(&self.room) {
+            return "no-app".into();
+        }
+        if let Some(params) = passed.get("params").and_then(Value::as_array) {
+            let mut headers = HeaderMap::new();
+            for pair in params {
+                let (Some(name), Some(value)) = (
+                    pair.get(0).and_then(Value::as_str),
+                    pair.get(1).and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                if let (Ok(name), Ok(value)) =
+                    (HeaderName::try_from(name), HeaderValue::from_str(value))
+                {
+                    headers.append(name, value);
+                }
+            }
+            let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+            if let Err(why) = params_match(&headers, method, &message, param_headers) {
+                return format!("params:{why}");
+            }
+        }
+        let input = HostInput::Line {
+            host: HTTP,
+            line: line.to_owned(),
+        };
+        match self.hub.to_mcp_gateway(&self.room, input) {
+            Ok(()) => "ok".into(),
+            Err(_) => "no-app".into(),
+        }
+    }
+
+    /// Requests passed to a process that has stopped answering, or whose app went to another one, are answered
+    /// with an error (through `lines`, as the gateway would); those whose stream closed are forgotten.
+    fn answer_the_abandoned(&self, streams: &Streams, lines: &UnboundedSender<String>) {
+        lock(&self.passed).retain(|key, node| {
+            if !streams.is_open(key) {
+                return false;
+            }
+            if self.holder.holds(node) {
+                return true;
+            }
+            let error = json!({ "jsonrpc": "2.0", "id": key, "error": { "code": -32603,
+                "message": "The process holding the app stopped answering before this request was answered" } });
+            let _ = lines.send(error.to_string());
+            false
+        });
+    }
+}
