@@ -4,8 +4,8 @@
 # fixture server on 127.0.0.1, MCP and ACP against their SDKs, Tesseron against the PyPI package's app), the Tesseron
 # conformance fixtures replayed against AbpApp (scripts/tesseron-conformance.sh), the release build with its typings check, an ABP client written from the API
 # reference driving window.abp, a clean console while connecting to a cross-origin iframe, the demo driven in
-# headless Chromium, an app on a public https origin under Local Network Access, and the packed package consumed by a
-# Vite app.
+# headless Chromium, an app on a public https origin under Local Network Access, gateway processes sharing an app
+# over NATS, and the packed package consumed by a Vite app.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -95,6 +95,9 @@ node scripts/demo-check.mjs
 
 echo "== an app on a public https origin joining abp-peer mcp under Local Network Access (headless Chromium)"
 node scripts/lna-check.mjs
+
+echo "== three abp-peer mcp --http processes sharing one browser app over NATS (headless Chromium)"
+node scripts/cluster-check.mjs
 
 echo "== consumer: npm pack → a Vite app outside the crate → a call and a cancellation in headless Chromium"
 node scripts/consumer.mjs

@@ -1,0 +1,242 @@
+// Gateway processes sharing one browser app over NATS, with a real app in headless Chromium: nats-server on a free
+// 127.0.0.1 port, three `abp-peer mcp --http --nats` processes (A, B, C), the app page (tests/cluster/app.html)
+// joined to A, and an MCP host (plain HTTP, revision 2026-07-28) whose requests reach B and C, as behind a load
+// balancer with no affinity. Each point is a case: no app anywhere; tools listed and called; progress on the
+// request's own stream; a question asked in a call at B answered by the retry at C; a tool added in the page heard
+// by a listen at B; closing a stream at B aborting the page's handler within 500 ms; the refusals of one process
+// (Origin, token, a second app); the app leaving, its process killed and the NATS server restarted, with nothing
+// pending left hanging. Needs `npm run build` first (pkg/) and nats-server (scripts/setup.sh installs it).
+import { chromium } from 'playwright-core';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve } from '../www/serve.mjs';
+
+const fail = (msg) => { throw new Error(`cluster-check: ${msg}`); };
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (msg) => console.log(`cluster-check: ${msg}`);
+const now = () => performance.timeOrigin + performance.now();
+
+const freePort = () => new Promise((resolve) => {
+  const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+const listening = (port) => new Promise((resolve) => {
+  const c = connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
+  c.on('error', () => resolve(false));
+});
+
+const natsBin = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find(existsSync) ?? 'nats-server';
+const natsPort = await freePort();
+let nats;
+const startNats = async () => {
+  nats = spawn(natsBin, ['-a', '127.0.0.1', '-p', String(natsPort)], { stdio: 'ignore' });
+  for (let t0 = Date.now(); !(await listening(natsPort)); await sleep(20)) {
+    if (Date.now() - t0 > 10000) fail('nats-server did not start');
+  }
+};
+
+if (spawnSync('cargo', ['build', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) fail('cargo build -p abp-peer');
+const pages = await serve(0);
+const origin = `http://127.0.0.1:${pages.address().port}`;
+const token = randomBytes(24).toString('hex');
+
+/** One `abp-peer mcp --http --nats` process: its app WebSocket and MCP URLs, and its log. */
+async function gateway(name) {
+  const log = [];
+  const child = spawn('target/debug/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+    '--allow-origin', origin, '--nats', `nats://127.0.0.1:${natsPort}`,
+    '--token-file', join(tmpdir(), `abp-cluster-${process.pid}-${name}.token`)],
+  { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr.on('data', (c) => log.push(String(c)));
+  child.on('exit', (code, signal) => log.push(`[exited ${code} ${signal} at ${new Date().toISOString()}]\n`));
+  const logged = (re) => re.exec(log.join(''))?.[1];
+  for (let t0 = Date.now(); !(logged(/listening on (ws:\/\/\S+)/) && logged(/mcp on (http:\/\/\S+)/)); await sleep(50)) {
+    if (Date.now() - t0 > 15000) fail(`gateway ${name} did not start: ${log.join('')}`);
+  }
+  return { name, child, ws: logged(/listening on (ws:\/\/\S+)/), url: logged(/mcp on (http:\/\/\S+)/), log };
+}
+
+const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'cluster-check', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+let nextId = 0;
+/** A modern request to gateway `g`: the fetch's response (not read). */
+const post = (g, method, params, { signal, headers = {}, stream = false } = {}) => fetch(g.url, {
+  method: 'POST', signal,
+  headers: { 'Content-Type': 'application/json', Accept: stream ? 'application/json, text/event-stream' : 'application/json',
+    Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
+    ...(params.name ? { 'Mcp-Name': params.name } : {}), ...headers },
+  body: JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method, params: { ...params, _meta: { ...meta, ...params._meta } } }),
+});
+const rpc = async (g, method, params) => {
+  const body = await (await post(g, method, params)).json();
+  if (body.error) fail(`${method} at ${g.name}: ${JSON.stringify(body.error)}`);
+  return body.result;
+};
+/** The JSON-RPC messages of an SSE body. */
+const events = (text) => text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+
+await startNats();
+const [a, b, c] = [await gateway('A'), await gateway('B'), await gateway('C')];
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+/** The app page joined to `g` (or refused there), in a context of its own. */
+const openApp = async (g) => {
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${origin}/tests/cluster/app.html?gateway=${encodeURIComponent(g.ws)}`);
+  await page.waitForFunction(() => window.joined || window.failure, null, { timeout: 20000 });
+  return page;
+};
+const toolsAt = async (g, want) => {
+  for (let t0 = Date.now(); ; await sleep(50)) {
+    const { tools } = await rpc(g, 'tools/list', {});
+    if (tools.some((t) => t.name === want)) return tools;
+    if (Date.now() - t0 > 10000) fail(`${want} never listed at ${g.name}: ${JSON.stringify(tools)}`);
+  }
+};
+/** A `wait` call at `g`, pending in the page: its response promise and the page's count of started calls. */
+const pendingWait = async (g, page) => {
+  const before = await page.evaluate(() => window.started ?? 0);
+  let answered;
+  const body = JSON.stringify({ jsonrpc: '2.0', id: ++nextId, method: 'tools/call', params: { name: 'wait', arguments: {}, _meta: meta } });
+  const response = new Promise((resolve) => {
+    const r = request(g.url, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json',
+      Accept: 'application/json', Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': '2026-07-28',
+      'Mcp-Method': 'tools/call', 'Mcp-Name': 'wait' } }, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    r.on('error', (e) => resolve({ failed: String(e) }));
+    r.end(body);
+  }).then((v) => { answered = v; return v.text ? JSON.parse(v.text) : v; });
+  for (let t0 = now(); (await page.evaluate(() => window.started ?? 0)) <= before; await sleep(20)) {
+    if (answered || now() - t0 > 10000) fail(`the wait at ${g.name} did not start in the page: ${JSON.stringify(answered)}`);
+  }
+  return { response };
+};
+
+try {
+  // No app anywhere: answered as one process answers.
+  const none = await rpc(b, 'tools/call', { name: 'echo', arguments: {} });
+  if (!none.isError || !/No app is connected/.test(JSON.stringify(none))) fail(`no app: ${JSON.stringify(none)}`);
+  say('no app anywhere: B answers "No app is connected", as one process does');
+
+  let page = await openApp(a);
+  if (!(await page.evaluate(() => window.joined))) fail(`the app did not join A: ${await page.evaluate(() => JSON.stringify(window.failure))}`);
+  const names = (await toolsAt(b, 'wait')).map((t) => t.name).join(', ');
+  const echoed = await rpc(c, 'tools/call', { name: 'echo', arguments: { from: 'C' } });
+  if (echoed.structuredContent?.from !== 'C') fail(`echo at C: ${JSON.stringify(echoed)}`);
+  say(`the app joined A; B lists its tools (${names}); C calls echo`);
+
+  const counted = await (await post(b, 'tools/call', { name: 'count', arguments: { to: 3 }, _meta: { progressToken: 'p' } },
+    { stream: true })).text();
+  const seen = events(counted);
+  if (seen.filter((m) => m.method === 'notifications/progress').length !== 3 || seen.at(-1)?.result?.structuredContent?.counted !== 3) {
+    fail(`progress at B: ${counted}`);
+  }
+  say('count at B: three progress notifications on the request\'s own stream, then its result');
+
+  const asked = await rpc(b, 'tools/call', { name: 'ask', arguments: {} });
+  if (asked.resultType !== 'input_required' || !asked.inputRequests?.name) fail(`ask at B: ${JSON.stringify(asked)}`);
+  const answered = await rpc(c, 'tools/call', { name: 'ask', arguments: {}, requestState: asked.requestState,
+    inputResponses: { name: { action: 'accept', content: { name: 'Ada' } } } });
+  if (!JSON.stringify(answered.structuredContent ?? answered).includes('Ada')) fail(`the retry at C: ${JSON.stringify(answered)}`);
+  say('ask at B: an InputRequiredResult; the retry at C answers it and gets the result');
+
+  const listen = new AbortController();
+  const listening = await post(b, 'subscriptions/listen', { notifications: { toolsListChanged: true } },
+    { signal: listen.signal, stream: true });
+  const reader = listening.body.getReader();
+  let heard = '';
+  const hear = async (what) => {
+    for (let t0 = Date.now(); !heard.includes(what); ) {
+      const { value, done } = await Promise.race([reader.read(), sleep(5000).then(() => ({ done: true }))]);
+      if (done || Date.now() - t0 > 10000) fail(`the listen at B never heard ${what}: ${heard}`);
+      heard += new TextDecoder().decode(value);
+    }
+  };
+  await hear('notifications/subscriptions/acknowledged');
+  await page.evaluate(() => window.addTool('added.later'));
+  await hear('notifications/tools/list_changed');
+  listen.abort();
+  say('a listen at B hears the page add a tool (notifications/tools/list_changed)');
+
+  const stream = new AbortController();
+  const call = post(b, 'tools/call', { name: 'wait', arguments: {} }, { signal: stream.signal, stream: true }).catch(() => {});
+  await page.waitForFunction(() => window.started, null, { timeout: 10000 });
+  const closedAt = now();
+  stream.abort();
+  await call;
+  await page.waitForFunction(() => window.abortedAt, null, { timeout: 5000 });
+  const took = (await page.evaluate(() => window.abortedAt)) - closedAt;
+  if (took > 500) fail(`the handler was aborted ${took.toFixed(0)} ms after the stream at B closed`);
+  say(`closing the stream at B aborted the page's handler (joined to A) ${took.toFixed(1)} ms later`);
+
+  // On connections of their own (a refused request's connection is closed, and fetch's pool would reuse it).
+  const status = (headers) => new Promise((resolve, reject) => {
+    const r = request(b.url, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', ...headers } },
+      (res) => { res.resume(); resolve(res.statusCode); });
+    r.on('error', reject);
+    r.end('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}');
+  });
+  const foreign = { status: await status({ Authorization: `Bearer ${token}`, Origin: 'http://evil.example' }) };
+  const tokenless = { status: await status({}) };
+  const second = await openApp(b);
+  const refused = await second.evaluate(() => window.failure?.code);
+  await second.context().close();
+  if (foreign.status !== 403 || tokenless.status !== 401 || refused !== 'DISCONNECTED') {
+    fail(`refusals at B: Origin ${foreign.status}, no token ${tokenless.status}, a second app ${refused}`);
+  }
+  say('B refuses a foreign Origin (403), no token (401), and a second app while the first holds A (first app wins)');
+
+  let { response: pending } = await pendingWait(b, page);
+  let t0 = now();
+  await page.context().close();
+  let ended = await pending;
+  if (now() - t0 > 1000 || !ended.result?.isError) fail(`the app leaving: ${JSON.stringify(ended)} after ${now() - t0} ms`);
+  say(`the app left A: the call pending at B ended ${(now() - t0).toFixed(0)} ms later (${ended.result.content[0].text})`);
+
+  page = await openApp(a);
+  await toolsAt(b, 'wait');
+  ({ response: pending } = await pendingWait(b, page));
+  t0 = now();
+  a.child.kill('SIGKILL');
+  ended = await pending;
+  if (now() - t0 > 1600 || !ended.error) fail(`A killed: ${JSON.stringify(ended)} after ${now() - t0} ms`);
+  say(`A killed: the call pending at B ended ${(now() - t0).toFixed(0)} ms later (${ended.error.message})`);
+  await page.context().close();
+
+  page = await openApp(b);
+  await toolsAt(c, 'wait');
+  ({ response: pending } = await pendingWait(c, page));
+  t0 = now();
+  nats.kill('SIGKILL');
+  ended = await pending;
+  if (now() - t0 > 1600 || !ended.error) fail(`NATS killed: ${JSON.stringify(ended)} after ${now() - t0} ms`);
+  say(`the NATS server killed: the call pending at C ended ${(now() - t0).toFixed(0)} ms later`);
+  await startNats();
+  t0 = now();
+  for (;; await sleep(100)) {
+    const r = await rpc(c, 'tools/call', { name: 'echo', arguments: { again: true } });
+    if (r.structuredContent?.again) break;
+    if (now() - t0 > 15000) fail(`after NATS came back, C never reached the app on B: ${JSON.stringify(r)}`);
+  }
+  say(`NATS restarted: C reaches the app on B again ${(now() - t0).toFixed(0)} ms later`);
+  console.log('cluster-check: ok (Chromium; three gateway processes over NATS)');
+} catch (e) {
+  for (const g of [a, b, c]) console.error(`--- gateway ${g.name}'s log (exit ${g.child.exitCode} ${g.child.signalCode}):\n${g.log.join('')}`);
+  throw e;
+} finally {
+  await browser.close();
+  for (const g of [a, b, c]) g.child.kill('SIGTERM');
+  nats.kill('SIGTERM');
+  pages.close();
+}
