@@ -14,7 +14,7 @@
 // Environment: CARGO_TARGET_DIR (default target/), PEER_SCALE_STEPS (idle connections held, cumulative, default
 // 1000,5000,10000,15000), PEER_SCALE_CONCURRENCY (calls in flight, default 1,64), PEER_SCALE_WINDOW (seconds per
 // round, default 3), PEER_SCALE_CYCLES (times all are closed and opened again, default 2), PEER_SCALE_ONLY
-// (idle,relay,gateway,caps), PEER_SCALE_JSON=1 (also print the raw JSON).
+// (idle,relay,gateway,cluster,caps), PEER_SCALE_JSON=1 (also print the raw JSON).
 import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -129,6 +129,8 @@ calls(`Calls through the relay (${r.windowSeconds} s × 2 rounds each, interleav
   'baseline: WebSocket echo app in the client process', 'relay: /relay/R/agent → peer → /relay/R/app');
 calls(`Calls through the MCP gateway (${r.windowSeconds} s × 2 rounds each, interleaved):`, r.gateway,
   'baseline: stdio MCP server answering itself', 'gateway: stdio → abp-peer mcp → ABP app on /agent');
+calls(`A controller's calls across two processes sharing rooms over NATS (${r.windowSeconds} s × 2 rounds each, interleaved; peer CPU is B's):`,
+  r.cluster, 'one process: /control/R on A → app on A', 'two: /control/R on B → NATS → A → app on A');
 
 const c = r.caps;
 if (c) {

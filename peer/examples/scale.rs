@@ -83,8 +83,12 @@ struct RunArgs {
     /// Everything ends after this many seconds, finished or not.
     #[arg(long, default_value_t = 300.0)]
     deadline: f64,
-    /// Only these parts (idle, relay, gateway, caps).
-    #[arg(long, value_delimiter = ',', default_value = "idle,relay,gateway,caps")]
+    /// Only these parts (idle, relay, gateway, cluster, caps).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "idle,relay,gateway,cluster,caps"
+    )]
     only: Vec<String>,
 }
 
@@ -166,6 +170,9 @@ fn run(args: &RunArgs) -> Result<Value, String> {
     }
     if wants("gateway") {
         report["gateway"] = gateway(args, &token, tck)?;
+    }
+    if wants("cluster") {
+        report["cluster"] = cluster(args, &token, tck)?;
     }
     if wants("caps") {
         report["caps"] = caps(args, &token)?;
@@ -893,6 +900,137 @@ fn relay(args: &RunArgs, token: &str, tck: f64) -> Result<Value, String> {
     drop((subject, baseline));
     let _ = serving.join();
     let _ = echo_server.join();
+    Ok(Value::Array(rows))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Two processes sharing rooms over NATS (`--nats`).
+
+/// The control protocol: a call with `ref` n, answered by its `settled` event.
+const CONTROL: Wire = Wire {
+    request: |n| {
+        json!({ "op": "call", "ref": n, "capability": "echo", "params": { "text": "hello", "n": n } })
+            .to_string()
+    },
+    answer: |text| {
+        let v: Value = serde_json::from_str(text).ok()?;
+        if v.get("op")?.as_str()? != "settled" {
+            return None;
+        }
+        let n = v.get("ref")?.as_u64()?;
+        Some((
+            n,
+            v.pointer("/response/success") == Some(&Value::Bool(true)),
+        ))
+    },
+};
+
+/// `nats-server` on a free port of 127.0.0.1, killed when dropped.
+struct Nats(Child, u16);
+
+impl Nats {
+    fn start() -> Result<Nats, String> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .unwrap_or("nats-server");
+        let child = Command::new(bin)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start nats-server (apt-get install nats-server): {e}"))?;
+        lock(&CHILDREN).push(child.id());
+        let deadline = Instant::now() + IO_TIMEOUT;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err("nats-server did not start within 10 s".into());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Nats(child, port))
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        forget_child(self.0.id());
+    }
+}
+
+/// A controller at `path` of `addr`, once the room's agent (on whichever process) has its app's session.
+fn controller(addr: SocketAddr, path: &str, token: &str) -> Result<Ws, String> {
+    let mut ws = ws_connect(addr, path, Some(token))?;
+    let deadline = Instant::now() + IO_TIMEOUT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        let asked = format!("ready-{n}");
+        ws.send(Message::text(
+            json!({ "op": "status", "ref": asked }).to_string(),
+        ))
+        .map_err(|e| e.to_string())?;
+        loop {
+            let v: Value = serde_json::from_str(&ws_recv(&mut ws)?).unwrap_or(Value::Null);
+            if v["ref"] == asked.as_str() {
+                if v["connected"] == true {
+                    return Ok(ws);
+                }
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{path}: the app did not connect within 10 s"));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A controller's calls to the app on process A: from A itself (baseline), and from B through NATS (subject). Both
+/// processes run with `--nats`; each side has a room of its own (and its own app), so neither hears the other.
+fn cluster(args: &RunArgs, token: &str, tck: f64) -> Result<Value, String> {
+    eprintln!("scale: a controller's calls, on the app's process and from another one over NATS");
+    let nats = Nats::start()?;
+    let url = format!("nats://127.0.0.1:{}", nats.1);
+    let a = Peer::start(&args.peer, &["--nats", &url], token, false)?;
+    let b = Peer::start(&args.peer, &["--nats", &url], token, false)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut apps = Vec::new();
+    for room in ["here", "there"] {
+        let mut app = ws_connect(a.addr, &format!("/agent/{room}"), None)?;
+        let init = ws_recv(&mut app)?;
+        let answer = abp_answer(&init).ok_or_else(|| format!("not an initialize: {init}"))?;
+        app.send(Message::text(answer)).map_err(|e| e.to_string())?;
+        apps.push(thread::spawn({
+            let stop = stop.clone();
+            move || serve_app(app, stop)
+        }));
+    }
+    let mut baseline = WsPipe(controller(a.addr, "/control/here", token)?);
+    let mut subject = WsPipe(controller(b.addr, "/control/there", token)?);
+    let mut rounds = Rounds {
+        wire: &CONTROL,
+        next: 0,
+        window: Duration::from_secs_f64(args.window),
+        watch: b.pid().to_string(),
+        tck,
+    };
+    let mut rows = Vec::new();
+    for &c in &args.concurrency {
+        rows.push(compare(&mut rounds, &mut baseline, &mut subject, c)?);
+    }
+    stop.store(true, Ordering::Relaxed);
+    drop((baseline, subject));
+    for app in apps {
+        let _ = app.join();
+    }
+    drop((a, b, nats));
     Ok(Value::Array(rows))
 }
 
