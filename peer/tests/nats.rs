@@ -9,10 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tungstenite::Message;
 
 mod common;
-use common::{next_frame, Peer, Socket};
+use common::{next, send, until, Peer, Socket};
 
 /// `nats-server` on a free port of 127.0.0.1; killed when dropped.
 struct Nats {
@@ -66,33 +65,6 @@ impl Drop for Nats {
 
 fn peer(nats: &Nats) -> Peer {
     Peer::start(&["--nats", &nats.url()])
-}
-
-fn send(ws: &mut Socket, v: &Value) {
-    ws.send(Message::text(v.to_string())).expect("send");
-}
-
-/// The next text frame as JSON; `None` once the connection is closed.
-#[track_caller]
-fn next(ws: &mut Socket) -> Option<Value> {
-    loop {
-        if let Message::Text(t) = next_frame(ws)? {
-            return serde_json::from_str(t.as_str()).ok();
-        }
-    }
-}
-
-/// Reads frames until one satisfies `f` (10 s at most).
-#[track_caller]
-fn until(ws: &mut Socket, f: impl Fn(&Value) -> bool) -> Value {
-    let t0 = Instant::now();
-    loop {
-        let v = next(ws).expect("the connection closed while waiting");
-        if f(&v) {
-            return v;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "waited too long");
-    }
 }
 
 /// A hand-written ABP app at `path` of `peer`: connected and initialized.

@@ -2,39 +2,11 @@
 //! closes the other, the native agent completes a call with a hand-written app after a flood of garbage, and a
 //! frame over the size limit ends only its own connection.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{json, Value};
 use tungstenite::Message;
 
 mod common;
-use common::{next_frame, Peer, Socket};
-
-fn send(ws: &mut Socket, v: &Value) {
-    ws.send(Message::text(v.to_string())).expect("send");
-}
-
-/// The next text frame as JSON; `None` once the connection is closed (a binary frame is skipped). Waiting 5 s
-/// fails the test.
-fn next(ws: &mut Socket) -> Option<Value> {
-    loop {
-        if let Message::Text(t) = next_frame(ws)? {
-            return serde_json::from_str(t.as_str()).ok();
-        }
-    }
-}
-
-/// Reads frames until one satisfies `f`.
-fn until(ws: &mut Socket, f: impl Fn(&Value) -> bool) -> Value {
-    let t0 = Instant::now();
-    loop {
-        let v = next(ws).expect("the connection closed while waiting");
-        if f(&v) {
-            return v;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "waited too long");
-    }
-}
+use common::{next, send, until, Peer};
 
 #[test]
 fn the_relay_forwards_both_ways_and_one_side_leaving_closes_the_other() {

@@ -294,3 +294,33 @@ pub fn next_frame(ws: &mut Socket) -> Option<tungstenite::Message> {
         }
     }
 }
+
+/// Sends `v` as one text frame.
+pub fn send(ws: &mut Socket, v: &serde_json::Value) {
+    ws.send(tungstenite::Message::text(v.to_string()))
+        .expect("send");
+}
+
+/// The next text frame as JSON; `None` once the connection is closed (a binary frame is skipped). Waiting 5 s
+/// fails the test.
+#[track_caller]
+pub fn next(ws: &mut Socket) -> Option<serde_json::Value> {
+    loop {
+        if let tungstenite::Message::Text(t) = next_frame(ws)? {
+            return serde_json::from_str(t.as_str()).ok();
+        }
+    }
+}
+
+/// Reads frames until one satisfies `f` (10 s at most).
+#[track_caller]
+pub fn until(ws: &mut Socket, f: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let t0 = Instant::now();
+    loop {
+        let v = next(ws).expect("the connection closed while waiting");
+        if f(&v) {
+            return v;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "waited too long");
+    }
+}
