@@ -274,12 +274,17 @@ impl Cluster {
         room: String,
         mut commands: UnboundedReceiver<Envelope>,
     ) {
+        // Commands are published one after another without waiting for their answers (NATS keeps one
+        // connection's messages in order, and the holder answers them in order); each answer comes to this
+        // controller's own inbox, under the command's number.
+        let inbox = self.client.new_inbox();
         let subscribed = async {
             let events = self.client.subscribe(subject(&room, "events")).await?;
             let alive = self.client.subscribe(subject(&room, "alive")).await?;
-            Ok::<(Subscriber, Subscriber), async_nats::SubscribeError>((events, alive))
+            let answers = self.client.subscribe(format!("{inbox}.*")).await?;
+            Ok::<_, async_nats::SubscribeError>((events, alive, answers))
         };
-        let (mut events, mut alive) = match subscribed.await {
+        let (mut events, mut alive, mut answers) = match subscribed.await {
             Ok(s) => s,
             Err(e) => {
                 hub.emit(
@@ -290,6 +295,9 @@ impl Cluster {
             }
         };
         let _ = self.client.flush().await;
+        // Commands sent and not answered yet, by number.
+        let mut unanswered: HashMap<u64, Sent> = HashMap::new();
+        let mut sent = 0u64;
         // The calls sent to another process's agent and not settled yet: callId → the command's `ref`.
         let mut pending: HashMap<String, Value> = HashMap::new();
         // Those settled here when their agent was lost: should it answer after all, the controller has its answer.
@@ -312,25 +320,39 @@ impl Cluster {
                     }
                     let reference = envelope.reference.clone();
                     let line = json!({ "ref": envelope.reference, "command": envelope.command }).to_string();
-                    match self.client.request(subject(&room, "cmd"), line.into()).await {
-                        Ok(m) if m.payload.as_ref() == b"ok" => {
-                            heard = Instant::now();
-                            if let Some(id) = call {
-                                pending.insert(id, reference);
+                    sent += 1;
+                    let published = self
+                        .client
+                        .publish_with_reply(subject(&room, "cmd"), format!("{inbox}.{sent}"), line.into())
+                        .await;
+                    let command = Sent { reference, call, at: Instant::now() };
+                    match published {
+                        Ok(()) => {
+                            // Counted as pending from now (its settlement may come before the holder's `ok`);
+                            // the holder has a heartbeat's time to be heard from.
+                            if let Some(id) = &command.call {
+                                if pending.is_empty() {
+                                    heard = Instant::now();
+                                }
+                                pending.insert(id.clone(), command.reference.clone());
                             }
+                            unanswered.insert(sent, command);
                         }
-                        Ok(_) => hub.emit(&room, no_app(&room, reference)),
-                        Err(e) if e.kind() == RequestErrorKind::NoResponders => hub.emit(&room, no_app(&room, reference)),
-                        // It may have reached the app's process before NATS failed: a call is settled as lost
-                        // (and its answer dropped should it come), anything else is an error.
-                        Err(e) => match call {
-                            Some(call_id) => {
-                                given_up.insert(call_id.clone());
-                                hub.emit(&room, lost(reference, call_id, &format!("NATS did not confirm the call reached the app's process ({e})")));
-                            }
-                            None => hub.emit(&room, Event::error(Some(reference), format!("NATS: the command was not delivered ({e})"))),
-                        },
+                        Err(e) => undelivered(&hub, &room, command, &mut given_up, &e),
                     }
+                }
+                Some(m) = answers.next() => {
+                    let number = m.subject.rsplit('.').next().and_then(|n| n.parse::<u64>().ok());
+                    let Some(command) = number.and_then(|n| unanswered.remove(&n)) else { continue };
+                    if m.status.is_none() && m.payload.as_ref() == b"ok" {
+                        heard = Instant::now();
+                        continue;
+                    }
+                    // No process holds the app ("no responders"), or its agent has just gone.
+                    if let Some(id) = &command.call {
+                        pending.remove(id);
+                    }
+                    hub.emit(&room, no_app(&room, command.reference));
                 }
                 Some(m) = events.next() => {
                     if sender(&m) == Some(self.node.as_str()) {
@@ -348,6 +370,20 @@ impl Cluster {
                 }
                 Some(_) = alive.next() => heard = Instant::now(),
                 _ = watch.tick() => {
+                    // Commands NATS did not answer for: they may have reached the app's process before NATS failed.
+                    let late: Vec<u64> = unanswered
+                        .iter()
+                        .filter(|(_, c)| c.at.elapsed() > GONE_AFTER)
+                        .map(|(n, _)| *n)
+                        .collect();
+                    for n in late {
+                        if let Some(command) = unanswered.remove(&n) {
+                            if let Some(id) = &command.call {
+                                pending.remove(id);
+                            }
+                            undelivered(&hub, &room, command, &mut given_up, &"no answer from NATS");
+                        }
+                    }
                     if !pending.is_empty() && heard.elapsed() > GONE_AFTER {
                         for (call_id, reference) in pending.drain() {
                             given_up.insert(call_id.clone());
@@ -359,6 +395,39 @@ impl Cluster {
                 else => break,
             }
         }
+    }
+}
+
+/// A controller's command on its way to the agent of another process.
+struct Sent {
+    reference: Value,
+    /// A call's id.
+    call: Option<String>,
+    at: Instant,
+}
+
+/// A command NATS did not confirm: it may have reached the app's process, so a call is settled as lost here (and
+/// its answer dropped should it come); anything else is an error.
+fn undelivered(
+    hub: &Hub,
+    room: &str,
+    command: Sent,
+    given_up: &mut HashSet<String>,
+    why: &dyn std::fmt::Display,
+) {
+    match command.call {
+        Some(call_id) => {
+            given_up.insert(call_id.clone());
+            let why = format!("NATS did not confirm the call reached the app's process ({why})");
+            hub.emit(room, lost(command.reference, call_id, &why));
+        }
+        None => hub.emit(
+            room,
+            Event::error(
+                Some(command.reference),
+                format!("NATS: the command was not delivered ({why})"),
+            ),
+        ),
     }
 }
 

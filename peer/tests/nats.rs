@@ -141,6 +141,32 @@ fn a_controller_on_one_process_drives_the_app_on_another() {
         (&json!(2), &json!("done"))
     );
 
+    // Many commands in flight at once reach the app in the order they were sent, and each is settled by its own
+    // answer, whatever order the app answers in.
+    for i in 0..50 {
+        send(
+            &mut control,
+            &json!({ "op": "call", "ref": 100 + i, "capability": "echo", "params": { "i": i } }),
+        );
+    }
+    let calls: Vec<Value> = (0..50)
+        .map(|_| until(&mut app, |m| m["type"] == "capabilities/call"))
+        .collect();
+    let order: Vec<Value> = calls
+        .iter()
+        .map(|c| c["payload"]["params"]["i"].clone())
+        .collect();
+    assert_eq!(order, (0..50).map(|i| json!(i)).collect::<Vec<_>>());
+    for call in calls.iter().rev() {
+        let i = call["payload"]["params"]["i"].clone();
+        settle(&mut app, call, i);
+    }
+    for _ in 0..50 {
+        let settled = until(&mut control, |e| e["op"] == "settled");
+        let i = settled["ref"].as_i64().expect("a ref") - 100;
+        assert_eq!(settled["response"]["data"], json!(i), "{settled}");
+    }
+
     // An abort from B reaches the app on A as a cancel of that call.
     send(
         &mut control,
