@@ -9,6 +9,8 @@
 //! - `abp.<room>.alive`: the holder's heartbeat, every [`ALIVE_EVERY`]. A controller with calls pending that
 //!   hears none for [`GONE_AFTER`] settles them `DISCONNECTED` (the holder's process was killed, or the NATS
 //!   server went away) instead of waiting for answers that will not come.
+//! - `abp.<room>.controller`: a controller of the room joined a process; an older one elsewhere is let go, as a
+//!   newer controller replaces the older one on one process.
 //! - `abp.<room>.hold`: an app asking to join the room elsewhere. The holder answers by the slot's rule (the
 //!   first app wins; a key holder takes the room back), and on a take-back lets its app go.
 //!
@@ -255,15 +257,18 @@ impl Cluster {
 
     /// Carries the commands of a controller of `room` on this process to the room's agent wherever it is, and
     /// that agent's events back to `hub` (for this process's controller of the room). Commands go in order.
+    /// Controller `id` of this process is replaced when a newer one of the room joins another process, as on one
+    /// process.
     pub(crate) fn control(
         self: &Arc<Self>,
         hub: Arc<Hub>,
         room: String,
+        id: u64,
     ) -> (Task, UnboundedSender<Envelope>) {
         let (tx, commands) = unbounded_channel();
         let cluster = self.clone();
         (
-            Task(tokio::spawn(cluster.relay_control(hub, room, commands))),
+            Task(tokio::spawn(cluster.relay_control(hub, room, id, commands))),
             tx,
         )
     }
@@ -272,6 +277,7 @@ impl Cluster {
         self: Arc<Self>,
         hub: Arc<Hub>,
         room: String,
+        id: u64,
         mut commands: UnboundedReceiver<Envelope>,
     ) {
         // Commands are published one after another without waiting for their answers (NATS keeps one
@@ -282,9 +288,10 @@ impl Cluster {
             let events = self.client.subscribe(subject(&room, "events")).await?;
             let alive = self.client.subscribe(subject(&room, "alive")).await?;
             let answers = self.client.subscribe(format!("{inbox}.*")).await?;
-            Ok::<_, async_nats::SubscribeError>((events, alive, answers))
+            let controllers = self.client.subscribe(subject(&room, "controller")).await?;
+            Ok::<_, async_nats::SubscribeError>((events, alive, answers, controllers))
         };
-        let (mut events, mut alive, mut answers) = match subscribed.await {
+        let (mut events, mut alive, mut answers, mut controllers) = match subscribed.await {
             Ok(s) => s,
             Err(e) => {
                 hub.emit(
@@ -295,6 +302,17 @@ impl Cluster {
             }
         };
         let _ = self.client.flush().await;
+        // Controllers joining at once on two processes both hear each other: the later stamp (then the greater
+        // process name) stays.
+        let stamp = format!("{:020} {}", unix_nanos(), self.node);
+        let _ = self
+            .client
+            .publish_with_headers(
+                subject(&room, "controller"),
+                node_header(&self.node),
+                stamp.clone().into(),
+            )
+            .await;
         // Commands sent and not answered yet, by number.
         let mut unanswered: HashMap<u64, Sent> = HashMap::new();
         let mut sent = 0u64;
@@ -369,6 +387,11 @@ impl Cluster {
                     hub.emit(&room, event);
                 }
                 Some(_) = alive.next() => heard = Instant::now(),
+                Some(m) = controllers.next() => {
+                    if sender(&m) != Some(self.node.as_str()) && m.payload.as_ref() > stamp.as_bytes() {
+                        hub.release_controller(&room, id);
+                    }
+                }
                 _ = watch.tick() => {
                     // Commands NATS did not answer for: they may have reached the app's process before NATS failed.
                     let late: Vec<u64> = unanswered
@@ -396,6 +419,12 @@ impl Cluster {
             }
         }
     }
+}
+
+fn unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// A controller's command on its way to the agent of another process.

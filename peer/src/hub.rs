@@ -165,11 +165,20 @@ impl Hub {
     pub(crate) fn attach_controller(self: &Arc<Self>, room: &str) -> Registration<Event> {
         let mut registration = self.register(|h| &h.controllers, room);
         if let Some(cluster) = &self.cluster {
-            let (task, commands) = cluster.control(self.clone(), room.to_owned());
+            let (task, commands) = cluster.control(self.clone(), room.to_owned(), registration.id);
             lock(&self.remote).insert(room.to_owned(), (registration.id, commands));
             registration.task = Some(task);
         }
         registration
+    }
+
+    /// Lets `room`'s controller go, if the registration `id` still is it (a newer one joined another process): its
+    /// inbox closes, and its connection ends.
+    pub(crate) fn release_controller(&self, room: &str, id: u64) {
+        let mut controllers = lock(&self.controllers);
+        if controllers.get(room).is_some_and(|(i, _, _)| *i == id) {
+            controllers.remove(room);
+        }
     }
 
     /// Becomes the controller of `room`'s agent on this process only (with `--nats` too): the MCP gateway, whose

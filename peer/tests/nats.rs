@@ -189,6 +189,19 @@ fn a_controller_on_one_process_drives_the_app_on_another() {
     let settled = until(&mut control, |e| e["op"] == "settled");
     assert_eq!(settled["ref"], 3);
     assert_eq!(settled["response"]["success"], false);
+
+    // A newer controller of the room, on the app's process, replaces the one on B as on one process: B's
+    // connection ends, and the events are the newer one's alone.
+    let mut newer = a.connect("/control/r");
+    while next(&mut control).is_some() {}
+    send(
+        &mut newer,
+        &json!({ "op": "call", "ref": 4, "capability": "echo" }),
+    );
+    let call = until(&mut app, |m| m["type"] == "capabilities/call");
+    settle(&mut app, &call, json!("newer"));
+    let settled = until(&mut newer, |e| e["op"] == "settled");
+    assert_eq!(settled["response"]["data"], "newer");
 }
 
 #[test]
