@@ -5,7 +5,9 @@
 // request's own stream; a question asked in a call at B answered by the retry at C; a tool added in the page heard
 // by a listen at B; closing a stream at B aborting the page's handler within 500 ms; the refusals of one process
 // (Origin, token, a second app); the app leaving, its process killed and the NATS server restarted, with nothing
-// pending left hanging. Needs `npm run build` first (pkg/) and nats-server (scripts/setup.sh installs it).
+// pending left hanging; and the relay's two sides (an app page, an agent page) on two server processes: calls,
+// progress, an AbortSignal aborting the handler, the room's process killed. Needs `npm run build` first (pkg/)
+// and nats-server (scripts/setup.sh installs it).
 import { chromium } from 'playwright-core';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -60,6 +62,20 @@ async function gateway(name) {
   return { name, child, ws: logged(/listening on (ws:\/\/\S+)/), url: logged(/mcp on (http:\/\/\S+)/), log };
 }
 
+/** One `abp-peer --nats` process in server mode (the relay and the native agent): its WebSocket URL and log. */
+async function server(name) {
+  const log = [];
+  const child = spawn('target/debug/abp-peer', ['--listen', '127.0.0.1:0', '--allow-origin', origin,
+    '--nats', `nats://127.0.0.1:${natsPort}`, '--token-file', join(tmpdir(), `abp-cluster-${process.pid}-${name}.token`)],
+  { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr.on('data', (c) => log.push(String(c)));
+  const logged = () => /listening on (ws:\/\/\S+)/.exec(log.join(''))?.[1];
+  for (let t0 = Date.now(); !logged(); await sleep(50)) {
+    if (Date.now() - t0 > 15000) fail(`server ${name} did not start: ${log.join('')}`);
+  }
+  return { name, child, ws: logged(), log };
+}
+
 const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
   'io.modelcontextprotocol/clientInfo': { name: 'cluster-check', version: '1' },
   'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
@@ -82,6 +98,7 @@ const events = (text) => text.split('\n').filter((l) => l.startsWith('data: ')).
 
 await startNats();
 const [a, b, c] = [await gateway('A'), await gateway('B'), await gateway('C')];
+const servers = [];
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
@@ -230,13 +247,57 @@ try {
     if (now() - t0 > 15000) fail(`after NATS came back, C never reached the app on B: ${JSON.stringify(r)}`);
   }
   say(`NATS restarted: C reaches the app on B again ${(now() - t0).toFixed(0)} ms later`);
-  console.log('cluster-check: ok (Chromium; three gateway processes over NATS)');
+
+  // The relay's two sides on two server processes: the app page joins /relay/R/app on P, an agent page (AbpClient)
+  // joins /relay/R/agent on Q, and the agent's calls reach the app through both processes.
+  const [p, q] = [await server('P'), await server('Q')];
+  servers.push(p, q);
+  const appPage = await (await browser.newContext()).newPage();
+  await appPage.goto(`${origin}/tests/cluster/app.html?gateway=${encodeURIComponent(p.ws)}&path=/relay/rr/app`);
+  await appPage.waitForFunction(() => window.joined || window.failure, null, { timeout: 20000 });
+  const agentPage = await (await browser.newContext()).newPage();
+  await agentPage.goto(`${origin}/tests/cluster/agent.html?peer=${encodeURIComponent(q.ws)}&room=rr&token=${token}`);
+  await agentPage.waitForFunction(() => window.joined || window.failure, null, { timeout: 20000 });
+  const failed = await agentPage.evaluate(() => window.failure) ?? await appPage.evaluate(() => window.failure);
+  if (failed) fail(`the relay's sides did not join: ${JSON.stringify(failed)}`);
+  const relayed = await agentPage.evaluate(async () => {
+    const echo = await window.abp.call('echo', { via: 'two processes' });
+    const seen = [];
+    const count = await window.abp.call('count', { to: 3 }, { onProgress: (p) => seen.push(p.progress) });
+    return { echo, count, seen };
+  });
+  if (relayed.echo.data?.via !== 'two processes' || relayed.count.data?.counted !== 3 || relayed.seen.join() !== '1,2,3') {
+    fail(`calls through the relay across processes: ${JSON.stringify(relayed)}`);
+  }
+  say('relay across processes: the agent on Q calls the app on P (a result, progress 1,2,3 before the result)');
+  await agentPage.evaluate(() => {
+    window.controller = new AbortController();
+    window.pending = window.abp.call('wait', {}, { signal: window.controller.signal });
+  });
+  await appPage.waitForFunction(() => window.started >= 1, null, { timeout: 10000 });
+  const abortAt = await agentPage.evaluate(() => { window.controller.abort('stop'); return performance.timeOrigin + performance.now(); });
+  await appPage.waitForFunction(() => window.abortedAt, null, { timeout: 5000 });
+  const tookAbort = (await appPage.evaluate(() => window.abortedAt)) - abortAt;
+  const cancelled = await agentPage.evaluate(() => window.pending.then((r) => r.error?.code));
+  if (tookAbort > 500 || cancelled !== 'CANCELLED') fail(`the abort through the relay: ${tookAbort} ms, ${cancelled}`);
+  say(`relay across processes: the agent's AbortSignal on Q aborted the handler on P ${tookAbort.toFixed(1)} ms later`);
+  // P, the room's process, killed: Q closes the agent's side, and its pending call settles.
+  await agentPage.evaluate(() => { window.pending = window.abp.call('wait', {}); });
+  await appPage.waitForFunction(() => window.started >= 2, null, { timeout: 10000 });
+  t0 = now();
+  p.child.kill('SIGKILL');
+  const lost = await agentPage.evaluate(() => window.pending.then((r) => r.error?.code));
+  if (now() - t0 > 1600 || lost !== 'DISCONNECTED') fail(`P killed: ${lost} after ${now() - t0} ms`);
+  say(`relay across processes: P killed, the agent's pending call on Q settled ${lost} ${(now() - t0).toFixed(0)} ms later`);
+
+  console.log('cluster-check: ok (Chromium; three gateway processes and a relay across two, over NATS)');
 } catch (e) {
+  for (const g of [...servers]) console.error(`--- server ${g.name}'s log:\n${g.log.join('')}`);
   for (const g of [a, b, c]) console.error(`--- gateway ${g.name}'s log (exit ${g.child.exitCode} ${g.child.signalCode}):\n${g.log.join('')}`);
   throw e;
 } finally {
   await browser.close();
-  for (const g of [a, b, c]) g.child.kill('SIGTERM');
+  for (const g of [a, b, c, ...servers]) g.child.kill('SIGTERM');
   nats.kill('SIGTERM');
   pages.close();
 }

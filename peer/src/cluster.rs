@@ -61,6 +61,12 @@ fn subject(room: &str, what: &str) -> String {
 /// A task that ends when this is dropped (with the registration that holds it).
 pub(crate) struct Task(JoinHandle<()>);
 
+impl Task {
+    pub(crate) fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) -> Task {
+        Task(tokio::spawn(work))
+    }
+}
+
 impl Drop for Task {
     fn drop(&mut self) {
         self.0.abort();
@@ -182,6 +188,52 @@ impl Cluster {
         })))
     }
 
+    /// Subscribes to `room`'s subject `what` (`abp.<room>.<what>`), in effect once it returns.
+    pub(crate) async fn subscribe(&self, room: &str, what: &str) -> Result<Subscriber, String> {
+        self.subscribed(subject(room, what)).await
+    }
+
+    /// Subscribes to `subject`, in effect once it returns (the NATS server has it).
+    async fn subscribed(&self, subject: String) -> Result<Subscriber, String> {
+        let s = self
+            .client
+            .subscribe(subject)
+            .await
+            .map_err(|e| format!("NATS: {e}"))?;
+        self.client
+            .flush()
+            .await
+            .map_err(|e| format!("NATS: {e}"))?;
+        Ok(s)
+    }
+
+    /// Publishes on `room`'s subject `what`; false when NATS did not take it (gone, or `payload` over its
+    /// largest message). One process's messages arrive in the order they were published.
+    pub(crate) async fn publish(&self, room: &str, what: &str, payload: Vec<u8>) -> bool {
+        self.client
+            .publish(subject(room, what), payload.into())
+            .await
+            .is_ok()
+    }
+
+    /// Asks on `room`'s subject `what`: the first answer, or `None` when nobody listens there.
+    pub(crate) async fn request(
+        &self,
+        room: &str,
+        what: &str,
+        payload: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, String> {
+        match self
+            .client
+            .request(subject(room, what), payload.into())
+            .await
+        {
+            Ok(m) => Ok(Some(m.payload.to_vec())),
+            Err(e) if e.kind() == RequestErrorKind::NoResponders => Ok(None),
+            Err(e) => Err(format!("the NATS server did not answer ({e})")),
+        }
+    }
+
     /// This process's name among those on the NATS server.
     pub(crate) fn node(&self) -> &str {
         &self.node
@@ -208,16 +260,8 @@ impl Cluster {
 
     /// What other processes send this one under `what` (`abp.node.<this>.<what>`).
     pub(crate) async fn inbox(&self, what: &str) -> Result<Subscriber, String> {
-        let s = self
-            .client
-            .subscribe(format!("abp.node.{}.{what}", self.node))
+        self.subscribed(format!("abp.node.{}.{what}", self.node))
             .await
-            .map_err(|e| format!("NATS: {e}"))?;
-        self.client
-            .flush()
-            .await
-            .map_err(|e| format!("NATS: {e}"))?;
-        Ok(s)
     }
 
     /// Asks process `node` (its inbox `what`), and waits for its answer (at most [`GONE_AFTER`]).

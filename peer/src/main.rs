@@ -30,6 +30,7 @@ mod mcp_http;
 mod mcp_remote;
 mod mcp_tasks;
 mod relay;
+mod relay_remote;
 mod security;
 mod server;
 mod ws;

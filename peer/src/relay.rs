@@ -37,7 +37,7 @@ pub(crate) const APP_LEFT: &[u8] = b"abp-relay: app left";
 /// The binary frame that tells an agent, after [`APP_LEFT`], that another app has joined.
 pub(crate) const APP_JOINED: &[u8] = b"abp-relay: app joined";
 
-enum Out {
+pub(crate) enum Out {
     /// A text frame from the holder `from` of the other side.
     Frame { from: u64, text: String },
     /// A notice to an agent.
@@ -58,6 +58,8 @@ pub(crate) struct Room {
     key: Option<String>,
     /// The agent was told its app left, and is to be told when another joins.
     agent_alone: bool,
+    /// With `--nats`: what serves this room to sides that joined other processes.
+    home: Option<crate::cluster::Task>,
 }
 
 impl Room {
@@ -67,13 +69,13 @@ impl Room {
             .is_some_and(|s| !s.inbox.is_closed())
     }
 
-    fn holder(&self, side: usize) -> Option<u64> {
+    pub(crate) fn holder(&self, side: usize) -> Option<u64> {
         self.sides[side].as_ref().map(|s| s.id)
     }
 }
 
-const AGENT: usize = 0;
-const APP: usize = 1;
+pub(crate) const AGENT: usize = 0;
+pub(crate) const APP: usize = 1;
 
 fn index(is_agent: bool) -> usize {
     if is_agent {
@@ -111,6 +113,30 @@ pub(crate) struct Joined {
 }
 
 impl Joined {
+    /// Which side it is ([`AGENT`] or [`APP`]) and its holder's number.
+    pub(crate) fn side(&self) -> (usize, u64) {
+        (self.me, self.id)
+    }
+
+    /// The next frame or notice for this side; `None` once it no longer holds its place.
+    pub(crate) async fn next_out(&mut self) -> Option<Out> {
+        let out = self.inbox.recv().await?;
+        if let Out::Frame { text, .. } = &out {
+            self.queued.fetch_sub(text.len(), Ordering::AcqRel);
+            release(text.len());
+        }
+        Some(out)
+    }
+
+    /// Whether a frame from holder `from` of the other side is still that side's to say (it has not left or been
+    /// replaced since).
+    pub(crate) fn current(&self, from: u64) -> bool {
+        lock(&self.hub.relay)
+            .get(&self.room)
+            .and_then(|r| r.holder(1 - self.me))
+            == Some(from)
+    }
+
     /// Gives the place back, with whatever was still on its way to this side.
     fn finish(&mut self) {
         if std::mem::replace(&mut self.done, true) {
@@ -207,9 +233,6 @@ pub(crate) async fn serve(socket: WebSocket, mut joined: Joined, ping: Duration)
         joined.me,
         joined.id,
     );
-    let other = 1 - me;
-    let queued = joined.queued.clone();
-    let inbox = &mut joined.inbox;
     let mut pings = tokio::time::interval_at(tokio::time::Instant::now() + ping, ping);
     loop {
         tokio::select! {
@@ -229,14 +252,10 @@ pub(crate) async fn serve(socket: WebSocket, mut joined: Joined, ping: Duration)
                 Incoming::Other => {}
                 Incoming::Closed => break,
             },
-            out = inbox.recv() => match out {
+            out = joined.next_out() => match out {
                 Some(Out::Frame { from, text }) => {
-                    let bytes = text.len();
-                    queued.fetch_sub(bytes, Ordering::AcqRel);
-                    release(bytes);
-                    let current = lock(&hub.relay).get(&room).and_then(|r| r.holder(other));
                     // Sent by a side that has left or been replaced since: not the current holder's to say.
-                    if current == Some(from) && !conn.send(text).await {
+                    if joined.current(from) && !conn.send(text).await {
                         break;
                     }
                 }
@@ -254,7 +273,7 @@ pub(crate) async fn serve(socket: WebSocket, mut joined: Joined, ping: Duration)
 }
 
 /// A text frame from side `me` (holder `id`) of `room`: to the other side, or waiting for it.
-fn pass(hub: &Hub, room: &str, me: usize, id: u64, text: String) -> Result<(), String> {
+pub(crate) fn pass(hub: &Hub, room: &str, me: usize, id: u64, text: String) -> Result<(), String> {
     let other = 1 - me;
     let mut rooms = lock(&hub.relay);
     let Some(r) = rooms.get_mut(room) else {
@@ -329,5 +348,25 @@ fn leave(hub: &Hub, room: &str, me: usize, id: u64) {
     }
     if r.sides.iter().all(Option::is_none) {
         rooms.remove(room);
+    }
+}
+
+/// Whether `room` has a side on this process (then a side joining here joins it here).
+pub(crate) fn is_here(hub: &Hub, room: &str) -> bool {
+    lock(&hub.relay).contains_key(room)
+}
+
+/// With `--nats`: whether `room` is here and nothing serves it to the other processes yet.
+pub(crate) fn wants_home(hub: &Hub, room: &str) -> bool {
+    lock(&hub.relay).get(room).is_some_and(|r| r.home.is_none())
+}
+
+/// With `--nats`: `task` serves `room` to the other processes for as long as the room is here (dropped with it,
+/// or at once if the room has gone or another task serves it already).
+pub(crate) fn set_home(hub: &Hub, room: &str, task: crate::cluster::Task) {
+    if let Some(r) = lock(&hub.relay).get_mut(room) {
+        if r.home.is_none() {
+            r.home = Some(task);
+        }
     }
 }

@@ -543,22 +543,24 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     // An app's place in its room is taken now, before the upgrade is answered: a refused app gets its status,
     // and of two apps racing for a room only one is told yes.
     let place = match &endpoint {
-        Endpoint::Agent { room } => match attach_agent(&s.hub, room, key.as_deref()).await {
-            Ok(place) => place,
-            Err(why) => {
-                return refused(
-                    &path,
-                    Refusal {
-                        status: StatusCode::SERVICE_UNAVAILABLE,
-                        why,
-                    },
-                );
-            }
-        },
-        Endpoint::Relay { room, agent } => {
-            crate::relay::join(&s.hub, room, *agent, key).map(Place::Relay)
+        Endpoint::Agent { room } => attach_agent(&s.hub, room, key.as_deref()).await,
+        Endpoint::Relay { room, agent } => crate::relay_remote::join(&s.hub, room, *agent, key)
+            .await
+            .map(|place| place.map(Place::Relay)),
+        _ => Ok(Ok(Place::None)),
+    };
+    // With `--nats`, NATS did not answer: the room may be held where this process cannot see.
+    let place = match place {
+        Ok(place) => place,
+        Err(why) => {
+            return refused(
+                &path,
+                Refusal {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    why,
+                },
+            );
         }
-        _ => Ok(Place::None),
     };
     let place = match place {
         Ok(place) => place,
@@ -601,7 +603,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                     crate::agent::serve(socket, hub, registration, room, dialect, ping).await
                 }
                 (Endpoint::Relay { .. }, Place::Relay(joined)) => {
-                    crate::relay::serve(socket, joined, ping).await
+                    crate::relay_remote::serve(socket, joined, ping).await
                 }
                 (Endpoint::Control { room }, _) => crate::control::serve(socket, hub, room).await,
                 (Endpoint::McpHost { room }, _) => crate::mcp::serve_host(socket, hub, room).await,
@@ -645,7 +647,7 @@ async fn attach_agent(
 enum Place {
     None,
     Agent(Registration<Envelope>),
-    Relay(crate::relay::Joined),
+    Relay(crate::relay_remote::Place),
 }
 
 /// The room key of a request's query (`key=`): what an app joins its room with, so that only a holder of it

@@ -544,3 +544,101 @@ async fn a_call_through_another_process_ends_when_the_app_leaves_or_its_process_
         }
     }
 }
+
+mod relay {
+    //! The relay's two sides on two processes.
+
+    use super::*;
+    use common::{next_frame, upgrade};
+    use tungstenite::Message;
+
+    fn say(ws: &mut Socket, t: &str) {
+        ws.send(Message::text(t)).expect("send");
+    }
+
+    #[track_caller]
+    fn heard(ws: &mut Socket) -> String {
+        match next_frame(ws) {
+            Some(Message::Text(t)) => t.as_str().to_owned(),
+            Some(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("expected a frame, got {other:?}"),
+        }
+    }
+
+    /// How long until `ws` is closed (a close, an error or EOF; frames before it are dropped), if within `wait`.
+    fn closed_within(ws: &mut Socket, wait: Duration) -> Option<Duration> {
+        let t0 = Instant::now();
+        while t0.elapsed() < wait {
+            match ws.read() {
+                Ok(Message::Close(_)) | Err(_) => return Some(t0.elapsed()),
+                Ok(_) => {}
+            }
+        }
+        None
+    }
+
+    fn status(p: &Peer, path: &str) -> u16 {
+        upgrade(p.addr, &format!("127.0.0.1:{}", p.addr.port()), path, &[]).status
+    }
+
+    #[test]
+    fn the_relay_s_two_sides_meet_across_processes_with_the_rules_of_one() {
+        let nats = Nats::start();
+        let (a, b) = (peer(&nats), peer(&nats));
+        let mut agent = a.connect("/relay/x/agent");
+        // Said before any app joined: it waits, and reaches the app that joins another process.
+        say(&mut agent, "early");
+        let mut app = b.connect("/relay/x/app");
+        assert_eq!(heard(&mut app), "early");
+        say(&mut app, "hi");
+        assert_eq!(heard(&mut agent), "hi");
+        for i in 0..20 {
+            say(&mut agent, &format!("m{i}"));
+        }
+        for i in 0..20 {
+            assert_eq!(heard(&mut app), format!("m{i}"), "in order");
+        }
+        // The first app wins, on either process.
+        assert_eq!(status(&a, "/relay/x/app"), 409);
+        assert_eq!(status(&b, "/relay/x/app"), 409);
+        // The app leaving is told to the agent, and so is the next app joining.
+        drop(app);
+        assert_eq!(heard(&mut agent), "abp-relay: app left");
+        let mut next_app = b.connect("/relay/x/app");
+        assert_eq!(heard(&mut agent), "abp-relay: app joined");
+        say(&mut agent, "again");
+        assert_eq!(heard(&mut next_app), "again");
+        // The agent leaving closes the app, on the other process.
+        drop(agent);
+        assert!(closed_within(&mut next_app, Duration::from_secs(3)).is_some());
+
+        // The app first, on A; the agent on B.
+        let mut app = a.connect("/relay/y/app");
+        let mut agent = b.connect("/relay/y/agent");
+        say(&mut agent, "to the app");
+        assert_eq!(heard(&mut app), "to the app");
+        say(&mut app, "to the agent");
+        assert_eq!(heard(&mut agent), "to the agent");
+    }
+
+    #[test]
+    fn a_side_on_another_process_is_closed_when_the_room_s_process_dies() {
+        let nats = Nats::start();
+        let (mut a, b) = (peer(&nats), peer(&nats));
+        let mut agent = a.connect("/relay/z/agent");
+        let mut app = b.connect("/relay/z/app");
+        say(&mut agent, "ready");
+        assert_eq!(heard(&mut app), "ready");
+        a.child.kill().expect("SIGKILL");
+        // The home's heartbeat stops; the bound is GONE_AFTER and a heartbeat, 1.25 s.
+        let took = closed_within(&mut app, Duration::from_millis(1600));
+        assert!(took.is_some(), "the app's side stayed open");
+        eprintln!("the side on B closed {took:?} after A was killed");
+        drop(agent);
+        // The room is free again: the next sides meet on B alone.
+        let mut agent = b.connect("/relay/z/agent");
+        let mut app = b.connect("/relay/z/app");
+        say(&mut agent, "back");
+        assert_eq!(heard(&mut app), "back");
+    }
+}
