@@ -3,7 +3,9 @@
 //   - the baseline: the official SDK 2 server (`@modelcontextprotocol/server`) serving the tool itself, stateless,
 //     through its `createMcpHandler` on a Node HTTP server in a process of its own (bench/mcp-http-sdk-server.mjs);
 //   - the subject: `abp-peer mcp --http` (release build), with the tool a capability of a browser app (pkg/, in
-//     headless Chromium through Playwright) that joined the gateway over WebSocket.
+//     headless Chromium through Playwright) that joined the gateway over WebSocket;
+//   - with nats-server installed (BENCH_NATS=0 leaves it out): both gateways run with `--nats`, and a third side
+//     calls a second `abp-peer mcp --http` process without the app, which passes each request to the first.
 // For each number of calls in flight (BENCH_CONCURRENCY, default 1,16): calls/s, p50 and p99 over BENCH_WINDOW
 // seconds (default 3, after half a second of warm-up), two rounds each, interleaved, with the CPU time the server
 // side used per call (the SDK server's process; the gateway's and all of Chromium's). Then abort → handler: the
@@ -11,7 +13,8 @@
 // BENCH_ABORTS times (default 20), read on both ends from performance.timeOrigin + performance.now().
 // Needs `npm run build` (pkg/) and `node tests/interop/build.mjs` (the SDKs); builds abp-peer itself.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +63,7 @@ function cpuMs(pids) {
 
 // The browser Playwright started: this process's children other than the two servers.
 function browserPids() {
-  const ours = new Set([sdk.pid, gateway.pid]);
+  const ours = new Set([sdk.pid, gateway.pid, other?.pid, nats?.pid]);
   return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -86,11 +89,27 @@ if (spawnSync('cargo', ['build', '--release', '-q', '-p', 'abp-peer'], { stdio: 
 const pages = await serve(0);
 const pageOrigin = `http://127.0.0.1:${pages.address().port}`;
 const token = randomBytes(24).toString('hex');
-const gateway = spawn('target/release/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
-  '--allow-origin', pageOrigin, '--token-file', join(tmpdir(), `abp-bench-http-${process.pid}.token`)],
-{ env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
-let log = '';
-gateway.stderr.on('data', (c) => { log += c; });
+const natsBin = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find(existsSync);
+let nats;
+let natsArgs = [];
+if (natsBin && process.env.BENCH_NATS !== '0') {
+  const port = await new Promise((resolve) => {
+    const l = createServer().listen(0, '127.0.0.1', () => { const { port } = l.address(); l.close(() => resolve(port)); });
+  });
+  nats = spawn(natsBin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  natsArgs = ['--nats', `nats://127.0.0.1:${port}`];
+}
+const startGateway = (name) => {
+  const child = spawn('target/release/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+    '--allow-origin', pageOrigin, ...natsArgs, '--token-file', join(tmpdir(), `abp-bench-http-${process.pid}-${name}.token`)],
+  { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.log = '';
+  child.stderr.on('data', (c) => { child.log += c; });
+  return child;
+};
+const gateway = startGateway('a');
+const other = nats ? startGateway('b') : null;
+const log = () => gateway.log;
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
@@ -98,8 +117,8 @@ const browser = await chromium.launch({
 });
 const clients = [];
 try {
-  const ws = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(log)?.[1], 'the gateway');
-  const gatewayUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log)?.[1], 'the HTTP endpoint');
+  const ws = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(log())?.[1], 'the gateway');
+  const gatewayUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log())?.[1], 'the HTTP endpoint');
   const page = await browser.newPage();
   page.on('pageerror', (e) => console.error('page error:', e));
   await page.goto(`${pageOrigin}/bench/webmcp.html`);
@@ -127,7 +146,15 @@ try {
     { name: 'abp-peer mcp --http → app in Chromium', client: await connect(gatewayUrl, { Authorization: `Bearer ${token}` }),
       abortedAt: (tag) => page.evaluate((t) => window.aborted[t], tag), pids: [gateway.pid, ...browserPids()] },
   ];
-  await until(async () => (await sides[1].client.listTools()).tools.some((t) => t.name === 'echo'), 'the app to join');
+  if (other) {
+    const otherUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(other.log)?.[1], 'the second gateway');
+    sides.push({ name: 'abp-peer mcp --http on B → NATS → A → app in Chromium',
+      client: await connect(otherUrl, { Authorization: `Bearer ${token}` }), abortedAt: sides[1].abortedAt,
+      pids: [other.pid, gateway.pid, nats.pid, ...browserPids()] });
+  }
+  for (const side of sides.slice(1)) {
+    await until(async () => (await side.client.listTools()).tools.some((t) => t.name === 'echo'), 'the app to join');
+  }
 
   // Calls/s and latency: `n` loops, each calling echo again as soon as it returns; and the server side's CPU time
   // over the window.
@@ -157,7 +184,8 @@ try {
     const pooled = sides.map(() => []);
     const cpu = sides.map(() => 0);
     for (let round = 0; round < 2; round++) {
-      const order = round % 2 ? [1, 0] : [0, 1];
+      const order = sides.map((_, i) => i);
+      if (round % 2) order.reverse();
       for (const i of order) {
         const m = await measure(sides[i], n);
         pooled[i].push(...m.times);
@@ -200,6 +228,8 @@ try {
   for (const c of clients) await c.close().catch(() => {});
   await browser.close();
   gateway.kill('SIGTERM');
+  other?.kill('SIGTERM');
+  nats?.kill('SIGTERM');
   sdk.kill();
   pages.close();
 }
