@@ -17,6 +17,8 @@
 //! their POST, its notifications and answers are 202, a GET opens the stream for what the server says unasked
 //! (`list_changed`, and `elicitation/create` when no request stream is open), and DELETE ends it (its calls are
 //! cancelled in the app). In that era a closed stream is not a cancel: the client POSTs `notifications/cancelled`.
+//! With `--nats` a session follows the app: while the app is on another process, the session's lines go to that
+//! process's gateway (see [`crate::mcp_remote`]).
 //!
 //! Checked on every request, before its body is read: `Host` (403), `Origin` (403; the gateway's own
 //! `http://127.0.0.1:PORT` and `http://localhost:PORT` besides `--allow-origin`), and the launch token as
@@ -25,7 +27,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -69,10 +71,22 @@ struct Route {
 /// in JSON), its progress tokens, and the GET stream.
 pub(crate) struct Session {
     host: u64,
+    /// Its `Mcp-Session-Id`.
+    pub(crate) id: String,
     requests: Mutex<Vec<(String, UnboundedSender<String>)>>,
     tokens: Mutex<HashMap<String, String>>,
     listening: Mutex<Option<UnboundedSender<String>>>,
+    /// With `--nats`: the process whose gateway serves it when the app is on another process (a session follows
+    /// the app). Held while an input goes, so that a session's inputs keep their order.
+    at: tokio::sync::Mutex<Option<String>>,
+    /// What set it up (`initialize`, `notifications/initialized`), told again to a gateway it moves to.
+    setup: Mutex<Vec<String>>,
+    /// This process's gateway has been told `setup`.
+    set_up_here: AtomicBool,
 }
+
+/// The id a replayed `initialize` goes with: its answer matches no request of the session, and is dropped.
+const REPLAYED: &str = "abp-replayed-initialize";
 
 /// The sessions a gateway keeps at once; one more `initialize` is refused (503) until one ends.
 const MAX_SESSIONS: usize = 32;
@@ -81,7 +95,7 @@ impl Session {
     /// Where a message of this session goes: a response to its request's stream (which it ends), progress to
     /// the stream of the request that gave the token, anything else to the GET stream, or, without one, to the
     /// newest request stream still open (the server may speak there about a running request).
-    fn route(&self, line: String) {
+    pub(crate) fn route(&self, line: String) {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             return;
         };
@@ -113,6 +127,100 @@ impl Session {
             let _ = tx.send(line);
         }
     }
+}
+
+impl Session {
+    /// The gateway serving this session stopped answering (its process was killed, or NATS went away): each
+    /// request waiting is answered with an error. The session stays; its next request goes where the app is then.
+    pub(crate) fn abandon(&self, why: &str) {
+        for (key, tx) in lock(&self.requests).drain(..) {
+            let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+            let error =
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": why } });
+            let _ = tx.send(error.to_string());
+        }
+        lock(&self.tokens).clear();
+    }
+
+    /// What set it up, for a gateway it moves to (the `initialize` under an id of its own).
+    fn replayed_setup(&self) -> Vec<String> {
+        lock(&self.setup)
+            .iter()
+            .map(|line| match serde_json::from_str::<Value>(line) {
+                Ok(mut m) if m.get("id").is_some() => {
+                    m["id"] = json!(REPLAYED);
+                    m.to_string()
+                }
+                _ => line.clone(),
+            })
+            .collect()
+    }
+}
+
+/// A line of session `session` to the gateway serving it: this process's, or with `--nats`, when the app is on
+/// another process, that process's (the session moves there first, set up as it was here). False when the
+/// gateway is stopping.
+async fn to_session_host(e: &Endpoint, session: &Arc<Session>, line: String) -> bool {
+    let mut at = session.at.lock().await;
+    if let Some(remote) = &e.remote {
+        let there = if e.hub.has_agent(&e.room) {
+            None
+        } else {
+            remote.elsewhere()
+        };
+        if there != *at {
+            if let Some(old) = at.take() {
+                remote.session_left(&old, &session.id).await;
+            }
+            let setup = session.replayed_setup();
+            match &there {
+                Some(node) => remote.session_moved(node, session, setup).await,
+                None if !session.set_up_here.swap(true, Ordering::AcqRel) => {
+                    for line in setup {
+                        let _ = e.hub.to_mcp_gateway(
+                            &e.room,
+                            HostInput::Line {
+                                host: session.host,
+                                line,
+                            },
+                        );
+                    }
+                }
+                None => {}
+            }
+            *at = there;
+        }
+    }
+    let is_setup = serde_json::from_str::<Value>(&line).is_ok_and(|m| {
+        matches!(
+            m.get("method").and_then(Value::as_str),
+            Some("initialize" | "notifications/initialized")
+        )
+    });
+    let sent = match (&*at, &e.remote) {
+        (Some(node), Some(remote)) => {
+            remote.session_line(node, &session.id, line.clone()).await;
+            true
+        }
+        _ => {
+            if is_setup {
+                session.set_up_here.store(true, Ordering::Release);
+            }
+            e.hub
+                .to_mcp_gateway(
+                    &e.room,
+                    HostInput::Line {
+                        host: session.host,
+                        line: line.clone(),
+                    },
+                )
+                .is_ok()
+        }
+    };
+    if is_setup {
+        lock(&session.setup).push(line);
+    }
+    sent
 }
 
 /// Routes a session's lines until the gateway lets it go, then forgets it.
@@ -826,9 +934,13 @@ async fn open_session(e: &Arc<Endpoint>, message: Value, headers: &HeaderMap) ->
     let host = e.hub.next_id() + 1;
     let session = Arc::new(Session {
         host,
+        id: session_id.clone(),
         requests: Mutex::new(Vec::new()),
         tokens: Mutex::new(HashMap::new()),
         listening: Mutex::new(None),
+        at: tokio::sync::Mutex::new(None),
+        setup: Mutex::new(Vec::new()),
+        set_up_here: AtomicBool::new(false),
     });
     let (out, lines) = unbounded_channel();
     if e.hub
@@ -876,6 +988,9 @@ async fn in_session(
             let _ = e
                 .hub
                 .to_mcp_gateway(&e.room, HostInput::Left { host: session.host });
+            if let (Some(node), Some(remote)) = (session.at.lock().await.take(), &e.remote) {
+                remote.session_left(&node, id).await;
+            }
             StatusCode::OK.into_response()
         }
         Method::POST => {
@@ -899,13 +1014,9 @@ async fn in_session(
             }
             // A notification (`notifications/cancelled` among them: this era's cancel), or an answer to the
             // server's question.
-            let line = HostInput::Line {
-                host: session.host,
-                line: message.to_string(),
-            };
-            match e.hub.to_mcp_gateway(&e.room, line) {
-                Ok(()) => StatusCode::ACCEPTED.into_response(),
-                Err(_) => rpc_error(
+            match to_session_host(e, session, message.to_string()).await {
+                true => StatusCode::ACCEPTED.into_response(),
+                false => rpc_error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     Value::Null,
                     -32603,
@@ -933,11 +1044,7 @@ async fn session_request(
     }
     let streamed = message.get("method") == Some(&json!("tools/call"))
         && accepts(headers, "text/event-stream");
-    let line = HostInput::Line {
-        host: session.host,
-        line: message.to_string(),
-    };
-    if e.hub.to_mcp_gateway(&e.room, line).is_err() {
+    if !to_session_host(e, session, message.to_string()).await {
         return rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             Value::Null,

@@ -11,22 +11,29 @@
 //! `params:<why>`; `abp.node.<node>.lines` takes the lines this gateway's answers are made of, for the requests
 //! this process passed on. A stream key names the process it belongs to (`http-<node>-<n>`).
 //!
+//! A 2025-11-25 session stays on the process where it was opened, but while the app is on another one it is served
+//! by that one's gateway: `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind",
+//! "line"}`, `kind` one of `joined`, `line`, `alive`, `left`), and `abp.node.<node>.session-lines` what that
+//! gateway says for it. The process serving it lets a session go when its own process has not said `alive` for
+//! [`crate::cluster::GONE_AFTER`].
+//!
 //! A client closing its stream here cancels the request there (its `notifications/cancelled` follows it). Should
 //! the app's process stop answering (killed, or NATS lost), the requests passed to it are answered here with an
 //! error within [`crate::cluster::GONE_AFTER`] and a heartbeat.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
-use crate::cluster::{Cluster, Holder, ALIVE_EVERY};
+use crate::cluster::{Cluster, Holder, ALIVE_EVERY, GONE_AFTER};
 use crate::hub::{lock, Hub};
 use crate::mcp::HostInput;
-use crate::mcp_http::{params_match, ParamHeaders, Streams, HTTP};
+use crate::mcp_http::{params_match, ParamHeaders, Session, Streams, HTTP};
 
 /// What the process holding the app said to a request passed to it.
 pub(crate) enum Passed {
@@ -45,6 +52,11 @@ pub(crate) struct Remote {
     room: String,
     /// Requests passed to another process and not answered yet: stream key → that process.
     passed: Mutex<HashMap<String, String>>,
+    /// 2025-11-25 sessions of this process served by another's gateway: session id → that process, the session.
+    sessions_there: Mutex<HashMap<String, (String, Arc<Session>)>>,
+    /// Sessions of other processes served by this gateway: (process, session id) → its host here, and when that
+    /// process last said the session was still there.
+    sessions_here: Mutex<HashMap<(String, String), (u64, Instant)>>,
 }
 
 impl Remote {
@@ -61,12 +73,28 @@ impl Remote {
         let holder = cluster.follow_holder(&room).await?;
         let mut requests = cluster.inbox("http").await?;
         let mut answers = cluster.inbox("lines").await?;
+        let mut session_inputs = cluster.inbox("session").await?;
+        let mut session_lines = cluster.inbox("session-lines").await?;
         let remote = Arc::new(Remote {
             cluster,
             holder,
             hub,
             room,
             passed: Mutex::new(HashMap::new()),
+            sessions_there: Mutex::new(HashMap::new()),
+            sessions_here: Mutex::new(HashMap::new()),
+        });
+        let r = remote.clone();
+        tokio::spawn(async move {
+            while let Some(m) = session_inputs.next().await {
+                r.serve_session(&m.payload);
+            }
+        });
+        let r = remote.clone();
+        tokio::spawn(async move {
+            while let Some(m) = session_lines.next().await {
+                r.session_line_back(&m.payload);
+            }
         });
         let r = remote.clone();
         tokio::spawn(async move {
@@ -89,6 +117,7 @@ impl Remote {
             loop {
                 watch.tick().await;
                 r.answer_the_abandoned(&streams, &lines);
+                r.watch_sessions().await;
             }
         });
         Ok(remote)
@@ -152,6 +181,150 @@ impl Remote {
         if let Some(node) = node.filter(|n| *n != self.cluster.node()) {
             self.cluster.tell(node, "lines", line).await;
         }
+    }
+
+    /// Session `session` of this process moves to the gateway of `node` (where the app is): it is set up there
+    /// with `setup`, and what that gateway says for it comes back here.
+    pub(crate) async fn session_moved(
+        &self,
+        node: &str,
+        session: &Arc<Session>,
+        setup: Vec<String>,
+    ) {
+        lock(&self.sessions_there).insert(session.id.clone(), (node.to_owned(), session.clone()));
+        self.tell_session(node, &session.id, "joined", None).await;
+        for line in setup {
+            self.tell_session(node, &session.id, "line", Some(line))
+                .await;
+        }
+    }
+
+    /// A line of session `id`, to the gateway of `node` serving it.
+    pub(crate) async fn session_line(&self, node: &str, id: &str, line: String) {
+        self.tell_session(node, id, "line", Some(line)).await;
+    }
+
+    /// Session `id` no longer uses the gateway of `node` (it ended, or moved).
+    pub(crate) async fn session_left(&self, node: &str, id: &str) {
+        lock(&self.sessions_there).remove(id);
+        self.tell_session(node, id, "left", None).await;
+    }
+
+    async fn tell_session(&self, node: &str, id: &str, kind: &str, line: Option<String>) {
+        let payload =
+            json!({ "from": self.cluster.node(), "session": id, "kind": kind, "line": line });
+        self.cluster
+            .tell(node, "session", payload.to_string())
+            .await;
+    }
+
+    /// What another process says for a session of its own that this gateway serves.
+    fn serve_session(&self, payload: &[u8]) {
+        let Ok(said) = serde_json::from_slice::<Value>(payload) else {
+            return;
+        };
+        let (Some(from), Some(id), Some(kind)) = (
+            said.get("from").and_then(Value::as_str),
+            said.get("session").and_then(Value::as_str),
+            said.get("kind").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let key = (from.to_owned(), id.to_owned());
+        let mut here = lock(&self.sessions_here);
+        match kind {
+            "joined" => {
+                let host = self.hub.next_id() + 1;
+                let (out, mut lines) = unbounded_channel::<String>();
+                if self
+                    .hub
+                    .to_mcp_gateway(&self.room, HostInput::Joined { host, out })
+                    .is_err()
+                {
+                    return;
+                }
+                if let Some((old, _)) = here.insert(key, (host, Instant::now())) {
+                    let _ = self
+                        .hub
+                        .to_mcp_gateway(&self.room, HostInput::Left { host: old });
+                }
+                let (cluster, from, id) = (self.cluster.clone(), from.to_owned(), id.to_owned());
+                tokio::spawn(async move {
+                    while let Some(line) = lines.recv().await {
+                        let back = json!({ "session": id, "line": line }).to_string();
+                        cluster.tell(&from, "session-lines", back).await;
+                    }
+                });
+            }
+            "line" => {
+                let (Some((host, heard)), Some(line)) =
+                    (here.get_mut(&key), said.get("line").and_then(Value::as_str))
+                else {
+                    return;
+                };
+                *heard = Instant::now();
+                let input = HostInput::Line {
+                    host: *host,
+                    line: line.to_owned(),
+                };
+                let _ = self.hub.to_mcp_gateway(&self.room, input);
+            }
+            "alive" => {
+                if let Some((_, heard)) = here.get_mut(&key) {
+                    *heard = Instant::now();
+                }
+            }
+            _ => {
+                if let Some((host, _)) = here.remove(&key) {
+                    let _ = self
+                        .hub
+                        .to_mcp_gateway(&self.room, HostInput::Left { host });
+                }
+            }
+        }
+    }
+
+    /// A line the gateway serving a session of this process said for it.
+    fn session_line_back(&self, payload: &[u8]) {
+        let Ok(back) = serde_json::from_slice::<Value>(payload) else {
+            return;
+        };
+        let (Some(id), Some(line)) = (
+            back.get("session").and_then(Value::as_str),
+            back.get("line").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let session = lock(&self.sessions_there).get(id).map(|(_, s)| s.clone());
+        if let Some(session) = session {
+            session.route(line.to_owned());
+        }
+    }
+
+    /// Sessions served elsewhere: the processes serving them hear that they are still there, and those whose
+    /// process stopped answering have their waiting requests answered with an error. Sessions served here whose
+    /// process has gone silent are let go.
+    async fn watch_sessions(&self) {
+        let there: Vec<(String, String)> = lock(&self.sessions_there)
+            .iter()
+            .map(|(id, (node, _))| (id.clone(), node.clone()))
+            .collect();
+        for (id, node) in there {
+            if self.holder.holds(&node) {
+                self.tell_session(&node, &id, "alive", None).await;
+            } else if let Some((_, session)) = lock(&self.sessions_there).remove(&id) {
+                session.abandon("The process serving this session's app stopped answering before this request was answered");
+            }
+        }
+        lock(&self.sessions_here).retain(|_, (host, heard)| {
+            let alive = heard.elapsed() <= GONE_AFTER;
+            if !alive {
+                let _ = self
+                    .hub
+                    .to_mcp_gateway(&self.room, HostInput::Left { host: *host });
+            }
+            alive
+        });
     }
 
     /// A request another process passed here: to this gateway, if the app is here and its headers are right.

@@ -634,19 +634,6 @@ async fn a_task_says_whether_the_work_happened() {
     app.leave();
 }
 
-/// A 2025-11-25 request of session `sid` (no metadata headers, as that revision's clients send).
-fn legacy_headers(sid: Option<&str>, accept: &str) -> Vec<String> {
-    let mut h = vec![
-        format!("Authorization: Bearer {TOKEN}"),
-        "Content-Type: application/json".to_owned(),
-        format!("Accept: {accept}"),
-    ];
-    if let Some(sid) = sid {
-        h.push(format!("Mcp-Session-Id: {sid}"));
-    }
-    h
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     let (g, mut app) = with_app().await;
@@ -656,38 +643,7 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     let (status, _, body) =
         blocking(|| post(&g, &list, legacy_headers(None, "application/json"))).await;
     assert!(status == 400 && body.contains("initialize"), "{body}");
-    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } });
-    let (status, head, body) = blocking(|| {
-        post(
-            &g,
-            &init,
-            legacy_headers(None, "application/json, text/event-stream"),
-        )
-    })
-    .await;
-    let v: Value = serde_json::from_str(&body).expect("JSON");
-    assert_eq!(
-        (status, &v["result"]["protocolVersion"]),
-        (200, &json!("2025-11-25")),
-        "{body}"
-    );
-    let sid = head
-        .lines()
-        .find_map(|l| {
-            l.to_lowercase()
-                .strip_prefix("mcp-session-id: ")
-                .map(str::to_owned)
-        })
-        .expect("an Mcp-Session-Id");
-    assert_eq!(sid.len(), 32, "128 random bits: {sid}");
-    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    assert_eq!(
-        blocking(|| post(&g, &note, legacy_headers(Some(&sid), "application/json")))
-            .await
-            .0,
-        202
-    );
+    let sid = blocking(|| legacy_session(&g)).await;
     let t0 = Instant::now();
     let tools = loop {
         let (_, _, body) =

@@ -545,6 +545,150 @@ async fn a_call_through_another_process_ends_when_the_app_leaves_or_its_process_
     }
 }
 
+/// A 2025-11-25 request of session `sid` to `g`: its status and JSON body.
+/// Waits for a call of `capability` to start in the app (the starts of calls made before are passed over).
+async fn started(app: &mut App, capability: &str) -> String {
+    loop {
+        if let AppEvent::Started {
+            call_id,
+            capability: c,
+        } = app.next("a call to start").await
+        {
+            if c == capability {
+                return call_id;
+            }
+        }
+    }
+}
+
+fn in_session(g: &Gateway, sid: &str, message: &Value) -> (u16, Value) {
+    let (status, _, body) = post(g, message, legacy_headers(Some(sid), "application/json"));
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_session_on_a_process_without_the_app_follows_the_app() {
+    let nats = Nats::start();
+    let url = nats.url();
+    let (mut a, b) = (
+        Gateway::start(&["--nats", &url]).0,
+        Gateway::start(&["--nats", &url]).0,
+    );
+    // The host opens its session at B before any app exists (as a host started before its app does); the app
+    // then joins A, and the session reaches it.
+    let sid = blocking(|| legacy_session(&b)).await;
+    let mut app = App::join(&a.ws).await;
+    assert!(matches!(app.next("joined").await, AppEvent::Joined));
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
+    let t0 = Instant::now();
+    loop {
+        let (_, v) = blocking(|| in_session(&b, &sid, &list)).await;
+        if v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            assert_eq!(v["id"], 1, "{v}");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "never listed: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let echo = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "echo", "arguments": { "text": "legacy" } } });
+    let (status, v) = blocking(|| in_session(&b, &sid, &echo)).await;
+    assert_eq!(
+        (status, &v["id"], &v["result"]["structuredContent"]["text"]),
+        (200, &json!(2), &json!("legacy")),
+        "{v}"
+    );
+    // Progress on the call's own stream, before its result.
+    let steps = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "steps", "arguments": {}, "_meta": { "progressToken": "t3" } } });
+    let (_, _, body) = blocking(|| {
+        post(
+            &b,
+            &steps,
+            legacy_headers(Some(&sid), "application/json, text/event-stream"),
+        )
+    })
+    .await;
+    let seen = events(&body);
+    assert_eq!(
+        seen.first().map(|m| m["params"]["progressToken"].clone()),
+        Some(json!("t3")),
+        "{body}"
+    );
+    assert_eq!(
+        seen.last().map(|m| m["id"].clone()),
+        Some(json!(3)),
+        "{body}"
+    );
+    // This era's cancel, POSTed at B, aborts the handler on A.
+    let slow = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
+    let _stream = request(
+        &b,
+        "POST",
+        "/mcp",
+        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
+        &slow.to_string(),
+    );
+    let call_id = started(&mut app, "slow").await;
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 4, "reason": "stop" } });
+    let t0 = Instant::now();
+    assert_eq!(
+        blocking(|| post(&b, &cancel, legacy_headers(Some(&sid), "application/json")))
+            .await
+            .0,
+        202
+    );
+    match app.next("the handler's abort").await {
+        AppEvent::Aborted {
+            call_id: aborted, ..
+        } => assert_eq!(aborted, call_id),
+        other => panic!("expected the abort, got {other:?}"),
+    }
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "the cancel took {:?}",
+        t0.elapsed()
+    );
+    // A, the app's process, killed during a call: the call is answered with an error within the bound.
+    let slow = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
+    let ending = tokio::spawn(async move {
+        started(&mut app, "slow").await;
+        a.child.kill().expect("SIGKILL");
+        (Instant::now(), a, app)
+    });
+    let (status, v) = blocking(|| in_session(&b, &sid, &slow)).await;
+    let (t0, _a, _app) = ending.await.expect("the kill");
+    assert!(
+        t0.elapsed() < Duration::from_millis(1600),
+        "answered {:?} after A was killed",
+        t0.elapsed()
+    );
+    assert_eq!((status, &v["id"]), (200, &json!(5)), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("stopped answering"),
+        "{v}"
+    );
+    // The session stays: the app joining B now is reached through it.
+    let mut app = App::join(&b.ws).await;
+    assert!(matches!(app.next("joined").await, AppEvent::Joined));
+    let t0 = Instant::now();
+    loop {
+        let (_, v) = blocking(|| in_session(&b, &sid, &echo)).await;
+        if v["result"]["structuredContent"]["text"] == "legacy" {
+            break;
+        }
+        // Until the gateway on B has finished meeting the app, it says no app is ready.
+        assert!(t0.elapsed() < Duration::from_secs(5), "{v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 mod relay {
     //! The relay's two sides on two processes.
 

@@ -231,3 +231,49 @@ pub fn until_terminal(g: &Gateway, task: &str) -> Value {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A 2025-11-25 request of session `sid` (no metadata headers, as that revision's clients send).
+pub fn legacy_headers(sid: Option<&str>, accept: &str) -> Vec<String> {
+    let mut h = vec![
+        format!("Authorization: Bearer {TOKEN}"),
+        "Content-Type: application/json".to_owned(),
+        format!("Accept: {accept}"),
+    ];
+    if let Some(sid) = sid {
+        h.push(format!("Mcp-Session-Id: {sid}"));
+    }
+    h
+}
+
+/// A 2025-11-25 session opened at `g` (`initialize`, then `notifications/initialized`): its `Mcp-Session-Id`.
+#[track_caller]
+pub fn legacy_session(g: &Gateway) -> String {
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } });
+    let (status, head, body) = post(
+        g,
+        &init,
+        legacy_headers(None, "application/json, text/event-stream"),
+    );
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (status, &v["result"]["protocolVersion"]),
+        (200, &json!("2025-11-25")),
+        "{body}"
+    );
+    let sid = head
+        .lines()
+        .find_map(|l| {
+            l.to_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        })
+        .expect("an Mcp-Session-Id");
+    assert_eq!(sid.len(), 32, "128 random bits: {sid}");
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(
+        post(g, &note, legacy_headers(Some(&sid), "application/json")).0,
+        202
+    );
+    sid
+}
