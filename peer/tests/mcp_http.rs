@@ -277,21 +277,11 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         }
         let closed_at = Instant::now();
         drop(stream);
-        match app.next("the handler's abort").await {
-            AppEvent::Aborted {
-                call_id: aborted,
-                at,
-                ..
-            } => {
-                assert_eq!(aborted, call_id);
-                let took = at.duration_since(closed_at);
-                assert!(
-                    took < Duration::from_millis(500),
-                    "aborted {took:?} after the client went (stream opened: {opened})"
-                );
-            }
-            other => panic!("expected the abort, got {other:?}"),
-        }
+        let took = app.aborted_after(&call_id, closed_at).await;
+        assert!(
+            took < Duration::from_millis(500),
+            "aborted {took:?} after the client went (stream opened: {opened})"
+        );
     }
     app.leave();
 }

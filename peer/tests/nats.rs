@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod common;
-use common::{next, send, until, Peer, Socket};
+use common::{answer_initialize, next, send, until, Peer, Socket};
 
 /// `nats-server` on a free port of 127.0.0.1; killed when dropped.
 struct Nats {
@@ -71,13 +71,7 @@ fn peer(nats: &Nats) -> Peer {
 #[track_caller]
 fn app(peer: &Peer, path: &str) -> Socket {
     let mut app = peer.connect(path);
-    let init = until(&mut app, |m| m["type"] == "initialize");
-    send(
-        &mut app,
-        &json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
-            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
-                "app": { "id": "a", "name": "a", "version": "1" } } }),
-    );
+    answer_initialize(&mut app);
     app
 }
 
@@ -446,17 +440,7 @@ async fn an_mcp_host_uses_the_app_through_any_gateway_process() {
         &modern_headers(&slow, "application/json, text/event-stream"),
         &slow.to_string(),
     );
-    let call_id = loop {
-        if let AppEvent::Started {
-            call_id,
-            capability,
-        } = app.next("slow started").await
-        {
-            if capability == "slow" {
-                break call_id;
-            }
-        }
-    };
+    let call_id = app.started_of("slow").await;
     let mut seen = String::new();
     let mut buf = [0u8; 4096];
     while !seen.contains("notifications/progress") {
@@ -466,22 +450,12 @@ async fn an_mcp_host_uses_the_app_through_any_gateway_process() {
     }
     let closed_at = Instant::now();
     drop(stream);
-    match app.next("the handler's abort").await {
-        AppEvent::Aborted {
-            call_id: aborted,
-            at,
-            ..
-        } => {
-            assert_eq!(aborted, call_id);
-            let took = at.duration_since(closed_at);
-            assert!(
-                took < Duration::from_millis(500),
-                "aborted {took:?} after the client at B went"
-            );
-            eprintln!("closing the stream at B aborted the handler on A {took:?} later");
-        }
-        other => panic!("expected the abort, got {other:?}"),
-    }
+    let took = app.aborted_after(&call_id, closed_at).await;
+    assert!(
+        took < Duration::from_millis(500),
+        "aborted {took:?} after the client at B went"
+    );
+    eprintln!("closing the stream at B aborted the handler on A {took:?} later");
 
     // A task started through B is followed through C, and its result is there.
     let job = call(5, "job", json!({ "ms": 50 }), meta_with_tasks());
@@ -546,21 +520,6 @@ async fn a_call_through_another_process_ends_when_the_app_leaves_or_its_process_
 }
 
 /// A 2025-11-25 request of session `sid` to `g`: its status and JSON body.
-/// Waits for a call of `capability` to start in the app (the starts of calls made before are passed over).
-async fn started(app: &mut App, capability: &str) -> String {
-    loop {
-        if let AppEvent::Started {
-            call_id,
-            capability: c,
-        } = app.next("a call to start").await
-        {
-            if c == capability {
-                return call_id;
-            }
-        }
-    }
-}
-
 fn in_session(g: &Gateway, sid: &str, message: &Value) -> (u16, Value) {
     let (status, _, body) = post(g, message, legacy_headers(Some(sid), "application/json"));
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
@@ -632,7 +591,7 @@ async fn a_2025_11_25_session_on_a_process_without_the_app_follows_the_app() {
         &legacy_headers(Some(&sid), "application/json, text/event-stream"),
         &slow.to_string(),
     );
-    let call_id = started(&mut app, "slow").await;
+    let call_id = app.started_of("slow").await;
     let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 4, "reason": "stop" } });
     let t0 = Instant::now();
     assert_eq!(
@@ -655,7 +614,7 @@ async fn a_2025_11_25_session_on_a_process_without_the_app_follows_the_app() {
     // A, the app's process, killed during a call: the call is answered with an error within the bound.
     let slow = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
     let ending = tokio::spawn(async move {
-        started(&mut app, "slow").await;
+        app.started_of("slow").await;
         a.child.kill().expect("SIGKILL");
         (Instant::now(), a, app)
     });

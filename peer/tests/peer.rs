@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use tungstenite::Message;
 
 mod common;
-use common::{next, send, until, Peer};
+use common::{answer_initialize, next, send, until, Peer};
 
 #[test]
 fn the_relay_forwards_both_ways_and_one_side_leaving_closes_the_other() {
@@ -66,13 +66,7 @@ fn the_native_agent_survives_garbage_and_completes_a_call() {
         };
         app.send(Message::text(frame)).expect("send");
     }
-    let init = until(&mut app, |m| m["type"] == "initialize");
-    send(
-        &mut app,
-        &json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
-            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
-                "app": { "id": "a", "name": "a", "version": "1" } } }),
-    );
+    answer_initialize(&mut app);
     until(&mut control, |e| e["op"] == "connected");
     send(
         &mut control,
@@ -147,13 +141,7 @@ fn stdin_drives_the_agent_and_stdout_carries_only_events() {
     assert_eq!(event()["message"], "not a JSON command");
     // A hand-written app on /agent (the room "").
     let (mut app, _) = tungstenite::connect(format!("{url}/agent")).expect("connect");
-    let init = until(&mut app, |m| m["type"] == "initialize");
-    send(
-        &mut app,
-        &json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
-            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
-                "app": { "id": "a", "name": "a", "version": "1" } } }),
-    );
+    answer_initialize(&mut app);
     assert_eq!(event()["op"], "connected");
     writeln!(
         stdin,

@@ -324,3 +324,15 @@ pub fn until(ws: &mut Socket, f: impl Fn(&serde_json::Value) -> bool) -> serde_j
         assert!(t0.elapsed() < Duration::from_secs(10), "waited too long");
     }
 }
+
+/// Plays a hand-written ABP app on `app`: waits for the agent's `initialize` and answers it.
+#[track_caller]
+pub fn answer_initialize(app: &mut Socket) {
+    let init = until(app, |m| m["type"] == "initialize");
+    send(
+        app,
+        &serde_json::json!({ "type": "initialize-result", "id": init["id"], "timestamp": 0,
+            "payload": { "sessionId": "S", "protocolVersion": "0.1", "capabilities": [],
+                "app": { "id": "a", "name": "a", "version": "1" } } }),
+    );
+}

@@ -123,6 +123,36 @@ impl App {
         }
     }
 
+    /// Waits for a call of `capability` to start (the starts of calls made before are passed over): its call id.
+    pub async fn started_of(&mut self, capability: &str) -> String {
+        loop {
+            if let AppEvent::Started {
+                call_id,
+                capability: c,
+            } = self.next("a call to start").await
+            {
+                if c == capability {
+                    return call_id;
+                }
+            }
+        }
+    }
+
+    /// Waits for the handler of `call_id` to see its signal abort: how long after `since` it did.
+    pub async fn aborted_after(&mut self, call_id: &str, since: Instant) -> Duration {
+        match self.next("the handler's abort").await {
+            AppEvent::Aborted {
+                call_id: aborted,
+                at,
+                ..
+            } => {
+                assert_eq!(aborted, call_id);
+                at.duration_since(since)
+            }
+            other => panic!("expected the abort, got {other:?}"),
+        }
+    }
+
     /// Closes the app's socket (as a page that goes away).
     pub fn leave(&mut self) {
         if let Some(leave) = self.leave.take() {
