@@ -1,13 +1,15 @@
 // Gateway processes sharing one browser app over NATS, with a real app in headless Chromium: nats-server on a free
 // 127.0.0.1 port, three `abp-peer mcp --http --nats` processes (A, B, C), the app page (tests/cluster/app.html)
 // joined to A, and an MCP host (plain HTTP, revision 2026-07-28) whose requests reach B and C, as behind a load
-// balancer with no affinity. Each point is a case: no app anywhere; tools listed and called; progress on the
-// request's own stream; a question asked in a call at B answered by the retry at C; a tool added in the page heard
-// by a listen at B; closing a stream at B aborting the page's handler within 500 ms; the refusals of one process
-// (Origin, token, a second app); the app leaving, its process killed and the NATS server restarted, with nothing
-// pending left hanging; and the relay's two sides (an app page, an agent page) on two server processes: calls,
-// progress, an AbortSignal aborting the handler, the room's process killed. Needs `npm run build` first (pkg/)
-// and nats-server (scripts/setup.sh installs it).
+// balancer with no affinity, and the official SDK clients (2 and 1, the second a 2025-11-25 session) at processes
+// without the app. Each point is a case: no app anywhere; tools listed and called; progress on the request's own
+// stream; a question asked in a call at B answered by the retry at C; a tool added in the page heard by a listen at
+// B; closing a stream at B aborting the page's handler within 500 ms; the refusals of one process (Origin, Host, no
+// token or a wrong one, a second app); the official SDK 2 and SDK 1 clients at processes without the app, their
+// AbortSignal aborting the page's handler; the app leaving, its process killed and the NATS server restarted, with
+// nothing pending left hanging; and the relay's two sides (an app page, an agent page) on two server processes:
+// calls, progress, an AbortSignal aborting the handler, the room's process killed. Needs `npm run build` first
+// (pkg/), `node tests/interop/build.mjs` (the SDKs) and nats-server (scripts/setup.sh installs it).
 import { chromium } from 'playwright-core';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +19,12 @@ import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../www/serve.mjs';
+
+// The official MCP clients (pinned in tests/interop, installed by its build).
+const interop = new URL('../tests/interop/node_modules/', import.meta.url);
+const { Client: ClientV2, StreamableHTTPClientTransport: HttpV2 } = await import(new URL('@modelcontextprotocol/client/dist/index.mjs', interop));
+const { Client: ClientV1 } = await import(new URL('@modelcontextprotocol/sdk/dist/esm/client/index.js', interop));
+const { StreamableHTTPClientTransport: HttpV1 } = await import(new URL('@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.js', interop));
 
 const fail = (msg) => { throw new Error(`cluster-check: ${msg}`); };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -197,6 +205,34 @@ try {
   if (took > 500) fail(`the handler was aborted ${took.toFixed(0)} ms after the stream at B closed`);
   say(`closing the stream at B aborted the page's handler (joined to A) ${took.toFixed(1)} ms later`);
 
+  // The official SDK clients, each at a process without the app: SDK 2 (revision 2026-07-28: its abort closes the
+  // request's stream) at C, and SDK 1 (a 2025-11-25 session: its abort POSTs notifications/cancelled) at B.
+  const requestInit = { headers: { Authorization: `Bearer ${token}` } };
+  const sdk2 = new ClientV2({ name: 'cluster-check', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+  await sdk2.connect(new HttpV2(new URL(c.url), { requestInit }));
+  const sdk1 = new ClientV1({ name: 'cluster-check', version: '1' }, { capabilities: {} });
+  await sdk1.connect(new HttpV1(new URL(b.url), { requestInit }));
+  // (SDK 1's callTool takes its options third, after a result schema.)
+  const sides = [[(...a) => sdk2.callTool(a[0], a[1]), c, 'the SDK 2 client'],
+    [(...a) => sdk1.callTool(a[0], undefined, a[1]), b, 'the SDK 1 client (a 2025-11-25 session)']];
+  for (const [callTool, g, label] of sides) {
+    const echoed = await callTool({ name: 'echo', arguments: { via: label } });
+    if (echoed.structuredContent?.via !== label) fail(`${label} at ${g.name}: ${JSON.stringify(echoed)}`);
+    const before = await page.evaluate(() => { window.abortedAt = undefined; return window.started ?? 0; });
+    const controller = new AbortController();
+    const calling = callTool({ name: 'wait', arguments: {} }, { signal: controller.signal }).catch((e) => e);
+    await page.waitForFunction((n) => window.started > n, before, { timeout: 10000 });
+    const abortAt = now();
+    controller.abort('stop');
+    await calling;
+    await page.waitForFunction(() => window.abortedAt, null, { timeout: 5000 });
+    const tookSdk = (await page.evaluate(() => window.abortedAt)) - abortAt;
+    if (tookSdk > 500) fail(`${label} at ${g.name}: the handler was aborted ${tookSdk.toFixed(0)} ms after the abort`);
+    say(`${label} at ${g.name}: echo answered, and its AbortSignal aborted the page's handler on A ${tookSdk.toFixed(1)} ms later`);
+  }
+  await sdk2.close();
+  await sdk1.close();
+
   // On connections of their own (a refused request's connection is closed, and fetch's pool would reuse it).
   const status = (headers) => new Promise((resolve, reject) => {
     const r = request(b.url, { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json', ...headers } },
@@ -206,13 +242,18 @@ try {
   });
   const foreign = { status: await status({ Authorization: `Bearer ${token}`, Origin: 'http://evil.example' }) };
   const tokenless = { status: await status({}) };
+  const forged = { status: await status({ Authorization: `Bearer ${token}`, Host: 'evil.example' }) };
+  const wrong = { status: await status({ Authorization: `Bearer ${'0'.repeat(48)}` }) };
   const second = await openApp(b);
   const refused = await second.evaluate(() => window.failure?.code);
   await second.context().close();
-  if (foreign.status !== 403 || tokenless.status !== 401 || refused !== 'DISCONNECTED') {
-    fail(`refusals at B: Origin ${foreign.status}, no token ${tokenless.status}, a second app ${refused}`);
+  if (foreign.status !== 403 || tokenless.status !== 401 || forged.status !== 403 || wrong.status !== 401
+    || refused !== 'DISCONNECTED') {
+    fail(`refusals at B: Origin ${foreign.status}, no token ${tokenless.status}, a forged Host ${forged.status}, `
+      + `a wrong token ${wrong.status}, a second app ${refused}`);
   }
-  say('B refuses a foreign Origin (403), no token (401), and a second app while the first holds A (first app wins)');
+  say('B refuses a foreign Origin (403), a forged Host (403), no token and a wrong one (401), and a second app while '
+    + 'the first holds A (first app wins)');
 
   let { response: pending } = await pendingWait(b, page);
   let t0 = now();
