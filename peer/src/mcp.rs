@@ -38,6 +38,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::Hub;
+use crate::mcp_remote::{is_replayed_answer, Follow, Follower, StdioLines};
 use crate::mcp_tasks::{self, Tasks};
 use crate::server::{self, Routes, Server, ServerOptions};
 
@@ -59,9 +60,10 @@ pub(crate) struct Args {
     /// that authenticates, or a test runner. Anything on this machine can then use the app.
     #[arg(long, requires = "http")]
     http_no_auth: bool,
-    /// With --http: share the app with the other gateway processes given the same NATS server (nats://HOST:PORT),
-    /// so that a host's requests may reach any of them (behind a load balancer with no affinity).
-    #[arg(long, value_name = "URL", requires = "http")]
+    /// Share the app with the other gateway processes given the same NATS server (nats://HOST:PORT): a host's
+    /// HTTP requests may reach any of them (behind a load balancer with no affinity), and the host on stdio
+    /// reaches the app wherever it joined.
+    #[arg(long, value_name = "URL")]
     nats: Option<String>,
 }
 
@@ -85,6 +87,8 @@ struct Running {
 
 /// The host on stdin/stdout.
 const STDIO: u64 = 0;
+/// Its name among the hosts of this process another process's gateway serves (with `--nats`).
+const STDIO_HOST: &str = "stdio";
 
 /// What a host that joins through `/mcp-host` sends the gateway (by the hub), one message at a time.
 #[derive(Debug)]
@@ -982,6 +986,25 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         sink: None,
     }];
     let param_headers = Arc::new(crate::mcp_http::ParamHeaders::default());
+    // The lines of the HTTP host, and the HTTP requests open here.
+    let (lines, for_http) = unbounded_channel();
+    let streams = Arc::new(crate::mcp_http::Streams::new(
+        cluster.as_ref().map(|c| c.node()),
+    ));
+    let remote = match &cluster {
+        Some(c) => Some(
+            crate::mcp_remote::Remote::start(
+                c.clone(),
+                hub.clone(),
+                args.room.clone(),
+                param_headers.clone(),
+                lines.clone(),
+                streams.clone(),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if let Some(listen) = &args.http {
         let listener = crate::mcp_http::bind(listen, args.server.allow_non_loopback).await?;
         let bound = listener
@@ -995,24 +1018,6 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         .iter()
         .filter_map(|o| crate::security::Origin::parse(o).ok())
         .collect();
-        let (lines, for_http) = unbounded_channel();
-        let streams = Arc::new(crate::mcp_http::Streams::new(
-            cluster.as_ref().map(|c| c.node()),
-        ));
-        let remote = match &cluster {
-            Some(c) => Some(
-                crate::mcp_remote::Remote::start(
-                    c.clone(),
-                    hub.clone(),
-                    args.room.clone(),
-                    param_headers.clone(),
-                    lines.clone(),
-                    streams.clone(),
-                )
-                .await?,
-            ),
-            None => None,
-        };
         tokio::spawn(crate::mcp_http::dispatch(
             for_http,
             streams.clone(),
@@ -1026,7 +1031,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             streams,
             sessions: std::sync::Mutex::new(HashMap::new()),
             param_headers: param_headers.clone(),
-            remote,
+            remote: remote.clone(),
         });
         hosts.push(Host {
             id: crate::mcp_http::HTTP,
@@ -1075,10 +1080,18 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     };
     let (to_stdout, writer) = stdout_writer();
     let mut lines = BufReader::new(tokio::io::stdin()).split(b'\n');
+    // With `--nats`, the host on stdio follows the app: while it is on another process, that process's gateway
+    // serves the host, and what it says comes back here.
+    let (stdio_back, mut from_elsewhere) = unbounded_channel::<String>();
+    let stdio_follower = Follower::Stdio(StdioLines::new(stdio_back));
+    let mut stdio_follow = Follow::default();
     tokio::pin!(stop);
     loop {
         gateway.perform();
-        let out = std::mem::take(&mut gateway.out);
+        let mut out = std::mem::take(&mut gateway.out);
+        if remote.is_some() {
+            out.retain(|line| !is_replayed_answer(line));
+        }
         if !out.is_empty() && to_stdout.send(out).is_err() {
             break; // the host closed our stdout
         }
@@ -1086,9 +1099,17 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         tokio::select! {
             line = next_line(&mut lines), if stdio => match line {
                 Some(line) if line.trim().is_empty() => {}
-                Some(line) => gateway.on_host_line(STDIO, &line),
+                Some(line) => match &remote {
+                    Some(remote) => {
+                        for line in stdio_follow.next(remote, STDIO_HOST, &stdio_follower, line).await {
+                            gateway.on_host_line(STDIO, &line);
+                        }
+                    }
+                    None => gateway.on_host_line(STDIO, &line),
+                },
                 None => break,
             },
+            Some(line) = from_elsewhere.recv() => gateway.out.push(line),
             Some(event) = registration.inbox.recv() => gateway.on_app_event(event),
             Some(input) = joining.inbox.recv() => match input {
                 HostInput::Joined { host, out } => gateway.join(host, out),
@@ -1109,6 +1130,9 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     }
     // The host is gone (or we are stopped): cancel what runs in the app, tell a host that still listens, give
     // the app a moment to see the cancels, and go.
+    if let Some(remote) = &remote {
+        stdio_follow.end(remote, STDIO_HOST).await;
+    }
     gateway.cancel_everything();
     gateway.goodbye();
     let _ = to_stdout.send(std::mem::take(&mut gateway.out));

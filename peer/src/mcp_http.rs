@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::hub::{lock, Hub};
 use crate::mcp::HostInput;
-use crate::mcp_remote::{Passed, Remote};
+use crate::mcp_remote::{Follow, Follower, Passed, Remote};
 use crate::security::Guard;
 
 /// The gateway's host id for everything that comes over HTTP.
@@ -76,17 +76,10 @@ pub(crate) struct Session {
     requests: Mutex<Vec<(String, UnboundedSender<String>)>>,
     tokens: Mutex<HashMap<String, String>>,
     listening: Mutex<Option<UnboundedSender<String>>>,
-    /// With `--nats`: the process whose gateway serves it when the app is on another process (a session follows
-    /// the app). Held while an input goes, so that a session's inputs keep their order.
-    at: tokio::sync::Mutex<Option<String>>,
-    /// What set it up (`initialize`, `notifications/initialized`), told again to a gateway it moves to.
-    setup: Mutex<Vec<String>>,
-    /// This process's gateway has been told `setup`.
-    set_up_here: AtomicBool,
+    /// With `--nats`: where it is served while the app is on another process (a session follows the app). Held
+    /// while an input goes, so that a session's inputs keep their order.
+    follow: tokio::sync::Mutex<Follow>,
 }
-
-/// The id a replayed `initialize` goes with: its answer matches no request of the session, and is dropped.
-const REPLAYED: &str = "abp-replayed-initialize";
 
 /// The sessions a gateway keeps at once; one more `initialize` is refused (503) until one ends.
 const MAX_SESSIONS: usize = 32;
@@ -141,86 +134,31 @@ impl Session {
         }
         lock(&self.tokens).clear();
     }
-
-    /// What set it up, for a gateway it moves to (the `initialize` under an id of its own).
-    fn replayed_setup(&self) -> Vec<String> {
-        lock(&self.setup)
-            .iter()
-            .map(|line| match serde_json::from_str::<Value>(line) {
-                Ok(mut m) if m.get("id").is_some() => {
-                    m["id"] = json!(REPLAYED);
-                    m.to_string()
-                }
-                _ => line.clone(),
-            })
-            .collect()
-    }
 }
 
 /// A line of session `session` to the gateway serving it: this process's, or with `--nats`, when the app is on
 /// another process, that process's (the session moves there first, set up as it was here). False when the
 /// gateway is stopping.
 async fn to_session_host(e: &Endpoint, session: &Arc<Session>, line: String) -> bool {
-    let mut at = session.at.lock().await;
-    if let Some(remote) = &e.remote {
-        let there = if e.hub.has_agent(&e.room) {
-            None
-        } else {
-            remote.elsewhere()
-        };
-        if there != *at {
-            if let Some(old) = at.take() {
-                remote.session_left(&old, &session.id).await;
-            }
-            let setup = session.replayed_setup();
-            match &there {
-                Some(node) => remote.session_moved(node, session, setup).await,
-                None if !session.set_up_here.swap(true, Ordering::AcqRel) => {
-                    for line in setup {
-                        let _ = e.hub.to_mcp_gateway(
-                            &e.room,
-                            HostInput::Line {
-                                host: session.host,
-                                line,
-                            },
-                        );
-                    }
-                }
-                None => {}
-            }
-            *at = there;
+    let lines = match &e.remote {
+        Some(remote) => {
+            let follower = Follower::Http(session.clone());
+            let mut follow = session.follow.lock().await;
+            follow.next(remote, &session.id, &follower, line).await
         }
-    }
-    let is_setup = serde_json::from_str::<Value>(&line).is_ok_and(|m| {
-        matches!(
-            m.get("method").and_then(Value::as_str),
-            Some("initialize" | "notifications/initialized")
-        )
-    });
-    let sent = match (&*at, &e.remote) {
-        (Some(node), Some(remote)) => {
-            remote.session_line(node, &session.id, line.clone()).await;
-            true
-        }
-        _ => {
-            if is_setup {
-                session.set_up_here.store(true, Ordering::Release);
-            }
-            e.hub
-                .to_mcp_gateway(
-                    &e.room,
-                    HostInput::Line {
-                        host: session.host,
-                        line: line.clone(),
-                    },
-                )
-                .is_ok()
-        }
+        _ => vec![line],
     };
-    if is_setup {
-        lock(&session.setup).push(line);
-    }
-    sent
+    lines.into_iter().all(|line| {
+        e.hub
+            .to_mcp_gateway(
+                &e.room,
+                HostInput::Line {
+                    host: session.host,
+                    line,
+                },
+            )
+            .is_ok()
+    })
 }
 
 /// Routes a session's lines until the gateway lets it go, then forgets it.
@@ -938,9 +876,7 @@ async fn open_session(e: &Arc<Endpoint>, message: Value, headers: &HeaderMap) ->
         requests: Mutex::new(Vec::new()),
         tokens: Mutex::new(HashMap::new()),
         listening: Mutex::new(None),
-        at: tokio::sync::Mutex::new(None),
-        setup: Mutex::new(Vec::new()),
-        set_up_here: AtomicBool::new(false),
+        follow: tokio::sync::Mutex::new(Follow::default()),
     });
     let (out, lines) = unbounded_channel();
     if e.hub
@@ -988,8 +924,8 @@ async fn in_session(
             let _ = e
                 .hub
                 .to_mcp_gateway(&e.room, HostInput::Left { host: session.host });
-            if let (Some(node), Some(remote)) = (session.at.lock().await.take(), &e.remote) {
-                remote.session_left(&node, id).await;
+            if let Some(remote) = &e.remote {
+                session.follow.lock().await.end(remote, id).await;
             }
             StatusCode::OK.into_response()
         }

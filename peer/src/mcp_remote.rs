@@ -11,8 +11,8 @@
 //! `params:<why>`; `abp.node.<node>.lines` takes the lines this gateway's answers are made of, for the requests
 //! this process passed on. A stream key names the process it belongs to (`http-<node>-<n>`).
 //!
-//! A 2025-11-25 session stays on the process where it was opened, but while the app is on another one it is served
-//! by that one's gateway: `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind",
+//! A host that keeps a session with the gateway (a 2025-11-25 HTTP session, or the host on stdio) stays on the
+//! process where it began, but while the app is on another one it is served by that one's gateway ([`Follow`]): `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind",
 //! "line"}`, `kind` one of `joined`, `line`, `alive`, `left`), and `abp.node.<node>.session-lines` what that
 //! gateway says for it. The process serving it lets a session go when its own process has not said `alive` for
 //! [`crate::cluster::GONE_AFTER`].
@@ -21,7 +21,7 @@
 //! the app's process stop answering (killed, or NATS lost), the requests passed to it are answered here with an
 //! error within [`crate::cluster::GONE_AFTER`] and a heartbeat.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -53,7 +53,7 @@ pub(crate) struct Remote {
     /// Requests passed to another process and not answered yet: stream key → that process.
     passed: Mutex<HashMap<String, String>>,
     /// 2025-11-25 sessions of this process served by another's gateway: session id → that process, the session.
-    sessions_there: Mutex<HashMap<String, (String, Arc<Session>)>>,
+    sessions_there: Mutex<HashMap<String, (String, Follower)>>,
     /// Sessions of other processes served by this gateway: (process, session id) → its host here, and when that
     /// process last said the session was still there.
     sessions_here: Mutex<HashMap<(String, String), (u64, Instant)>>,
@@ -183,29 +183,23 @@ impl Remote {
         }
     }
 
-    /// Session `session` of this process moves to the gateway of `node` (where the app is): it is set up there
-    /// with `setup`, and what that gateway says for it comes back here.
-    pub(crate) async fn session_moved(
-        &self,
-        node: &str,
-        session: &Arc<Session>,
-        setup: Vec<String>,
-    ) {
-        lock(&self.sessions_there).insert(session.id.clone(), (node.to_owned(), session.clone()));
-        self.tell_session(node, &session.id, "joined", None).await;
+    /// Host `id` of this process moves to the gateway of `node` (where the app is): it is set up there with
+    /// `setup`, and what that gateway says for it comes back to `follower`.
+    async fn session_moved(&self, node: &str, id: &str, follower: Follower, setup: Vec<String>) {
+        lock(&self.sessions_there).insert(id.to_owned(), (node.to_owned(), follower));
+        self.tell_session(node, id, "joined", None).await;
         for line in setup {
-            self.tell_session(node, &session.id, "line", Some(line))
-                .await;
+            self.tell_session(node, id, "line", Some(line)).await;
         }
     }
 
     /// A line of session `id`, to the gateway of `node` serving it.
-    pub(crate) async fn session_line(&self, node: &str, id: &str, line: String) {
+    async fn session_line(&self, node: &str, id: &str, line: String) {
         self.tell_session(node, id, "line", Some(line)).await;
     }
 
     /// Session `id` no longer uses the gateway of `node` (it ended, or moved).
-    pub(crate) async fn session_left(&self, node: &str, id: &str) {
+    async fn session_left(&self, node: &str, id: &str) {
         lock(&self.sessions_there).remove(id);
         self.tell_session(node, id, "left", None).await;
     }
@@ -295,9 +289,9 @@ impl Remote {
         ) else {
             return;
         };
-        let session = lock(&self.sessions_there).get(id).map(|(_, s)| s.clone());
-        if let Some(session) = session {
-            session.route(line.to_owned());
+        let follower = lock(&self.sessions_there).get(id).map(|(_, f)| f.clone());
+        if let Some(follower) = follower {
+            follower.route(line.to_owned());
         }
     }
 
@@ -312,8 +306,8 @@ impl Remote {
         for (id, node) in there {
             if self.holder.holds(&node) {
                 self.tell_session(&node, &id, "alive", None).await;
-            } else if let Some((_, session)) = lock(&self.sessions_there).remove(&id) {
-                session.abandon("The process serving this session's app stopped answering before this request was answered");
+            } else if let Some((_, follower)) = lock(&self.sessions_there).remove(&id) {
+                follower.abandon("The process serving this session's app stopped answering before this request was answered");
             }
         }
         lock(&self.sessions_here).retain(|_, (host, heard)| {
@@ -384,5 +378,170 @@ impl Remote {
             let _ = lines.send(error.to_string());
             false
         });
+    }
+}
+
+/// The id a replayed `initialize` goes with: its answer matches no request of the host, and is dropped.
+pub(crate) const REPLAYED: &str = "abp-replayed-initialize";
+
+/// Whether `line` is the gateway's answer to a replayed `initialize` (not the host's to see).
+pub(crate) fn is_replayed_answer(line: &str) -> bool {
+    line.contains(REPLAYED)
+        && serde_json::from_str::<Value>(line).is_ok_and(|m| m.get("id") == Some(&json!(REPLAYED)))
+}
+
+/// A host that keeps a session with the gateway (a 2025-11-25 HTTP session, or the host on stdio) as it follows
+/// the app across processes: the process whose gateway serves it while the app is on another one, and what set
+/// it up (`initialize`, `notifications/initialized`), told again to each gateway it moves to.
+#[derive(Default)]
+pub(crate) struct Follow {
+    at: Option<String>,
+    setup: Vec<String>,
+    /// This process's gateway has been told `setup`.
+    set_up_here: bool,
+}
+
+impl Follow {
+    /// Host `id`'s `line`: sent to the gateway of the process holding the app, when that is another one (the host
+    /// moves there first); else the lines for this process's gateway, in order (what set the host up first, if
+    /// that gateway has not seen it).
+    pub(crate) async fn next(
+        &mut self,
+        remote: &Remote,
+        id: &str,
+        follower: &Follower,
+        line: String,
+    ) -> Vec<String> {
+        let mut here = Vec::new();
+        let there = remote.elsewhere();
+        if there != self.at {
+            if let Some(old) = self.at.take() {
+                remote.session_left(&old, id).await;
+            }
+            let setup = self.replayed_setup();
+            match &there {
+                Some(node) => {
+                    remote
+                        .session_moved(node, id, follower.clone(), setup)
+                        .await
+                }
+                None if !self.set_up_here => {
+                    self.set_up_here = true;
+                    here.extend(setup);
+                }
+                None => {}
+            }
+            self.at = there;
+        }
+        let is_setup = line.contains("initialize")
+            && serde_json::from_str::<Value>(&line).is_ok_and(|m| {
+                matches!(
+                    m.get("method").and_then(Value::as_str),
+                    Some("initialize" | "notifications/initialized")
+                )
+            });
+        if is_setup {
+            self.setup.push(line.clone());
+        }
+        match &self.at {
+            Some(node) => {
+                follower.sent(&line);
+                remote.session_line(node, id, line).await;
+            }
+            None => {
+                self.set_up_here |= is_setup;
+                here.push(line);
+            }
+        }
+        here
+    }
+
+    /// Host `id` has ended: the gateway serving it elsewhere lets it go.
+    pub(crate) async fn end(&mut self, remote: &Remote, id: &str) {
+        if let Some(node) = self.at.take() {
+            remote.session_left(&node, id).await;
+        }
+    }
+
+    /// What set the host up, for a gateway it moves to (the `initialize` under an id of its own).
+    fn replayed_setup(&self) -> Vec<String> {
+        self.setup
+            .iter()
+            .map(|line| match serde_json::from_str::<Value>(line) {
+                Ok(mut m) if m.get("id").is_some() => {
+                    m["id"] = json!(REPLAYED);
+                    m.to_string()
+                }
+                _ => line.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Where the lines another process's gateway says for a host of this one go.
+#[derive(Clone)]
+pub(crate) enum Follower {
+    /// A 2025-11-25 session: to its request streams and GET stream.
+    Http(Arc<Session>),
+    /// The host on stdio: to stdout.
+    Stdio(Arc<StdioLines>),
+}
+
+/// The host on stdio's lines from another process's gateway, and its requests that gateway has not answered.
+pub(crate) struct StdioLines {
+    out: UnboundedSender<String>,
+    pending: Mutex<HashSet<String>>,
+}
+
+impl StdioLines {
+    pub(crate) fn new(out: UnboundedSender<String>) -> Arc<StdioLines> {
+        Arc::new(StdioLines {
+            out,
+            pending: Mutex::new(HashSet::new()),
+        })
+    }
+}
+
+impl Follower {
+    /// A request of the host went to another process's gateway.
+    fn sent(&self, line: &str) {
+        if let Follower::Stdio(stdio) = self {
+            if let Ok(m) = serde_json::from_str::<Value>(line) {
+                if let (Some(_), Some(id)) = (m.get("method"), m.get("id")) {
+                    lock(&stdio.pending).insert(id.to_string());
+                }
+            }
+        }
+    }
+
+    fn route(&self, line: String) {
+        match self {
+            Follower::Http(session) => session.route(line),
+            Follower::Stdio(stdio) => {
+                if is_replayed_answer(&line) {
+                    return;
+                }
+                if let Ok(m) = serde_json::from_str::<Value>(&line) {
+                    if let (None, Some(id)) = (m.get("method"), m.get("id")) {
+                        lock(&stdio.pending).remove(&id.to_string());
+                    }
+                }
+                let _ = stdio.out.send(line);
+            }
+        }
+    }
+
+    /// The gateway serving the host stopped answering: each request waiting is answered with an error.
+    fn abandon(&self, why: &str) {
+        match self {
+            Follower::Http(session) => session.abandon(why),
+            Follower::Stdio(stdio) => {
+                for key in lock(&stdio.pending).drain() {
+                    let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+                    let error = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": why } });
+                    let _ = stdio.out.send(error.to_string());
+                }
+            }
+        }
     }
 }

@@ -648,6 +648,151 @@ async fn a_2025_11_25_session_on_a_process_without_the_app_follows_the_app() {
     }
 }
 
+/// `abp-peer mcp --nats` serving a host on its stdio (no HTTP): lines to its stdin, and its stdout's lines.
+struct StdioGateway {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::sync::mpsc::Receiver<Value>,
+    _dir: common::TempDir,
+}
+
+impl StdioGateway {
+    fn start(nats: &Nats) -> StdioGateway {
+        use std::io::BufRead;
+        let dir = common::TempDir::new();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
+            .args(["mcp", "--listen", "127.0.0.1:0", "--nats", &nats.url()])
+            .arg("--token-file")
+            .arg(dir.0.join("token"))
+            .env("ABP_PEER_TOKEN", TOKEN)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start abp-peer mcp --nats");
+        let mut log = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+        while !log
+            .next()
+            .expect("a line")
+            .expect("text")
+            .starts_with("abp-peer listening on ")
+        {}
+        std::thread::spawn(move || for _ in log {});
+        let (tx, stdout) = std::sync::mpsc::channel();
+        let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        let stdin = child.stdin.take().expect("stdin");
+        StdioGateway {
+            child,
+            stdin,
+            stdout,
+            _dir: dir,
+        }
+    }
+
+    fn say(&mut self, message: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").expect("write to stdin");
+    }
+
+    /// The next line on stdout answering request `id` (5 s at most).
+    #[track_caller]
+    fn answer(&mut self, id: u64) -> Value {
+        let t0 = Instant::now();
+        loop {
+            let left = Duration::from_secs(5).saturating_sub(t0.elapsed());
+            let line = self
+                .stdout
+                .recv_timeout(left)
+                .expect("an answer within 5 s");
+            if line["id"] == id && line.get("method").is_none() {
+                return line;
+            }
+        }
+    }
+}
+
+impl Drop for StdioGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_host_of_a_process_without_the_app_follows_the_app() {
+    let nats = Nats::start();
+    let mut a = Gateway::start(&["--nats", &nats.url()]).0;
+    let mut b = StdioGateway::start(&nats);
+    // The host starts its gateway, B, before the app exists; the app then joins A, and the host reaches it.
+    b.say(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    assert_eq!(b.answer(0)["result"]["protocolVersion"], "2025-11-25");
+    b.say(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let mut app = App::join(&a.ws).await;
+    assert!(matches!(app.next("joined").await, AppEvent::Joined));
+    let t0 = Instant::now();
+    for id in 1.. {
+        b.say(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {} }));
+        let listed = b.answer(id);
+        if listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "never listed: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.say(
+        &json!({ "jsonrpc": "2.0", "id": 100, "method": "tools/call",
+        "params": { "name": "echo", "arguments": { "text": "stdio" } } }),
+    );
+    let echoed = b.answer(100);
+    assert_eq!(
+        echoed["result"]["structuredContent"]["text"], "stdio",
+        "{echoed}"
+    );
+    // Its cancel reaches the handler on A.
+    b.say(&json!({ "jsonrpc": "2.0", "id": 101, "method": "tools/call", "params": { "name": "slow", "arguments": {} } }));
+    let call_id = app.started_of("slow").await;
+    let t0 = Instant::now();
+    b.say(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 101, "reason": "stop" } }));
+    let took = app.aborted_after(&call_id, t0).await;
+    assert!(
+        took < Duration::from_millis(500),
+        "the cancel took {took:?}"
+    );
+    // A killed during a call: the host gets an error for it within the bound.
+    b.say(&json!({ "jsonrpc": "2.0", "id": 102, "method": "tools/call", "params": { "name": "slow", "arguments": {} } }));
+    app.started_of("slow").await;
+    a.child.kill().expect("SIGKILL");
+    let t0 = Instant::now();
+    let ended = blocking(move || (b.answer(102), b)).await;
+    let (ended, _b) = ended;
+    assert!(
+        t0.elapsed() < Duration::from_millis(1600),
+        "answered {:?} after A was killed",
+        t0.elapsed()
+    );
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("stopped answering"),
+        "{ended}"
+    );
+}
+
 mod relay {
     //! The relay's two sides on two processes.
 
