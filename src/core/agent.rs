@@ -22,7 +22,8 @@ pub struct AgentConfig {
     pub cancel_grace: f64,
     /// How long the handshake may take, including the time for the iframe to load.
     pub connect_timeout: f64,
-    /// First interval between re-sent `initialize` messages (doubles up to one second).
+    /// Interval between re-sent `initialize` messages for the first [`FAST_RESENDS_FOR`] of the handshake
+    /// (an iframe's app starts listening at any moment in it); after that it doubles up to one second.
     pub resend_interval: f64,
     /// While calls are pending, an app silent for this long is asked whether it is there (a
     /// `capabilities/cancel` for a call id that never exists, which every ABP app answers); no answer within
@@ -36,12 +37,17 @@ pub struct AgentConfig {
 /// remembers it once rather than once per probe.
 pub const HEARTBEAT_CALL_ID: &str = "abp-heartbeat-probe";
 
+/// How long `initialize` is re-sent at the fast [`AgentConfig::resend_interval`], in milliseconds: an app that
+/// loads within it is answered within one interval of listening, as a hand-written handshake polling at the same
+/// rate would be; one that takes longer (or never answers) is asked ever less often.
+pub const FAST_RESENDS_FOR: f64 = 1000.0;
+
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
             cancel_grace: 1000.0,
             connect_timeout: 10_000.0,
-            resend_interval: 50.0,
+            resend_interval: 10.0,
             heartbeat: None,
             policy: Policy::ABP,
         }
@@ -195,6 +201,8 @@ enum State<P> {
         deadline: f64,
         next_resend: f64,
         interval: f64,
+        /// Until when the interval stays as configured.
+        fast_until: f64,
     },
     /// Initialized; waiting for the capability list (dialects that list separately).
     Listing {
@@ -344,6 +352,7 @@ impl<P: Wire> AgentCore<P> {
                 deadline
             },
             interval,
+            fast_until: now + FAST_RESENDS_FOR,
         };
     }
 
@@ -1182,13 +1191,16 @@ impl<P: Wire> AgentCore<P> {
                 deadline,
                 next_resend,
                 interval,
+                fast_until,
             } => {
                 if *deadline <= now {
                     return self
                         .connect_failed("The app did not answer initialize before connectTimeout");
                 }
                 if self.config.policy.resend_initialize && *next_resend <= now {
-                    *interval = (*interval * 2.0).min(1000.0);
+                    if *fast_until <= now {
+                        *interval = (*interval * 2.0).min(1000.0);
+                    }
                     *next_resend = now + *interval;
                     let id = init_id.clone();
                     self.transmit(FromAgent::Initialize { id });

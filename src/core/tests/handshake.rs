@@ -1,6 +1,6 @@
 //! ABP's handshake: the initialize re-sent with the same id until a late app answers, a duplicate answered
-//! alike and another id refused (ALREADY_INITIALIZED), connect timing out with back-off when nobody answers,
-//! and NOT_INITIALIZED on both sides before a session.
+//! alike and another id refused (ALREADY_INITIALIZED), the re-sends' schedule, connect timing out with back-off
+//! when nobody answers, and NOT_INITIALIZED on both sides before a session.
 
 use serde_json::json;
 
@@ -65,6 +65,35 @@ fn connect_times_out_when_nobody_answers() {
     assert!(
         resent > 5 && resent < 40,
         "backs off: {resent} initialize messages in 10 s"
+    );
+}
+
+#[test]
+fn a_late_app_is_asked_again_within_ten_ms_for_a_second_then_ever_less_often() {
+    let mut p = Pair::new();
+    let start = p.now;
+    p.agent.connect(p.now);
+    let mut sent_at = vec![];
+    while p.now < start + 10_000.0 {
+        p.drain();
+        sent_at.extend(p.to_app.drain(..).map(|_| p.now - start)); // nobody is listening
+        p.now += 1.0;
+        p.agent.handle_timeout(p.now);
+    }
+    let gaps: Vec<f64> = sent_at.windows(2).map(|w| w[1] - w[0]).collect();
+    let fast = sent_at.iter().filter(|t| **t <= 1000.0).count();
+    assert!(
+        gaps[..fast - 1].iter().all(|g| *g <= 10.0),
+        "an app that starts listening in the first second waits at most 10 ms: {gaps:?}"
+    );
+    assert!(
+        gaps.windows(2).all(|g| g[1] >= g[0]) && gaps.last() == Some(&1000.0),
+        "then the interval doubles up to a second: {gaps:?}"
+    );
+    assert!(
+        sent_at.len() < fast + 20,
+        "{} initialize messages in 10 s",
+        sent_at.len()
     );
 }
 
