@@ -10,9 +10,7 @@ import { serve } from '../www/serve.mjs';
 const withOptions = process.argv.includes('--options');
 const dir = new URL('./ab/crossings/', import.meta.url);
 rmSync(dir, { recursive: true, force: true });
-for (const f of ['abp_wasm.js', 'abp_wasm_bg.wasm', 'snippets']) {
-  cpSync(new URL(`../pkg/${f}`, import.meta.url), new URL(f, dir), { recursive: true });
-}
+for (const f of ['abp_wasm.js', 'abp_wasm_bg.wasm']) cpSync(new URL(`../pkg/${f}`, import.meta.url), new URL(f, dir));
 // Wrap every function of the import object when the module instantiates its wasm: wasm-bindgen's generated
 // functions (named by their body: the build shortens their names and their module's) and the snippets'
 // exports (named as exported). Done on WebAssembly.instantiate, so it does not depend on the layout of the

@@ -60,12 +60,11 @@ profile.samples.forEach((id, i) => counts.set(id, (counts.get(id) || 0) + (dt[i]
 for (const [id, us] of counts) { const n = byId.get(id); const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}`; self.set(k, (self.get(k) || 0) + us); }
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_ROWS ?? 40)).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
-// self time by kind: wasm code, the generated JS glue, our snippets (src/web/*.js, src/web/link/*.js: keys keep only
-// a file's name), browser internals
-const SNIPPETS = ['value.js', 'app.js', 'client.js', 'global.js', 'port.js', 'socket.js', 'mcpb.js', 'webmcp.js'];
+// self time by kind: wasm code, the package's JS (the generated glue with our snippets, src/web/*.js, bundled in:
+// scripts/bundle-js.mjs), browser internals
 const kinds = new Map();
 for (const [k, v] of self) {
-  const kind = k.includes('.wasm') ? 'wasm' : k.includes('abp_wasm.js') ? 'wasm-bindgen glue' : SNIPPETS.some((f) => k.includes(` ${f}:`)) ? 'our snippets'
+  const kind = k.includes('.wasm') ? 'wasm' : k.includes('abp_wasm.js') ? "the package's JS"
     : k.includes('frame.html') || k.includes('bench/') ? 'bench page' : k.startsWith('(') ? k.split(' ')[0] : `native: ${k.split(' ')[0]}`;
   kinds.set(kind, (kinds.get(kind) || 0) + v);
 }

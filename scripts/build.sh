@@ -99,12 +99,14 @@ rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/
 # JS. Both get short names (scripts/short-names.mjs): the imports from './abp_wasm_bg.js', the modules' names,
 # and the function exports; the snippets' imports keep their export names.
 node scripts/short-names.mjs pkg pkg/agent pkg/app
+# Each build's JS as one file (the generated module and its snippets): one request for a page instead of two
+# rounds of them (scripts/bundle-js.mjs).
+node scripts/bundle-js.mjs pkg pkg/agent pkg/app
 # bootstrap.js, ABP_BOOTSTRAP, the Vite plugin and the package's exports map (required, not a size step).
 node scripts/finish-pkg.mjs
-# The generated JS and the snippets ship minified by esbuild (whitespace, comments, syntax, local names; exported
-# names and class names stay). The typings keep every doc comment (scripts/minify-js.mjs).
-mapfile -t js_files < <(find pkg -name abp_wasm.js -o -path '*/snippets/*' -name '*.js')
-node scripts/minify-js.mjs "${js_files[@]}"
+# The JS ships minified by esbuild (whitespace, comments, syntax, local names; exported names and class names
+# stay). The typings keep every doc comment (scripts/minify-js.mjs).
+node scripts/minify-js.mjs pkg/abp_wasm.js pkg/agent/abp_wasm.js pkg/app/abp_wasm.js
 
 # Every build must still link: its wasm's imports all provided by its shipped JS.
 node scripts/check-link.mjs pkg pkg/agent pkg/app

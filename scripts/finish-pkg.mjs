@@ -40,25 +40,54 @@ addBootstrap('pkg');
 addBootstrap('pkg/app');
 
 // `abp-wasm/vite`: a Vite plugin that inlines the bootstrap at the top of each page's <head> (Vite leaves a
-// classic <script src> alone and does not ship it, so a plain bootstrap tag 404s in a built site).
-writeFileSync('pkg/vite.js', `// abp-wasm/vite: inlines the ABP bootstrap script at the top of <head>, in dev and in \`vite build\`.
+// classic <script src> alone and does not ship it, so a plain bootstrap tag 404s in a built site), and in
+// `vite build` has each page preload the package's wasm it loads, so that its fetch starts beside the page's
+// module instead of after it (what that saves on a cold load: BENCHMARKS.md, "Load to connected").
+writeFileSync('pkg/vite.js', `// abp-wasm/vite: inlines the ABP bootstrap script at the top of <head>, in dev and in \`vite build\`; in
+// \`vite build\`, also a <link rel="preload"> in each page for the abp-wasm wasm its modules load.
+import { posix } from 'node:path';
+
 const ABP_BOOTSTRAP = ${JSON.stringify(source)};
 
-/** A Vite plugin. \`pages\`: the HTML files that get it (their names relative to the project root, e.g.
- *  ['app.html']); default: every page. */
+/** The wasm files of this package that \`chunk\` and the chunks it imports load, by their names in \`bundle\`. */
+function wasmOf(chunk, bundle, seen = new Set()) {
+  if (!chunk || seen.has(chunk.fileName)) return [];
+  seen.add(chunk.fileName);
+  const own = Object.values(bundle)
+    .filter((a) => a.type === 'asset' && /abp_wasm_bg-[^/]*\\.wasm$/.test(a.fileName) && chunk.code.includes(posix.basename(a.fileName)))
+    .map((a) => a.fileName);
+  return [...own, ...chunk.imports.flatMap((name) => wasmOf(bundle[name], bundle, seen))];
+}
+
+/** A Vite plugin. \`pages\`: the HTML files that get the bootstrap (their names relative to the project root,
+ *  e.g. ['app.html']); default: every page. \`preload\`: false leaves the wasm preload out. */
 export default function abpBootstrap(options = {}) {
-  const pages = options.pages;
+  const { pages, preload = true } = options;
   if (pages !== undefined && !(Array.isArray(pages) && pages.every((p) => typeof p === 'string'))) {
     throw new TypeError('abpBootstrap({ pages }): pages must be an array of HTML file names');
   }
+  if (typeof preload !== 'boolean') throw new TypeError('abpBootstrap({ preload }): preload must be true or false');
   const wanted = (path) => pages === undefined || pages.some((p) => path.replace(/^\\//, '') === p.replace(/^\\.?\\//, ''));
+  let base = '/';
   return {
     name: 'abp-wasm-bootstrap',
+    configResolved(config) {
+      base = config.base;
+    },
     transformIndexHtml: {
-      order: 'pre',
+      order: 'post',
       handler(html, ctx) {
-        if (!wanted(ctx.path)) return html;
-        return { html, tags: [{ tag: 'script', children: ABP_BOOTSTRAP, injectTo: 'head-prepend' }] };
+        const tags = wanted(ctx.path) ? [{ tag: 'script', children: ABP_BOOTSTRAP, injectTo: 'head-prepend' }] : [];
+        if (preload && ctx.bundle && ctx.chunk) {
+          // The URL Vite gives the page's own assets: under an absolute base, from it; under a relative one
+          // ('./' or ''), from the page's folder.
+          const page = posix.dirname(ctx.path.replace(/^\\//, ''));
+          const href = (file) => (base.startsWith('/') || /^[a-z]+:/i.test(base) ? base + file : posix.relative(page, file) || file);
+          for (const file of new Set(wasmOf(ctx.chunk, ctx.bundle))) {
+            tags.push({ tag: 'link', attrs: { rel: 'preload', href: href(file).replace(/^(?![./]|[a-z]+:)/i, './'), as: 'fetch', type: 'application/wasm', crossorigin: '' }, injectTo: 'head' });
+          }
+        }
+        return { html, tags };
       },
     },
   };
@@ -69,21 +98,27 @@ writeFileSync('pkg/vite.d.ts', `import type { Plugin } from 'vite';
 export interface AbpBootstrapOptions {
   /** The HTML pages that get the bootstrap, relative to the project root (e.g. \`['app.html']\`); default: all. */
   pages?: string[];
+  /** In \`vite build\`, each page gets a \`<link rel="preload">\` for the abp-wasm wasm its modules load, so its
+   *  fetch starts with the page's module instead of after it (default \`true\`). */
+  preload?: boolean;
 }
 
 /** A Vite plugin that inlines the ABP bootstrap script at the top of each page's \`<head>\`, so \`window.abp\`
- *  calls made before the app's module has loaded wait for \`exposeGlobal()\` (dev server and \`vite build\`). */
+ *  calls made before the app's module has loaded wait for \`exposeGlobal()\` (dev server and \`vite build\`), and in
+ *  \`vite build\` preloads the package's wasm in each page that loads it. */
 export default function abpBootstrap(options?: AbpBootstrapOptions): Plugin;
 `);
 
 const manifest = 'pkg/package.json';
 const pkg = JSON.parse(readFileSync(manifest, 'utf8'));
 // wasm-pack lists the full build's files; the role builds and the files written here are added.
-const generated = ['abp_wasm_bg.wasm', 'abp_wasm.js', 'abp_wasm.d.ts', 'snippets'];
+// Its snippets are in abp_wasm.js (scripts/bundle-js.mjs).
+const generated = ['abp_wasm_bg.wasm', 'abp_wasm.js', 'abp_wasm.d.ts'];
 const unlisted = generated.filter((f) => !pkg.files?.includes(f));
 if (unlisted.length) fail(`${manifest} does not list ${unlisted.join(', ')} in \`files\``);
 if (pkg.exports) fail(`${manifest} already has \`exports\` (finished twice, or written by a newer wasm-pack)`);
-pkg.files = [...new Set([...pkg.files, 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app'])];
+if (['pkg', 'pkg/agent', 'pkg/app'].some((d) => existsSync(`${d}/snippets`))) fail('a build still has snippets/ (bundle-js.mjs not run?)');
+pkg.files = [...new Set([...pkg.files.filter((f) => f !== 'snippets'), 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app'])];
 // The role builds as subpath exports: a host page imports 'abp-wasm/agent', an iframe app 'abp-wasm/app'.
 const entry = (dir) => ({ types: `./${dir}abp_wasm.d.ts`, default: `./${dir}abp_wasm.js` });
 pkg.exports = {
@@ -97,7 +132,9 @@ pkg.exports = {
   './app/abp_wasm_bg.wasm': './app/abp_wasm_bg.wasm',
   './package.json': './package.json',
 };
-pkg.sideEffects = ['./snippets/*', './agent/snippets/*', './app/snippets/*'];
+// No module of the package does anything on import but declare (the snippets that used to be listed here are
+// bundled in, and have no top-level statements either).
+pkg.sideEffects = false;
 // Every file the manifest names must be there.
 const named = [...pkg.files, ...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e)))];
 const absent = named.filter((f) => !existsSync(`pkg/${f}`));

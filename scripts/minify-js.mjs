@@ -1,4 +1,4 @@
-// Minifies the JS a page loads from pkg/ (the generated module and its snippets in every build) with esbuild:
+// Minifies the JS a page loads from pkg/ (each build's one module, scripts/bundle-js.mjs) with esbuild:
 // whitespace, comments, syntax and local names. Run last by scripts/build.sh, after the steps that read the
 // generated layout (short-names, finish-pkg, which minifies bootstrap.js with `minify`). The
 // typings keep every doc comment; the sources in src/web keep theirs.
@@ -23,7 +23,7 @@ function bound(name) {
 }
 
 /** The names a module exports, sorted (empty for a classic script). */
-function exportsOf(file, text) {
+export function exportsOf(file, text) {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.JS);
   const names = [];
   for (const stmt of source.statements) {

@@ -1,28 +1,12 @@
-// Prints the gzipped size of every build in pkg/ (what a page downloads: the wasm, the generated JS and its
-// snippets), then of the whole package as published (every file `npm pack` would put in it, each gzipped on its
-// own, summed); with --json writes the builds' sizes to stdout as one object for bench/run.mjs.
+// Prints the gzipped size of every build in pkg/ (what a page downloads: the wasm and the one JS file), then
+// of the whole package as published (every file `npm pack` would put in it, each gzipped on its own, summed); with --json writes the builds' sizes to stdout as one object for bench/run.mjs.
 // Usage: node scripts/sizes.mjs [--json] [PKG_DIR]   (default pkg)
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 
 const gz = (buf) => gzipSync(buf, { level: 9 }).length;
-
-/** The files a page loads for the build in `dir`. */
-function snippetFiles(dir) {
-  const root = join(dir, 'snippets');
-  if (!existsSync(root)) return [];
-  const out = [];
-  const walk = (d) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(join(d, e.name));
-      else if (e.name.endsWith('.js')) out.push(join(d, e.name));
-    }
-  };
-  walk(root);
-  return out.sort();
-}
 
 export function sizes(pkg = 'pkg') {
   const builds = { full: pkg, agent: join(pkg, 'agent'), app: join(pkg, 'app') };
@@ -30,7 +14,7 @@ export function sizes(pkg = 'pkg') {
   for (const [name, dir] of Object.entries(builds)) {
     if (!existsSync(join(dir, 'abp_wasm_bg.wasm'))) throw new Error(`sizes: ${dir} has no build (run scripts/build.sh)`);
     const wasm = gz(readFileSync(join(dir, 'abp_wasm_bg.wasm')));
-    const js = gz(Buffer.concat([join(dir, 'abp_wasm.js'), ...snippetFiles(dir)].map((f) => readFileSync(f))));
+    const js = gz(readFileSync(join(dir, 'abp_wasm.js')));
     result[name] = { wasm, js, total: wasm + js };
   }
   return result;
