@@ -2,7 +2,8 @@
 // the crate), bundles it with Vite, and drives the bundle in headless Chromium through a call and a
 // cancellation. Needs `npm run build` first.
 import { execSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename } from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 
@@ -103,6 +104,17 @@ try {
   }
   if (sizes.length !== 2 || sizes[0] === sizes[1] || fullWasm.length !== 1 || sizes.some((b) => b >= fullWasm[0].bytes)) {
     throw new Error(`consumer test: expected the role builds' two smaller wasm files, saw ${JSON.stringify({ hostWasm, fullWasm })}`);
+  }
+  // abp-wasm/vite: each built page preloads the wasm it loads (fetched once: init() took the preloaded response).
+  const preloads = (html) => [...readFileSync(`${app}/dist/${html}`, 'utf8').matchAll(/<link rel="preload" href="([^"]+\.wasm)" as="fetch" type="application\/wasm" crossorigin/g)]
+    .map((m) => basename(m[1]));
+  const fetched = (seen) => seen.map((w) => basename(new URL(w.url).pathname)).sort();
+  const byPage = Object.fromEntries(['index.html', 'app.html', 'full.html'].map((html) => [html, preloads(html)]));
+  console.log(`consumer: abp-wasm/vite preloads ${JSON.stringify(byPage)}`);
+  const pair = [...byPage['index.html'], ...byPage['app.html']].sort();
+  if (byPage['index.html'].length !== 1 || byPage['app.html'].length !== 1 || JSON.stringify(pair) !== JSON.stringify(fetched(hostWasm))
+    || JSON.stringify(byPage['full.html']) !== JSON.stringify(fetched(fullWasm))) {
+    throw new Error(`consumer test: each page should preload the wasm it fetched, once: ${JSON.stringify({ byPage, hostWasm, fullWasm })}`);
   }
   console.log('consumer: ok');
 } finally {
