@@ -22,8 +22,9 @@ pub struct AgentConfig {
     pub cancel_grace: f64,
     /// How long the handshake may take, including the time for the iframe to load.
     pub connect_timeout: f64,
-    /// Interval between re-sent `initialize` messages for the first [`FAST_RESENDS_FOR`] of the handshake
-    /// (an iframe's app starts listening at any moment in it); after that it doubles up to one second.
+    /// Interval between re-sent ABP `initialize` messages for the first [`FAST_RESENDS_FOR`] of the handshake
+    /// (an iframe's app starts listening at any moment in it); after that it doubles up to one second. (The
+    /// other dialects start at [`OTHER_DIALECTS_FIRST_RESEND`].)
     pub resend_interval: f64,
     /// While calls are pending, an app silent for this long is asked whether it is there (a
     /// `capabilities/cancel` for a call id that never exists, which every ABP app answers); no answer within
@@ -37,10 +38,13 @@ pub struct AgentConfig {
 /// remembers it once rather than once per probe.
 pub const HEARTBEAT_CALL_ID: &str = "abp-heartbeat-probe";
 
-/// How long `initialize` is re-sent at the fast [`AgentConfig::resend_interval`], in milliseconds: an app that
-/// loads within it is answered within one interval of listening, as a hand-written handshake polling at the same
-/// rate would be; one that takes longer (or never answers) is asked ever less often.
+/// How long an ABP agent re-sends `initialize` at the fast [`AgentConfig::resend_interval`], in milliseconds: an
+/// app that loads within it is answered within one interval of listening, as a hand-written handshake polling at
+/// the same rate would be; one that takes longer (or never answers) is asked ever less often.
 pub const FAST_RESENDS_FOR: f64 = 1000.0;
+
+/// The first interval between re-sent `initialize` messages in the other dialects (doubling up to one second).
+pub const OTHER_DIALECTS_FIRST_RESEND: f64 = 50.0;
 
 impl Default for AgentConfig {
     fn default() -> Self {
@@ -338,7 +342,14 @@ impl<P: Wire> AgentCore<P> {
                     id: init_id.clone(),
                 }));
         }
-        let interval = self.config.resend_interval;
+        // An ABP app answers a re-sent initialize from memory. Another dialect's server (an MCP SDK's) handles
+        // each as a request of its own, so one that is up but slow to answer is not sent a burst of them: its
+        // re-sends start at OTHER_DIALECTS_FIRST_RESEND and double from there.
+        let (interval, fast_for) = if self.config.policy.abp_envelope() {
+            (self.config.resend_interval, FAST_RESENDS_FOR)
+        } else {
+            (OTHER_DIALECTS_FIRST_RESEND, 0.0)
+        };
         let deadline = now + self.config.connect_timeout;
         self.state = State::Connecting {
             init_id,
@@ -352,7 +363,7 @@ impl<P: Wire> AgentCore<P> {
                 deadline
             },
             interval,
-            fast_until: now + FAST_RESENDS_FOR,
+            fast_until: now + fast_for,
         };
     }
 

@@ -82,6 +82,29 @@ fn an_agent_over_a_window_resends_its_initialize_and_over_a_stream_does_not() {
 }
 
 #[test]
+fn only_an_abp_agent_re_sends_at_the_fast_pace() {
+    // An MCP or ACP server answers each re-sent initialize as a request: one that answers within 50 ms (the SDK
+    // servers do) sees one initialize; an ABP app is asked every 10 ms.
+    for (dialect, by_40_ms) in [
+        (DialectKind::Abp, 5),
+        (DialectKind::Mcp, 1),
+        (DialectKind::Acp, 1),
+    ] {
+        let mut a = agent(dialect, Carrier::Window);
+        a.connect(0.0);
+        let mut sent = agent_sent(&mut a).len();
+        for now in (1..=40).map(f64::from) {
+            a.handle_timeout(now);
+            sent += agent_sent(&mut a).len();
+        }
+        assert_eq!(
+            sent, by_40_ms,
+            "{dialect:?}: initialize messages in the first 40 ms"
+        );
+    }
+}
+
+#[test]
 fn the_dialects_least_progress_interval_holds_whatever_the_app_asks() {
     let config = AppConfig {
         progress_interval: 16.0,
