@@ -325,12 +325,14 @@ pub(crate) async fn serve(
     };
     let now = agent.now();
     agent.core.connect(now);
-    'serve: loop {
+    loop {
+        // Commands already waiting are taken in the same turn, so that their messages leave in one write.
+        while let Ok(envelope) = registration.inbox.try_recv() {
+            agent.run(envelope);
+        }
         agent.perform();
-        for text in std::mem::take(&mut agent.outbox) {
-            if !conn.send(text).await {
-                break 'serve;
-            }
+        if !conn.send_all(std::mem::take(&mut agent.outbox)).await {
+            break;
         }
         let deadline = agent.next_deadline();
         tokio::select! {

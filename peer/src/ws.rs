@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{Message, WebSocket};
+use futures_util::SinkExt;
 
 /// What one `recv` produced.
 pub(crate) enum Incoming {
@@ -69,6 +70,24 @@ impl Conn {
     /// Sends a text frame; false once the connection is gone.
     pub(crate) async fn send(&mut self, text: String) -> bool {
         if self.open && self.ws.send(Message::text(text)).await.is_err() {
+            self.open = false;
+        }
+        self.open
+    }
+
+    /// Sends text frames in one write (each queued, then one flush), so that messages produced in one turn
+    /// wake the other end once; false once the connection is gone.
+    pub(crate) async fn send_all(&mut self, texts: Vec<String>) -> bool {
+        if texts.is_empty() || !self.open {
+            return self.open;
+        }
+        for text in texts {
+            if self.ws.feed(Message::text(text)).await.is_err() {
+                self.open = false;
+                return false;
+            }
+        }
+        if self.ws.flush().await.is_err() {
             self.open = false;
         }
         self.open
