@@ -68,9 +68,9 @@ try {
         const page = await context.newPage();
         for (let i = 0; i < before; i++) {
           await load(page, name);
-          // A returning user stayed a while: Chromium caches a wasm module's compiled code only a couple of
-          // seconds after instantiating it (V8's --wasm-caching-timeout-ms), and a page left at once gets none.
-          if (i === 0) await page.waitForTimeout(2500);
+          // A returning user stayed a while (LOAD_WARM_WAIT ms, default 2500): V8 caches a wasm module's
+          // compiled code once it has tiered up or after a timeout, not at once.
+          if (i === 0) await page.waitForTimeout(Number(process.env.LOAD_WARM_WAIT ?? 2500));
         }
         seen[mode][name].push(await load(page, name));
         await context.close();
