@@ -6,7 +6,7 @@
 // BENCH_RUNS the number of runs (default 3): each run measures every library once, in a fresh page, the order
 // reversed every other run; the table gives each figure's median over the runs (this machine's load changes
 // within minutes, and one run's blocks can fall on a slow stretch).
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import os from 'node:os';
 import { execSync } from 'node:child_process';
@@ -17,10 +17,8 @@ import { sizes } from '../scripts/sizes.mjs';
 const calls = Number(process.env.BENCH_CALLS ?? 10000);
 const runs = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
-// The JS a page loads: wasm-bindgen's generated module plus our snippets (src/web/*.js, src/web/link/*.js),
-// gzipped together.
-const snippets = readdirSync('pkg/snippets', { recursive: true }).filter((f) => f.endsWith('.js')).map((f) => readFileSync(`pkg/snippets/${f}`));
-const glue = Buffer.concat([readFileSync('pkg/abp_wasm.js'), ...snippets]);
+// The JS a page loads: wasm-bindgen's generated module with our snippets bundled in (scripts/bundle-js.mjs).
+const glue = readFileSync('pkg/abp_wasm.js');
 const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gzipSync(glue, { level: 9 }).length, wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
 size.totalGzip = size.wasmGzip + size.glueGzip;
 // Every build: the full package and the role builds (scripts/sizes.mjs).
@@ -94,7 +92,7 @@ Memory around ${mem.calls} calls (half aborted), after GC, last run: JS heap ${m
 (${ratio(mem.after.heap, mem.before.heap)}); agent wasm memory ${mb(mem.before.wasm)} → ${mb(mem.after.wasm)} MB; app wasm memory
 ${mb(mem.before.appWasm)} → ${mb(mem.after.appWasm)} MB; pending calls afterwards ${mem.pendingCalls}, active calls ${mem.activeCalls}.
 
-Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS glue (generated module and snippets) ${size.glueGzip} B gzipped;
+Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS (generated module and snippets, one file) ${size.glueGzip} B gzipped;
 total ${size.totalGzip} B gzipped (gzip -9).
 
 What a page loads per build (the wasm and its one JS file, gzip -9; targets from issue 12):
