@@ -95,7 +95,7 @@ ${mb(mem.before.appWasm)} → ${mb(mem.after.appWasm)} MB; pending calls afterwa
 Size of the release package: wasm ${size.wasmRaw} B raw, ${size.wasmGzip} B gzipped; JS (generated module and snippets, one file) ${size.glueGzip} B gzipped;
 total ${size.totalGzip} B gzipped (gzip -9).
 
-What a page loads per build (the wasm and its one JS file, gzip -9; targets from issue 12):
+What a page loads per build (the wasm and its one JS file, gzip -9; the end targets):
 
 | build | import | wasm | JS | total | target |
 |---|---|---|---|---|---|
