@@ -1,5 +1,6 @@
 // CPU profile of abp-wasm's hot path: 5,000 sequential echo calls host page → iframe in headless Chromium,
 // sampled through CDP; prints self time per function. Needs `npm run build` first. Usage: node bench/profile.mjs
+// (PROFILE_COLUMNS=1: each function's column too, to find an anonymous one in the package's one-line JS).
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 const server = await serve(0);
@@ -10,7 +11,8 @@ await page.waitForFunction(() => window.benchReady);
 const cdp = await page.context().newCDPSession(page);
 await cdp.send('Profiler.enable');
 // PROFILE_LIB=rawport-abp profiles the hand-written ABP envelope over a MessagePort instead (the same frame
-// page as the benchmark's row), for the same breakdown without the SDK.
+// page as the benchmark's row), for the same breakdown without the SDK; PROFILE_LIB=abp-mcp the MCP dialect over
+// the MCP-B envelope (the benchmark's abp-mcp row).
 const lib = process.env.PROFILE_LIB ?? 'abp';
 await page.evaluate(async ({ lib, pkg }) => {
   if (lib === 'rawport-abp') {
@@ -29,11 +31,13 @@ await page.evaluate(async ({ lib, pkg }) => {
   // PROFILE_PKG=<name> profiles a copy of a build in bench/ab/<name>/ instead of pkg/ (both sides): a build
   // whose wasm keeps its function names (see bench/ab.mjs) shows Rust functions by name.
   const iframe = document.createElement('iframe');
-  iframe.src = pkg ? `/bench/ab/frame.html?v=${pkg}` : '/bench/frame.html?lib=abp'; document.body.appendChild(iframe);
+  const mcp = lib === 'abp-mcp';
+  iframe.src = pkg ? `/bench/ab/frame.html?v=${pkg}` : `/bench/frame.html?lib=${mcp ? 'abp-mcp' : 'abp'}`; document.body.appendChild(iframe);
   while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
   const { default: init, AbpClient, PostMessageTransport } = await import(pkg ? `/bench/ab/${pkg}/abp_wasm.js` : '../pkg/abp_wasm.js');
   await init();
-  window.abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin }), { agent: { name: 'p', version: '1' } });
+  window.abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin, ...(mcp ? { channel: 'mcp-iframe' } : {}) }),
+    { agent: { name: 'p', version: '1' }, ...(mcp ? { dialect: 'mcp' } : {}) });
   for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
 }, { lib, pkg: process.env.PROFILE_PKG });
 await cdp.send('Profiler.setSamplingInterval', { interval: 50 });
@@ -57,7 +61,7 @@ console.log('mean ms/call', t);
 const self = new Map(); const byId = new Map(profile.nodes.map(n => [n.id, n]));
 const dt = profile.timeDeltas; const counts = new Map();
 profile.samples.forEach((id, i) => counts.set(id, (counts.get(id) || 0) + (dt[i] || 0)));
-for (const [id, us] of counts) { const n = byId.get(id); const k = `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop()}:${n.callFrame.lineNumber}`; self.set(k, (self.get(k) || 0) + us); }
+for (const [id, us] of counts) { const n = byId.get(id); const k = `${n.callFrame.functionName || "(anon)"} ${n.callFrame.url.split("/").pop()}:${n.callFrame.lineNumber}${process.env.PROFILE_COLUMNS ? ":" + n.callFrame.columnNumber : ""}`; self.set(k, (self.get(k) || 0) + us); }
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_ROWS ?? 40)).forEach(([k, v]) => console.log((100 * v / total).toFixed(1).padStart(5) + '%', k));
 // self time by kind: wasm code, the package's JS (the generated glue with our snippets, src/web/*.js, bundled in:
