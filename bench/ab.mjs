@@ -1,7 +1,7 @@
 // A/B of two builds of the package in one browser page: each build gets its own iframe app and client, and
 // they take turns, 1,000 echo calls at a time, so both see the same machine load. Repeated over several
-// browser sessions with the load order alternated (in an A/A run the client loaded second measured slower;
-// BENCHMARKS.md, History, "fewer strings out of wasm, fewer wrappers, and a fairer abort comparison"). Prints the mean round trip per build per session and overall.
+// browser sessions with the load order alternated (in an A/A run the client loaded second measured slower).
+// Prints the mean round trip per build per session and overall.
 // Usage: cp -r pkg bench/ab/before  (… change, npm run build …)  cp -r pkg bench/ab/after
 //        node bench/ab.mjs before after [sessions=6] [--options] [--inflight=256]
 //        (--options: calls pass { signal, timeout }; --inflight=N: N calls in flight, and the figure is the

@@ -196,7 +196,7 @@ if (problems.length) {
 }
 console.log('OK: nothing left pending, active or connected');
 
-/** Puts `report` between the markers of the "## Memory" section (made before "## History" the first time). */
+/** Puts `report` between the markers of the "## Memory" section (made before "## Changelog of figures" the first time). */
 function writeSection(report) {
   const start = '<!-- memory: written by npm run bench:memory -->', end = '<!-- end of memory -->';
   const doc = readFileSync('BENCHMARKS.md', 'utf8');
@@ -215,7 +215,7 @@ ${report}
 ${end}
 
 `;
-    const at = doc.indexOf('## History');
+    const at = doc.indexOf('## Changelog of figures');
     next = at >= 0 ? doc.slice(0, at) + section + doc.slice(at) : `${doc}\n${section}`;
   }
   writeFileSync('BENCHMARKS.md', next);

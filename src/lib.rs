@@ -21,7 +21,7 @@ pub use web::WebMCPTransport;
 pub use web::{PostMessageTransport, WebSocketTransport};
 
 /// The wasm's allocator: talc instead of std's dlmalloc, for size: it makes every build's gzipped wasm smaller
-/// (BENCHMARKS.md has the figures, History, "one crossing per message on the call path").
+/// (BENCHMARKS.md has the figures, "Changelog of figures", one crossing per message on the call path).
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
 // SAFETY: `new_global` needs single-threaded wasm that nothing else allocates in; this package's wasm is

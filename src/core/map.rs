@@ -3,7 +3,7 @@
 //! The core's maps hold call ids, message ids and tokens: a few entries, at most a few thousand (1024
 //! remembered ids per session). A sorted vector with binary search is as quick as a hash map at that size,
 //! and far smaller in WebAssembly than `std`'s `HashMap` with hashbrown and SipHash (BENCHMARKS.md,
-//! History, "smaller maps, fewer crossings, a size-optimised std"). Iteration is in key order.
+//! "Changelog of figures", sorted-vector maps). Iteration is in key order.
 
 #[derive(Debug)]
 pub struct StrMap<V> {

@@ -20,8 +20,8 @@
 //! serde-wasm-bindgen in the wasm. Built with those instead, discovery made the gzipped wasm much larger (they
 //! also bring `core::fmt`, which the rest of the package avoids), and `JSON.parse` followed by
 //! `serde_wasm_bindgen::from_value` cost more than serde_json's parser; reading the parsed value where it is,
-//! through `Payload`, is what makes `JSON.parse` pay off. BENCHMARKS.md has the figures (History, "discovery
-//! and serde" and "the rest of ABP, discovery and the MCP dialect"), and docs/DESIGN.md, "Why the browser build does not use serde-wasm-bindgen", the
+//! through `Payload`, is what makes `JSON.parse` pay off. BENCHMARKS.md has the figures ("Changelog of
+//! figures", discovery without serde, and the rest of ABP, discovery and the MCP dialect), and docs/DESIGN.md, "Why the browser build does not use serde-wasm-bindgen", the
 //! decision. What discovery still costs (URL and HTML scanning, the state machine, fetch and streams) sits
 //! behind the cargo feature `discovery` (on by default): a role build that does not discover leaves it out.
 //!

@@ -36,7 +36,7 @@ pub(crate) type Deliver = dyn Fn(Received, Option<&MessageEvent>);
 /// transport): calls and results are read in JS in one pass (`abpPortListener`) and arrive as
 /// [`Received::Read`], anything else as [`Received::Raw`] with its event.
 /// One instance for its three uses (`deliver` as a trait object): each copy of the three closures costs gzipped
-/// wasm (BENCHMARKS.md, History, "where the round trip's time goes, a faster fromPort").
+/// wasm (BENCHMARKS.md, "Changelog of figures", the `fromPort` fast path).
 pub(crate) fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> Listener {
     type OnCall = dyn Fn(String, String, JsValue, JsValue, String, JsValue, f64, Option<String>);
     type OnResult = dyn Fn(Option<String>, Option<String>, JsValue, bool);
