@@ -679,19 +679,9 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         "a closed stream cancelled a 2025-11-25 call: {quiet:?}"
     );
     // notifications/cancelled is.
-    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 5, "reason": "stop" } });
-    assert_eq!(
-        blocking(|| post(&g, &cancel, legacy_headers(Some(&sid), "application/json")))
-            .await
-            .0,
-        202
-    );
-    match app.next("the handler's abort").await {
-        AppEvent::Aborted {
-            call_id: aborted, ..
-        } => assert_eq!(aborted, call_id),
-        other => panic!("expected the abort, got {other:?}"),
-    }
+    let t0 = Instant::now();
+    legacy_cancel(&g, &sid, 5).await;
+    app.aborted_after(&call_id, t0).await;
 
     // DELETE ends the session: its calls are cancelled in the app, and its id is unknown after.
     let slow = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
@@ -703,6 +693,7 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         &slow.to_string(),
     );
     let (call_id, _) = app.started().await;
+    let t0 = Instant::now();
     let deleted = blocking(|| {
         answer(request(
             &g,
@@ -714,12 +705,7 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     })
     .await;
     assert_eq!(deleted.0, 200);
-    match app.next("the handler's abort").await {
-        AppEvent::Aborted {
-            call_id: aborted, ..
-        } => assert_eq!(aborted, call_id),
-        other => panic!("expected the abort, got {other:?}"),
-    }
+    app.aborted_after(&call_id, t0).await;
     assert_eq!(
         blocking(|| post(&g, &list, legacy_headers(Some(&sid), "application/json")))
             .await

@@ -245,6 +245,19 @@ pub fn legacy_headers(sid: Option<&str>, accept: &str) -> Vec<String> {
     h
 }
 
+/// `notifications/cancelled` for request `request_id` of session `sid`, POSTed at `g` (the 2025-11-25 way to
+/// cancel): accepted with 202.
+pub async fn legacy_cancel(g: &Gateway, sid: &str, request_id: u64) {
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": request_id, "reason": "stop" } });
+    let status = blocking(|| post(g, &cancel, legacy_headers(Some(sid), "application/json")))
+        .await
+        .0;
+    assert_eq!(
+        status, 202,
+        "notifications/cancelled for request {request_id}"
+    );
+}
+
 /// A 2025-11-25 session opened at `g` (`initialize`, then `notifications/initialized`): its `Mcp-Session-Id`.
 #[track_caller]
 pub fn legacy_session(g: &Gateway) -> String {
