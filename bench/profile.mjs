@@ -1,6 +1,9 @@
 // CPU profile of abp-wasm's hot path: 5,000 sequential echo calls host page → iframe in headless Chromium,
 // sampled through CDP; prints self time per function. Needs `npm run build` first. Usage: node bench/profile.mjs
 // (PROFILE_COLUMNS=1: each function's column too, to find an anonymous one in the package's one-line JS).
+// Under the DevTools protocol every window.postMessage also records its caller's JavaScript stack
+// (bench/direct.mjs): the postMessage rows of a window transport (the MCP-B envelope) are inflated by it, and a
+// user's page does not pay that part.
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 const server = await serve(0);
@@ -14,7 +17,9 @@ await cdp.send('Profiler.enable');
 // page as the benchmark's row), for the same breakdown without the SDK; PROFILE_LIB=abp-mcp the MCP dialect over
 // the MCP-B envelope (the benchmark's abp-mcp row).
 const lib = process.env.PROFILE_LIB ?? 'abp';
-await page.evaluate(async ({ lib, pkg }) => {
+// The payload of the benchmark's calls (bench/index.html), which the SDK server's echo tool validates.
+const PAYLOAD = { op: 'ping', n: 42, s: 'hello' };
+await page.evaluate(async ({ lib, pkg, PAYLOAD }) => {
   if (lib === 'rawport-abp') {
     const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=rawport-abp'; document.body.appendChild(iframe);
     while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
@@ -28,8 +33,20 @@ await page.evaluate(async ({ lib, pkg }) => {
     for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
     return;
   }
+  if (lib === 'mcp-sdk') {
+    // The official MCP SDK's Client ↔ McpServer over @mcp-b/transports (the benchmark's mcp-sdk row), for the
+    // same breakdown of the MCP dialect's peer.
+    const iframe = document.createElement('iframe'); iframe.src = '/bench/frame.html?lib=mcp-sdk'; document.body.appendChild(iframe);
+    while (!iframe.contentWindow?.ready) await new Promise(r => setTimeout(r, 5));
+    const { Client, IframeParentTransport } = await import('/tests/interop/mcp-sdk/dist/client.js');
+    const sdk = new Client({ name: 'p', version: '1' });
+    await sdk.connect(new IframeParentTransport({ iframe, targetOrigin: location.origin }));
+    window.abp = { call: (cap, v) => sdk.callTool({ name: cap, arguments: v }) };
+    for (let i = 0; i < 500; i++) await abp.call('echo', PAYLOAD);
+    return;
+  }
   // PROFILE_PKG=<name> profiles a copy of a build in bench/ab/<name>/ instead of pkg/ (both sides): a build
-  // whose wasm keeps its function names (see bench/ab.mjs) shows Rust functions by name.
+  // whose wasm keeps its function names (`ABP_WASM_OPT_G=-g bash scripts/build.sh`) shows Rust functions by name.
   const iframe = document.createElement('iframe');
   const mcp = lib === 'abp-mcp';
   iframe.src = pkg ? `/bench/ab/frame.html?v=${pkg}` : `/bench/frame.html?lib=${mcp ? 'abp-mcp' : 'abp'}`; document.body.appendChild(iframe);
@@ -38,23 +55,23 @@ await page.evaluate(async ({ lib, pkg }) => {
   await init();
   window.abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: location.origin, ...(mcp ? { channel: 'mcp-iframe' } : {}) }),
     { agent: { name: 'p', version: '1' }, ...(mcp ? { dialect: 'mcp' } : {}) });
-  for (let i = 0; i < 500; i++) await abp.call('echo', { a: 1 });
-}, { lib, pkg: process.env.PROFILE_PKG });
+  for (let i = 0; i < 500; i++) await abp.call('echo', PAYLOAD);
+}, { lib, pkg: process.env.PROFILE_PKG, PAYLOAD });
 await cdp.send('Profiler.setSamplingInterval', { interval: 50 });
 await cdp.send('Profiler.start');
 // PROFILE_INFLIGHT=256 keeps that many calls in flight (the throughput row) instead of one at a time;
 // PROFILE_OPTIONS=1 passes `{ signal, timeout }` with every call (the benchmark's "with { signal, timeout }" row).
 const inflight = Number(process.env.PROFILE_INFLIGHT ?? 1);
 const withOptions = process.env.PROFILE_OPTIONS === '1';
-const t = await page.evaluate(async ([inflight, withOptions]) => {
+const t = await page.evaluate(async ([inflight, withOptions, PAYLOAD]) => {
   const controller = new AbortController();
   const options = withOptions ? { signal: controller.signal, timeout: 60000 } : undefined;
   const t0 = performance.now();
   let started = 0;
-  const lane = async () => { while (started < 5000) { started++; await abp.call('echo', { a: 1 }, options); } };
+  const lane = async () => { while (started < 5000) { started++; await abp.call('echo', PAYLOAD, options); } };
   await Promise.all(Array.from({ length: inflight }, lane));
   return (performance.now() - t0) / 5000;
-}, [inflight, withOptions]);
+}, [inflight, withOptions, PAYLOAD]);
 const { profile } = await cdp.send('Profiler.stop');
 console.log('mean ms/call', t);
 // self time by function

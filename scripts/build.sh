@@ -77,7 +77,9 @@ build_one() {
   fi
   # Also drops the name section (function names, for debuggers), which wasm-bindgen leaves in. The producers
   # and target-features sections stay: stripping them saved too little to keep a step for (BENCHMARKS.md).
-  node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-reference-types --enable-multivalue \
+  # ABP_WASM_OPT_G=-g keeps the names, for a profile that shows Rust functions by name (bench/profile.mjs); that
+  # build is larger and not the package.
+  node_modules/.bin/wasm-opt -Oz ${ABP_WASM_OPT_G:-} --enable-bulk-memory --enable-reference-types --enable-multivalue \
     --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals \
     "$out/abp_wasm_bg.wasm" -o "$out/abp_wasm_bg.wasm"
 }

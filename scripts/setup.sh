@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building, the demo and the tests need, skipping whatever is already there (a warm machine
 # takes seconds). `scripts/setup.sh browsers` also installs Chromium, Firefox and their WebDriver servers;
-# `scripts/setup.sh chromium` only Chromium. `scripts/setup.sh stable` skips the pinned nightly, for the plain
+# `scripts/setup.sh chromium` only Chromium; `scripts/setup.sh bench` Chromium and Firefox (the benchmark's). `scripts/setup.sh stable` skips the pinned nightly, for the plain
 # stable build (`npm run build:stable`). Anything that cannot be installed fails the setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,9 +11,9 @@ browsers=
 nightly=1
 for arg in "$@"; do
   case "$arg" in
-    browsers|chromium) browsers=$arg ;;
+    browsers|chromium|bench) browsers=$arg ;;
     stable) nightly= ;;
-    *) echo "usage: bash scripts/setup.sh [browsers|chromium] [stable]" >&2; exit 2 ;;
+    *) echo "usage: bash scripts/setup.sh [browsers|chromium|bench] [stable]" >&2; exit 2 ;;
   esac
 done
 
@@ -63,7 +63,8 @@ if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] 
 fi
 
 # `browsers`: what the browser tests need; `chromium`: only the headless Chromium that the demo check, the
-# benchmarks and the consumer test drive with playwright-core.
+# benchmarks and the consumer test drive with playwright-core; `bench`: that and Firefox, which `npm run bench`
+# also measures in.
 if [ -n "$browsers" ]; then
   missing=()
   [ -x /usr/bin/chromium ] || missing+=(chromium)
@@ -71,7 +72,11 @@ if [ -n "$browsers" ]; then
   command -v openssl >/dev/null || missing+=(openssl)
   if [ "$browsers" = browsers ]; then
     [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  fi
+  if [ "$browsers" = browsers ] || [ "$browsers" = bench ]; then
     command -v firefox-esr >/dev/null || command -v firefox >/dev/null || missing+=(firefox-esr)
+  fi
+  if [ "$browsers" = browsers ]; then
     # peer/tests/nats.rs runs processes that share rooms over it.
     command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
   fi

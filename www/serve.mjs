@@ -15,10 +15,20 @@ const types = {
 };
 
 /** `cache`: let the browser keep what it fetched (for the duration of one run) instead of `no-store`; the memory
- *  benchmark loads thousands of frames of the same few files. `tls` ({ key, cert }): serve over https. */
-export function serve(port = 8080, { cache = false, tls } = {}) {
+ *  benchmark loads thousands of frames of the same few files. `tls` ({ key, cert }): serve over https.
+ *  `onPost(url, body)`: called with each POST's URL and body text (a page run without a test driver reports its
+ *  results this way, bench/direct.mjs); without it a POST is refused. */
+export function serve(port = 8080, { cache = false, tls, onPost } = {}) {
   const handle = async (req, res) => {
     const url = new URL(req.url, 'http://x');
+    if (req.method === 'POST') {
+      if (!onPost) { res.writeHead(405); res.end(); return; }
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk) => { body += chunk; });
+      req.on('end', () => { res.writeHead(204); res.end(); onPost(url, body); });
+      return;
+    }
     let path = normalize(decodeURIComponent(url.pathname));
     if (path === '/') { res.writeHead(302, { location: '/www/' }); res.end(); return; }
     if (path.endsWith('/')) path += 'index.html';
