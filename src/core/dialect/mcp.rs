@@ -935,14 +935,15 @@ impl<P: Wire> McpCodec<P> {
                 progress_token,
                 ..
             } => {
-                let mut p = call_params(&capability, params, progress_token.as_deref());
-                if self.client.modern() {
-                    let meta = p.get_object("_meta");
-                    let token = meta.as_ref().and_then(|m| m.get("progressToken"));
-                    self.client
-                        .call(&id, &capability, p.get("arguments"), token);
-                    p = self.client.with_meta(Some(p));
-                }
+                let token = progress_token.as_deref().map(P::string);
+                let meta = if self.client.modern() {
+                    let arguments = arguments_of(&params);
+                    self.client.call(&id, &capability, arguments, token.clone());
+                    Some(self.client.meta_with_token(token))
+                } else {
+                    token.map(|t| P::object_of(&mut [("progressToken", Some(t))]))
+                };
+                let p = call_params(&capability, params, meta);
                 self.peer.request(&id, Sent::Call, "tools/call", Some(p))
             }
             FromAgent::Cancel {
@@ -1186,14 +1187,17 @@ fn initialize_params<P: Wire>(hello: &Hello<'_, P>) -> P {
 }
 
 /// `tools/call` params: `arguments` left out when there are none, the progress token in `_meta`.
-fn call_params<P: Wire>(capability: &str, params: P, progress_token: Option<&str>) -> P {
-    let meta = progress_token.map(|t| P::object_of(&mut [("progressToken", Some(P::string(t)))]));
-    let arguments = (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then_some(params);
+fn call_params<P: Wire>(capability: &str, params: P, meta: Option<P>) -> P {
     P::object_of(&mut [
         ("name", Some(P::string(capability))),
-        ("arguments", arguments),
+        ("arguments", arguments_of(&params)),
         ("_meta", meta),
     ])
+}
+
+/// A call's `params` as `tools/call` arguments: none for undefined or null.
+fn arguments_of<P: Wire>(params: &P) -> Option<P> {
+    (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then(|| params.clone())
 }
 
 /// The server's `initialize` result: the client's protocol version when this SDK speaks it (else the newest),

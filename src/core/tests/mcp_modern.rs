@@ -16,6 +16,7 @@ use crate::core::capability::Changes;
 use crate::core::dialect::DialectKind;
 use crate::core::error::ErrorCode;
 use crate::core::message::Outcome;
+use crate::core::CallRequest;
 
 const VERSION: &str = "2026-07-28";
 
@@ -565,6 +566,47 @@ fn our_client_asks_discover_first_then_listens_and_lists_without_initialize() {
     assert_eq!(payload["protocolVersion"], VERSION);
     assert_eq!(payload["app"]["name"], "test");
     assert_eq!(payload["capabilities"][1]["name"], "export.pdf");
+}
+
+#[test]
+fn each_call_of_our_client_carries_the_meta_and_only_its_own_progress_token() {
+    let mut p = modern_pair();
+    p.call_with(CallRequest {
+        params: json!({ "x": 1 }),
+        progress_token: Some("tok-1".into()),
+        ..super::pair::request("c1", "echo")
+    });
+    p.call("c2", "echo", json!({ "x": 2 }));
+    p.run();
+    let calls: Vec<&Value> = p
+        .agent_sent
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for m in &calls {
+        let meta = &m["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"], VERSION,
+            "{m}"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"], "test-agent",
+            "{m}"
+        );
+        assert!(
+            meta["io.modelcontextprotocol/clientCapabilities"].is_object(),
+            "{m}"
+        );
+    }
+    assert_eq!(calls[0]["params"]["arguments"], json!({ "x": 1 }));
+    assert_eq!(calls[0]["params"]["_meta"]["progressToken"], "tok-1");
+    assert_eq!(calls[1]["params"]["arguments"], json!({ "x": 2 }));
+    assert!(
+        calls[1]["params"]["_meta"].get("progressToken").is_none(),
+        "the first call's token stays its own: {}",
+        calls[1]
+    );
 }
 
 #[test]

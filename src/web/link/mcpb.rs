@@ -15,9 +15,9 @@ use crate::web::value::type_error;
 #[wasm_bindgen(module = "/src/web/link/mcpb.js")]
 extern "C" {
     #[wasm_bindgen(js_name = mcpbWrap)]
-    pub(crate) fn mcpb_wrap(channel: &str, direction: &str, payload: &JsValue) -> JsValue;
+    pub(crate) fn mcpb_wrap(channel: &JsValue, direction: &JsValue, payload: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = mcpbPayload)]
-    pub(crate) fn mcpb_payload(data: &JsValue, channel: &str, direction: &str) -> JsValue;
+    pub(crate) fn mcpb_payload(data: &JsValue, channel: &JsValue, direction: &JsValue) -> JsValue;
 }
 
 /// The MCP-B envelope `{ channel, type: 'mcp', direction, payload }` that `@mcp-b/transports`'
@@ -26,7 +26,11 @@ extern "C" {
 #[cfg(feature = "mcp")]
 #[derive(Clone)]
 pub(crate) struct Envelope {
-    channel: String,
+    /// The channel and both directions as JS strings, made once: passing a `&str` to JS decodes it from
+    /// UTF-8 on every message.
+    channel: JsValue,
+    outgoing: JsValue,
+    incoming: JsValue,
     /// This side is the MCP client (the agent).
     client: bool,
 }
@@ -34,33 +38,31 @@ pub(crate) struct Envelope {
 #[cfg(feature = "mcp")]
 impl Envelope {
     pub(crate) fn new(channel: String, client: bool) -> Option<Envelope> {
-        Some(Envelope { channel, client })
-    }
-
-    fn outgoing(&self) -> &'static str {
-        if self.client {
-            "client-to-server"
+        let (to_server, to_client) = (
+            JsValue::from_str("client-to-server"),
+            JsValue::from_str("server-to-client"),
+        );
+        let (outgoing, incoming) = if client {
+            (to_server, to_client)
         } else {
-            "server-to-client"
-        }
-    }
-
-    fn incoming(&self) -> &'static str {
-        if self.client {
-            "server-to-client"
-        } else {
-            "client-to-server"
-        }
+            (to_client, to_server)
+        };
+        Some(Envelope {
+            channel: JsValue::from_str(&channel),
+            outgoing,
+            incoming,
+            client,
+        })
     }
 
     pub(crate) fn wrap(&self, payload: &JsValue) -> JsValue {
-        mcpb_wrap(&self.channel, self.outgoing(), payload)
+        mcpb_wrap(&self.channel, &self.outgoing, payload)
     }
 
     /// The payload of `data` if it is our channel's envelope in the direction that comes to this side, else
     /// undefined.
     pub(crate) fn open(&self, data: &JsValue) -> JsValue {
-        mcpb_payload(data, &self.channel, self.incoming())
+        mcpb_payload(data, &self.channel, &self.incoming)
     }
 
     /// The ready handshake: a server answers `'mcp-check-ready'` (to the origin that asked, which has passed

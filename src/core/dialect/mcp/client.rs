@@ -53,6 +53,8 @@ pub struct Client<P> {
     pub era: ClientEra,
     /// `{ name, version }` as `_meta` names us.
     info: Option<P>,
+    /// The `_meta` of the stateless era, made once from `info`; each request gets a copy.
+    meta: Option<P>,
     /// The `initialize` to send if the server turns out to be legacy: its id and params.
     fallback: Option<(String, P)>,
     calls: StrMap<Call<P>>,
@@ -69,6 +71,7 @@ impl<P: Wire> Default for Client<P> {
         Client {
             era: ClientEra::Probing,
             info: None,
+            meta: None,
             fallback: None,
             calls: StrMap::new(),
             aliases: StrMap::new(),
@@ -91,6 +94,7 @@ impl<P: Wire> Client<P> {
     /// a modern version is pinned).
     pub fn probe(&mut self, info: P, id: &str, initialize: P) {
         self.info = Some(info);
+        self.meta = Some(self.fresh_meta());
         if self.pinned.is_none() {
             self.fallback = Some((id.to_owned(), initialize));
         }
@@ -123,6 +127,22 @@ impl<P: Wire> Client<P> {
 
     /// The `_meta` every request of the stateless era carries.
     pub fn meta(&self) -> P {
+        match &self.meta {
+            Some(m) => m.shallow_copy(),
+            None => self.fresh_meta(),
+        }
+    }
+
+    /// [`Client::meta`] with the call's `progressToken`, if it has one.
+    pub fn meta_with_token(&self, token: Option<P>) -> P {
+        let mut meta = self.meta();
+        if let Some(t) = token {
+            meta.set("progressToken", t);
+        }
+        meta
+    }
+
+    fn fresh_meta(&self) -> P {
         let caps = P::object_of(&mut [("elicitation", Some(P::object()))]);
         P::object_of(&mut [
             (META_VERSION, Some(P::constant(MODERN_VERSIONS[0]))),
