@@ -63,18 +63,21 @@ const f = (x, d = 3) => (x === undefined ? 'n/a' : x.toFixed(d));
 const ratio = (x, base) => (x === undefined || base === undefined ? 'n/a' : `${(x / base).toFixed(2)}×`);
 const NAMES = { raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort', 'rawport-abp': 'ABP envelope by hand, MessagePort',
   'abp-signal': 'abp, with { signal, timeout }', 'abp-async': 'abp, async handler', 'abp-port': 'abp over a MessageChannel (fromPort)',
-  'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope)', 'mcp-sdk': 'MCP SDK Client ↔ McpServer (MCP-B transports)' };
+  'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope)', 'mcp-sdk': 'MCP SDK 1 Client ↔ McpServer (MCP-B transports)',
+  'mcp-sdk2': 'MCP SDK 2 Client ↔ McpServer (MCP-B transports, 2026-07-28)' };
 const version = (bin) => { try { return execSync(`${bin} --version 2>/dev/null`).toString().trim(); } catch { return bin; } };
+const MCP_ROWS = ['abp-mcp', 'mcp-sdk', 'mcp-sdk2'];
 const BROWSER_NAMES = { chromium: 'Chromium', firefox: 'Firefox' };
 const browserTable = (browser) => {
   const r = results[browser];
   const floor = r.libs.raw;
   const rows = Object.entries(r.libs).map(([lib, m]) =>
     `| ${NAMES[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor?.p50)} | ${f(m.mean, 4)} | ${ratio(m.mean, floor?.mean)} | ${f(m.p99)} | ${ratio(m.p99, floor?.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor?.throughput)} |`);
-  const { abp, penpal, 'abp-mcp': mcp, 'mcp-sdk': sdk } = r.libs;
+  const { abp, penpal, 'abp-mcp': mcp, 'mcp-sdk': sdk, 'mcp-sdk2': sdk2 } = r.libs;
   const targets = [
     abp && penpal && `abp against penpal: mean ${ratio(abp.mean, penpal.mean)}, calls/s with 256 in flight ${ratio(abp.throughput, penpal.throughput)}`,
-    mcp && sdk && `the MCP dialect against the official SDK: mean ${ratio(mcp.mean, sdk.mean)}, calls/s ${ratio(mcp.throughput, sdk.throughput)}`,
+    mcp && sdk && `the MCP dialect against the official SDK 1: mean ${ratio(mcp.mean, sdk.mean)}, calls/s ${ratio(mcp.throughput, sdk.throughput)}`,
+    mcp && sdk2 && `against the SDK 2: mean ${ratio(mcp.mean, sdk2.mean)}, calls/s ${ratio(mcp.throughput, sdk2.throughput)}`,
   ].filter(Boolean);
   return `#### ${BROWSER_NAMES[browser] ?? browser} (${version(browserBinary(browser))})
 
@@ -87,9 +90,9 @@ ${targets.length ? `\nRatios (medians of the runs): ${targets.join('; ')}.\n` : 
 ${r.cancel ? `Cancellation (median of 300 in each run): \`controller.abort()\` → the app handler's \`signal\` fires: ${f(r.cancel.abortToHandlerSignal)} ms
 (${ratio(r.cancel.abortToHandlerSignal, r.rawHop)} one raw postMessage hop of ${f(r.rawHop)} ms); → the caller's promise settles:
 ${f(r.cancel.abortToSettled)} ms.` : ''}
-${['abp-mcp', 'mcp-sdk'].some((l) => r.cancels?.[l]) ? `
+${MCP_ROWS.some((l) => r.cancels?.[l]) ? `
 Cancellation in the MCP rows (median of 300 in each run, same method; the raw hop timed in each frame):
-${['abp-mcp', 'mcp-sdk'].filter((l) => r.cancels?.[l]).map((l) => `- ${l}: abort → handler signal ${f(r.cancels[l].abortToHandlerSignal)} ms (${ratio(r.cancels[l].abortToHandlerSignal, r.cancels[l].rawHop)} the hop of ${f(r.cancels[l].rawHop)} ms); → the caller settles ${f(r.cancels[l].abortToSettled)} ms`).join('\n')}` : ''}`;
+${MCP_ROWS.filter((l) => r.cancels?.[l]).map((l) => `- ${l}: abort → handler signal ${f(r.cancels[l].abortToHandlerSignal)} ms (${ratio(r.cancels[l].abortToHandlerSignal, r.cancels[l].rawHop)} the hop of ${f(r.cancels[l].rawHop)} ms); → the caller settles ${f(r.cancels[l].abortToSettled)} ms`).join('\n')}` : ''}`;
 };
 const r = results.chromium ?? results[browsers[0]];
 const mb = (b) => (b / 1048576).toFixed(2);
