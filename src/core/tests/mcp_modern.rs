@@ -531,6 +531,14 @@ fn methods(sent: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// What our client sent with `method`, in order.
+fn sent<'a>(p: &'a Pair, method: &str) -> Vec<&'a Value> {
+    p.agent_sent
+        .iter()
+        .filter(|m| m["method"] == method)
+        .collect()
+}
+
 /// Our client and our app, connected in the stateless era.
 fn modern_pair() -> Pair {
     let mut p = server();
@@ -578,11 +586,7 @@ fn each_call_of_our_client_carries_the_meta_and_only_its_own_progress_token() {
     });
     p.call("c2", "echo", json!({ "x": 2 }));
     p.run();
-    let calls: Vec<&Value> = p
-        .agent_sent
-        .iter()
-        .filter(|m| m["method"] == "tools/call")
-        .collect();
+    let calls = sent(&p, "tools/call");
     assert_eq!(calls.len(), 2, "{calls:?}");
     for m in &calls {
         let meta = &m["params"]["_meta"];
@@ -695,11 +699,7 @@ fn our_client_answers_an_input_required_result_through_on_elicitation_and_retrie
         answered.expect("the app's ctx.elicit resolves"),
         json!({ "success": true, "data": { "confirmed": true } })
     );
-    let calls: Vec<&Value> = p
-        .agent_sent
-        .iter()
-        .filter(|m| m["method"] == "tools/call")
-        .collect();
+    let calls = sent(&p, "tools/call");
     assert_eq!(calls.len(), 2, "the call, then its retry");
     assert_ne!(
         calls[1]["id"], calls[0]["id"],
