@@ -57,33 +57,49 @@ export function reports() {
 /** The binary `runPage` starts for `browser`. */
 export const browserBinary = (browser) => BROWSERS[browser]?.bin() ?? browser;
 
+/** Starts `browser` ('chromium' or 'firefox') on `url` with a fresh profile, in a process group of its own (so the
+ *  browser's helper processes go with it). `exited` rejects if the browser ends before `close()`; `close()` kills
+ *  the group and removes the profile. */
+export function launch(browser, url) {
+  const b = BROWSERS[browser];
+  if (!b) throw new Error(`unknown browser ${browser}`);
+  const profile = mkdtempSync(join(tmpdir(), `abp-bench-${browser}-`));
+  const child = spawn(b.bin(), b.args(url, profile), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
+  const exited = new Promise((_, fail) => {
+    child.once('error', (e) => fail(new Error(`could not start ${browser} (${b.bin()}): ${e.message}`)));
+    child.once('exit', (code) => fail(new Error(`${browser} exited (${code}) before the page reported:\n${stderr}`)));
+  });
+  exited.catch(() => {});
+  return {
+    child,
+    exited,
+    async close() {
+      child.removeAllListeners('exit');
+      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+      await new Promise((r) => setTimeout(r, 200));
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
 let next = 0;
 /** Opens `url` (its query gets `report=<token>`, which the page posts its result to) in `browser` ('chromium' or
  *  'firefox') and resolves with the page's report; the browser is killed when it comes, or after `timeoutMs`. */
 export async function runPage(browser, url, { waiting }, { timeoutMs = 600000 } = {}) {
-  const b = BROWSERS[browser];
-  if (!b) throw new Error(`unknown browser ${browser}`);
   const token = `${process.pid}-${++next}`;
   const u = new URL(url);
   u.searchParams.set('report', token);
-  const profile = mkdtempSync(join(tmpdir(), `abp-bench-${browser}-`));
-  // Its own process group, so the browser's helper processes go with it.
-  const child = spawn(b.bin(), b.args(u.href, profile), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
-  const kill = () => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ } };
+  const run = launch(browser, u.href);
   try {
     return await new Promise((ok, fail) => {
       waiting.set(token, { ok, fail });
-      child.once('error', (e) => fail(new Error(`could not start ${browser} (${b.bin()}): ${e.message}`)));
-      child.once('exit', (code) => fail(new Error(`${browser} exited (${code}) before the page reported:\n${stderr}`)));
+      run.exited.catch(fail);
       setTimeout(() => fail(new Error(`${browser}: no report from ${u.pathname} within ${timeoutMs / 1000} s`)), timeoutMs).unref();
     });
   } finally {
     waiting.delete(token);
-    child.removeAllListeners('exit');
-    kill();
-    await new Promise((r) => setTimeout(r, 200));
-    rmSync(profile, { recursive: true, force: true });
+    await run.close();
   }
 }

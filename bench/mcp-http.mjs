@@ -2,13 +2,16 @@
 // (`@modelcontextprotocol/client`, pinned in tests/interop) calling a small `echo` tool, in one process and run:
 //   - the baseline: the official SDK 2 server (`@modelcontextprotocol/server`) serving the tool itself, stateless,
 //     through its `createMcpHandler` on a Node HTTP server in a process of its own (bench/mcp-http-sdk-server.mjs);
-//   - the subject: `abp-peer mcp --http` (release build), with the tool a capability of a browser app (pkg/, in
-//     headless Chromium through Playwright) that joined the gateway over WebSocket;
+//   - the subject: `abp-peer mcp --http` (release build), with the tool a capability of a browser app (pkg/,
+//     bench/mcp-http-app.html) that joined the gateway over WebSocket, in headless Chromium (BENCH_BROWSER=firefox:
+//     Firefox) started on the page with no test driver attached (bench/direct.mjs: a driver in this process would
+//     also be told of every WebSocket frame, and this process is the client being measured);
 //   - with nats-server installed (BENCH_NATS=0 leaves it out): both gateways run with `--nats`, and a third side
 //     calls a second `abp-peer mcp --http` process without the app, which passes each request to the first.
 // For each number of calls in flight (BENCH_CONCURRENCY, default 1,16): calls/s, p50 and p99 over BENCH_WINDOW
 // seconds (default 3, after half a second of warm-up), two rounds each, interleaved, with the CPU time the server
-// side used per call (the SDK server's process; the gateway's and all of Chromium's). Then abort → handler: the
+// side used per call (the SDK server's process; the gateway's and all of the browser's) and the client's (this
+// process, which runs nothing else meanwhile). Then abort → handler: the
 // client's AbortSignal to the handler's signal (the SDK server's own; the page's ctx.signal through the gateway),
 // BENCH_ABORTS times (default 20), read on both ends from performance.timeOrigin + performance.now().
 // Needs `npm run build` (pkg/) and `node tests/interop/build.mjs` (the SDKs); builds abp-peer itself.
@@ -18,7 +21,7 @@ import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from './direct.mjs';
 import { serve } from '../www/serve.mjs';
 
 const modules = new URL('../tests/interop/node_modules/', import.meta.url);
@@ -61,7 +64,7 @@ function cpuMs(pids) {
   return stats.filter((p) => mine.has(p.pid)).reduce((sum, p) => sum + p.ms, 0);
 }
 
-// The browser Playwright started: this process's children other than the two servers.
+// The browser's processes: this process's children other than the servers.
 function browserPids() {
   const ours = new Set([sdk.pid, gateway.pid, other?.pid, nats?.pid]);
   return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
@@ -86,7 +89,19 @@ const sdkUrl = `http://127.0.0.1:${await until(() => /listening (\d+)/.exec(sdkL
 // ---- the subject: abp-peer mcp --http, and the app in headless Chromium --------------------------------------
 console.error('mcp-http: cargo build --release -p abp-peer');
 if (spawnSync('cargo', ['build', '--release', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) process.exit(1);
-const pages = await serve(0);
+// What the app page posts (bench/mcp-http-app.html): that it listens, and when a `slow` call's signal aborted.
+const pageAborted = new Map();
+let pageReady;
+const ready = new Promise((ok, fail) => { pageReady = { ok, fail }; });
+const pages = await serve(0, {
+  onPost(url, body) {
+    let r;
+    try { r = JSON.parse(body); } catch { return; }
+    if (r?.error) pageReady.fail(new Error(`the app page failed: ${r.error}`));
+    else if (r?.ready) pageReady.ok();
+    else if (typeof r?.aborted === 'string') pageAborted.set(r.aborted, Number(r.at));
+  },
+});
 const pageOrigin = `http://127.0.0.1:${pages.address().port}`;
 const token = randomBytes(24).toString('hex');
 const natsBin = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find(existsSync);
@@ -110,29 +125,16 @@ const startGateway = (name) => {
 const gateway = startGateway('a');
 const other = nats ? startGateway('b') : null;
 const log = () => gateway.log;
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browserName = process.env.BENCH_BROWSER ?? 'chromium';
+const browserLabel = { chromium: 'Chromium', firefox: 'Firefox' }[browserName] ?? browserName;
+let browser;
 const clients = [];
 try {
   const ws = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(log())?.[1], 'the gateway');
   const gatewayUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log())?.[1], 'the HTTP endpoint');
-  const page = await browser.newPage();
-  page.on('pageerror', (e) => console.error('page error:', e));
-  await page.goto(`${pageOrigin}/bench/webmcp.html`);
-  await page.evaluate(async (url) => {
-    const { default: init, AbpApp, WebSocketTransport } = await import('/pkg/abp_wasm.js');
-    await init();
-    window.aborted = {};
-    const app = new AbpApp({ id: 'bench-http', name: 'bench', version: '1' });
-    app.register('echo', (p) => p, { description: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } });
-    app.register('slow', (p, ctx) => new Promise((_, reject) => {
-      ctx.signal.addEventListener('abort', () => { window.aborted[p.tag] = performance.timeOrigin + performance.now(); reject(ctx.signal.reason); });
-    }), { description: 'waits for its signal' });
-    app.listen(await WebSocketTransport.connect(`${url}/agent`));
-  }, ws);
+  browser = launch(browserName, `${pageOrigin}/bench/mcp-http-app.html?report=app&ws=${encodeURIComponent(ws)}`);
+  await Promise.race([ready, browser.exited,
+    sleep(30000).then(() => { throw new Error(`${browserLabel}: the app page did not report ready within 30 s`); })]);
 
   const connect = async (url, headers) => {
     const client = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: 'auto' } });
@@ -143,12 +145,12 @@ try {
   const sides = [
     { name: 'SDK 2 server (Node, stateless HTTP), the baseline', client: await connect(sdkUrl, {}),
       abortedAt: (tag) => sdkAborted.get(tag), pids: [sdk.pid] },
-    { name: 'abp-peer mcp --http → app in Chromium', client: await connect(gatewayUrl, { Authorization: `Bearer ${token}` }),
-      abortedAt: (tag) => page.evaluate((t) => window.aborted[t], tag), pids: [gateway.pid, ...browserPids()] },
+    { name: `abp-peer mcp --http → app in ${browserLabel}`, client: await connect(gatewayUrl, { Authorization: `Bearer ${token}` }),
+      abortedAt: (tag) => pageAborted.get(tag), pids: [gateway.pid, ...browserPids()] },
   ];
   if (other) {
     const otherUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(other.log)?.[1], 'the second gateway');
-    sides.push({ name: 'abp-peer mcp --http on B → NATS → A → app in Chromium',
+    sides.push({ name: `abp-peer mcp --http on B → NATS → A → app in ${browserLabel}`,
       client: await connect(otherUrl, { Authorization: `Bearer ${token}` }), abortedAt: sides[1].abortedAt,
       pids: [other.pid, gateway.pid, nats.pid, ...browserPids()] });
   }
@@ -173,16 +175,19 @@ try {
     await sleep(500);
     measuring = true;
     const cpu0 = cpuMs(side.pids);
+    const own0 = process.cpuUsage();
     await sleep(windowS * 1000);
     const cpu = cpuMs(side.pids) - cpu0;
+    const own = process.cpuUsage(own0);
     stop = true;
     await Promise.all(loops);
-    return { times, cpu };
+    return { times, cpu, client: (own.user + own.system) / 1000 };
   };
   const rows = [];
   for (const n of concurrency) {
     const pooled = sides.map(() => []);
     const cpu = sides.map(() => 0);
+    const client = sides.map(() => 0);
     for (let round = 0; round < 2; round++) {
       const order = sides.map((_, i) => i);
       if (round % 2) order.reverse();
@@ -190,6 +195,7 @@ try {
         const m = await measure(sides[i], n);
         pooled[i].push(...m.times);
         cpu[i] += m.cpu;
+        client[i] += m.client;
       }
     }
     const base = pooled[0].length / (2 * windowS);
@@ -198,12 +204,13 @@ try {
       const perS = times.length / (2 * windowS);
       const cpuPerCall = cpu[i] / times.length;
       rows.push([n, sides[i].name, perS.toFixed(0), quantile(times, 0.5).toFixed(3), quantile(times, 0.99).toFixed(3),
-        `${(perS / base).toFixed(2)}×`, cpuPerCall.toFixed(3), `${(cpuPerCall / baseCpu).toFixed(2)}×`]);
+        `${(perS / base).toFixed(2)}×`, cpuPerCall.toFixed(3), `${(cpuPerCall / baseCpu).toFixed(2)}×`,
+        (client[i] / times.length).toFixed(3)]);
     });
   }
   console.log(`\nCalls over Streamable HTTP (${windowS} s × 2 rounds each, interleaved), the SDK 2 client in Node:`);
-  console.log('| in flight | server | calls/s | p50 ms | p99 ms | calls/s vs baseline | server CPU ms/call | vs baseline |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| in flight | server | calls/s | p50 ms | p99 ms | calls/s vs baseline | server CPU ms/call | vs baseline | client CPU ms/call |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 
   console.log(`\nAbort → handler (${aborts} times each): the client's AbortSignal to the handler's signal`);
@@ -226,7 +233,7 @@ try {
   }
 } finally {
   for (const c of clients) await c.close().catch(() => {});
-  await browser.close();
+  await browser?.close();
   gateway.kill('SIGTERM');
   other?.kill('SIGTERM');
   nats?.kill('SIGTERM');
