@@ -86,11 +86,13 @@ export function launch(browser, url) {
 
 let next = 0;
 /** Opens `url` (its query gets `report=<token>`, which the page posts its result to) in `browser` ('chromium' or
- *  'firefox') and resolves with the page's report; the browser is killed when it comes, or after `timeoutMs`. */
-export async function runPage(browser, url, { waiting }, { timeoutMs = 600000 } = {}) {
+ *  'firefox') and resolves with the page's report; the browser is killed when it comes, or after `timeoutMs`.
+ *  `wrap(url, token)`: changes the URL further, for a page that is not the one to report. */
+export async function runPage(browser, url, { waiting }, { timeoutMs = 600000, wrap } = {}) {
   const token = `${process.pid}-${++next}`;
   const u = new URL(url);
   u.searchParams.set('report', token);
+  wrap?.(u, token);
   const run = launch(browser, u.href);
   try {
     return await new Promise((ok, fail) => {

@@ -17,8 +17,10 @@ const types = {
 /** `cache`: let the browser keep what it fetched (for the duration of one run) instead of `no-store`; the memory
  *  benchmark loads thousands of frames of the same few files. `tls` ({ key, cert }): serve over https.
  *  `onPost(url, body)`: called with each POST's URL and body text (a page run without a test driver reports its
- *  results this way, bench/direct.mjs); without it a POST is refused. */
-export function serve(port = 8080, { cache = false, tls, onPost } = {}) {
+ *  results this way, bench/direct.mjs); without it a POST is refused. `inject(path, url)`: HTML put at the top
+ *  of an .html page (after its doctype) when it returns some, as bench/load.mjs's timing shim, without a request of
+ *  its own. */
+export function serve(port = 8080, { cache = false, tls, onPost, inject } = {}) {
   const handle = async (req, res) => {
     const url = new URL(req.url, 'http://x');
     if (req.method === 'POST') {
@@ -35,7 +37,13 @@ export function serve(port = 8080, { cache = false, tls, onPost } = {}) {
     const file = join(root, path);
     if (!file.startsWith(root)) { res.writeHead(403); res.end(); return; }
     try {
-      const body = await readFile(file);
+      let body = await readFile(file);
+      const extra = extname(file) === '.html' && inject?.(path, url);
+      if (extra) {
+        const text = body.toString('utf8');
+        const at = /^<!doctype html>\s*/i.exec(text)?.[0].length ?? 0;
+        body = Buffer.from(`${text.slice(0, at)}${extra}\n${text.slice(at)}`);
+      }
       const headers = { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'cache-control': cache ? 'max-age=3600' : 'no-store',
         'cross-origin-resource-policy': 'same-origin' };
       if (path.startsWith('/www/')) {
