@@ -28,12 +28,13 @@ const pages = reports();
  *  build (as a page written for one build has them in its HTML); then the timing shim. */
 function inject(path, url) {
   if (!path.startsWith('/bench/load/')) return undefined;
+  const shim = `<script>${parts}</script>`;
   const role = { '/bench/load/host.html': 'agent', '/bench/load/app.html': 'app' }[path];
   const q = url.searchParams;
+  if (!role || !q.get('hints')) return shim;
   const build = `${q.get('pkg') ?? '/pkg'}${q.get('build') === 'full' ? '' : `/${role}`}`;
-  const hints = role && q.get('hints') ? `<link rel="modulepreload" href="${build}/abp_wasm.js">`
-    + `<link rel="preload" href="${build}/abp_wasm_bg.wasm" as="fetch" type="application/wasm" crossorigin>\n` : '';
-  return `${hints}<script>${parts}</script>`;
+  return `<link rel="modulepreload" href="${build}/abp_wasm.js">`
+    + `<link rel="preload" href="${build}/abp_wasm_bg.wasm" as="fetch" type="application/wasm" crossorigin>\n${shim}`;
 }
 const server = await serve(0, { cache: true, onPost: pages.onPost, inject });
 const { port } = server.address();
