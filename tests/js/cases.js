@@ -538,7 +538,8 @@ export async function appIgnoresAgentsFromOtherOrigins() {
 
 export async function crossOriginIframe() {
   const iframe = frame(`?allowed=${encodeURIComponent(ORIGIN)}`, OTHER);
-  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }), AGENT);
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }),
+    { ...AGENT, connectTimeout: LOAD_MS });
   const controller = new AbortController();
   eq((await abp.call('echo', { hello: 'other origin' })).data, { hello: 'other origin' }, 'cross-origin call');
   eq(abp.channel, 'channel', 'cross-origin frames take the channel too');
@@ -552,11 +553,12 @@ export async function crossOriginIframe() {
 
 export async function originsAreComparedAsTheBrowserWritesThem() {
   // Both sides name the other's origin the way people write it: a trailing slash, capitals. Compared as written,
-  // every reply would be dropped (the connect would time out).
+  // every reply would be dropped (the connect would time out). The timeout is the page-load allowance: a
+  // cross-origin frame's first load in a busy CI browser has taken more than 5 s.
   const written = (o) => `${o.toUpperCase()}/`;
   const iframe = frame(`?allowed=${encodeURIComponent(written(ORIGIN))}`, OTHER);
   const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: written(OTHER) }),
-    { ...AGENT, connectTimeout: 5000 });
+    { ...AGENT, connectTimeout: LOAD_MS });
   eq((await abp.call('echo', 'normalised')).data, 'normalised', 'a call both ways');
   await abp.shutdown();
   iframe.remove();
@@ -570,7 +572,8 @@ export async function nothingIsPostedToTheBlankFrame() {
   const posted = [];
   // An own property of the about:blank window (readable: same origin); it goes when the app's page arrives.
   iframe.contentWindow.postMessage = (msg, target) => posted.push(`${msg && msg.type} to ${target}`);
-  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }), AGENT);
+  const abp = await AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: OTHER }),
+    { ...AGENT, connectTimeout: LOAD_MS });
   eq(posted, [], 'nothing was posted to the about:blank window');
   eq((await abp.call('echo', 'after load')).data, 'after load', 'the handshake still works');
   await abp.shutdown();
