@@ -1,4 +1,4 @@
-// `npm run bench:memory` (issue 12 point 4): after 100,000 calls (half aborted) and after 10,000 iframe
+// `npm run bench:memory`: after 100,000 calls (half aborted) and after 10,000 iframe
 // connects/disconnects, nothing is left pending or active, and wasm memory is back within 10% of where it
 // started. Drives bench/memory.html in headless Chromium (with --expose-gc) through playwright-core: the agent
 // role build in the page, the app role build in same-origin iframes (bench/memory-frame.html). Prints the
@@ -206,9 +206,11 @@ function writeSection(report) {
   } else {
     const section = `## Memory
 
-\`npm run bench:memory\` (bench/memory.mjs, bench/memory.html): issue 12 point 4. Everything between the markers
-is rewritten by each run of the default size; the figures are reported, never asserted (the script fails only
-when something is left pending, active or connected, or a call settles the wrong way).
+\`npm run bench:memory\` (\`bench/memory.mjs\`, \`bench/memory.html\`) checks that after 100,000 calls (half aborted)
+and after 10,000 iframe connects/disconnects nothing is left pending or active, and that wasm memory is back
+within 10% of where it started. Everything between the markers is rewritten by each run of the default size. The
+figures are reported, never asserted: the script fails only when something is left pending, active or connected,
+or a call settles the wrong way.
 
 ${start}
 ${report}

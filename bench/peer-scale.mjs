@@ -1,4 +1,4 @@
-// `npm run bench:peer` (issue 21 point 5): how much one abp-peer process holds and carries on this machine.
+// `npm run bench:peer`: how much one abp-peer process holds and carries on this machine.
 // Builds abp-peer and its load generator (peer/examples/scale.rs) in release, runs the generator with the
 // open-files limit raised to the hard limit, and prints the figures. The generator starts every abp-peer it
 // measures on 127.0.0.1 (port 0, its own token file, without --allow-exit) and prints one JSON object; this script
