@@ -1066,7 +1066,7 @@ export async function windowAbpFollowsTheApiReference() {
 
 export async function bootstrapPlaceholderWaitsForExposeGlobal() {
   const iframe = frame('?delay=300', ORIGIN, 'bootstrap.html');
-  await until(() => iframe.contentWindow && iframe.contentWindow.abp, 'the placeholder');
+  await until(() => iframe.contentWindow && iframe.contentWindow.abp, 'the placeholder', LOAD_MS);
   const w = iframe.contentWindow;
   const placeholder = w.abp;
   const calledAt = performance.now();

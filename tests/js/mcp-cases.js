@@ -7,8 +7,9 @@ import { AbpClient, AbpApp, PostMessageTransport, WebSocketTransport } from '/wa
 import { Client, IframeParentTransport, ExtAppsPostMessageTransport, WebSocketClientTransport, ElicitRequestSchema }
   from '/tests/interop/mcp-sdk/dist/client.js';
 import { Client as Client2 } from '/tests/interop/mcp-sdk/dist/client-v2.js';
-import { assert, crossOriginFrame, eq, fail, ORIGIN, OTHER, pageErrors, recordMcpTraffic, rejection, runNamed, sleep, until }
-  from './helpers.js';
+import {
+  assert, crossOriginFrame, eq, fail, LOAD_MS, ORIGIN, OTHER, pageErrors, recordMcpTraffic, rejection, runNamed, sleep, until,
+} from './helpers.js';
 
 const AGENT = { agent: { name: 'abp-wasm-test-agent', version: '1.0.0' }, dialect: 'mcp' };
 
@@ -44,7 +45,7 @@ async function sdkClientToOurApp(framing) {
   let transport;
   if (framing === 'bare') {
     // ext-apps' transport has no handshake: wait for our app to say it listens.
-    await until(() => reported((r) => r.event === 'listening'), 'the app to listen', 5000);
+    await until(() => reported((r) => r.event === 'listening'), 'the app to listen', LOAD_MS);
     transport = new ExtAppsPostMessageTransport(iframe.contentWindow, iframe.contentWindow);
   } else {
     transport = new IframeParentTransport({ iframe, targetOrigin: OTHER });
