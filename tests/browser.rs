@@ -160,6 +160,11 @@ async fn origins_are_compared_as_the_browser_writes_them() {
 }
 
 #[wasm_bindgen_test]
+async fn window_messages_when_asked() {
+    check("windowMessagesWhenAsked").await;
+}
+
+#[wasm_bindgen_test]
 async fn nothing_is_posted_to_the_blank_frame() {
     check("nothingIsPostedToTheBlankFrame").await;
 }

@@ -150,6 +150,8 @@ pub(crate) struct ClientInner {
     rejected: Cell<u32>,
     /// `(callId, reason)` from any call's signal (one closure for all calls; see `watchAbort`).
     on_abort: RefCell<Option<AbortHook>>,
+    /// ABP to a frame or window offers the app a private channel with `initialize` (`channel: 'window'`: not).
+    offer_channel: bool,
 }
 
 thread_local! {
@@ -257,6 +259,15 @@ impl AbpClient {
             )),
             None => {}
         }
+        let window_messages = match opt_string(&options, connect::CHANNEL.name).as_deref() {
+            None | Some("channel") => false,
+            Some("window") => true,
+            Some(_) => {
+                return Err(type_error(
+                    "AbpClient.connect: options.channel must be 'channel' or 'window'",
+                ))
+            }
+        };
         if let Some(g) =
             opt_number(&options, connect::CANCEL_GRACE.name).filter(|g| g.is_finite() && *g >= 0.0)
         {
@@ -291,6 +302,7 @@ impl AbpClient {
             ignored: Cell::new(0),
             rejected: Cell::new(0),
             on_abort: RefCell::new(None),
+            offer_channel: !window_messages,
         });
         let weak = Rc::downgrade(&inner);
         *inner.on_abort.borrow_mut() =
@@ -734,7 +746,7 @@ impl ClientInner {
         let link = self.link.borrow();
         let sent = match (link.as_ref(), &t.sent) {
             (Some(link), Sent::Initialize) => {
-                let offer = self.core.borrow().policy().abp_envelope();
+                let offer = self.offer_channel && self.core.borrow().policy().abp_envelope();
                 link.send_initialize(&t.message, offer)
             }
             (Some(link), Sent::Shutdown) if link.on_port() => {

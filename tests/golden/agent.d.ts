@@ -108,6 +108,10 @@ export interface CallOptions {
  * The JS API is the same for all. */
 export type Dialect = 'abp' | 'mcp' | 'acp' | 'tesseron';
 
+/** How an ABP session to a frame or window carries its messages (`ClientOptions.channel`; `client.channel`
+ * says which is in use): a private `MessageChannel` offered with `initialize`, or window messages. */
+export type Channel = 'channel' | 'window';
+
 /** `app.listen(transport, options)`. */
 export interface ListenOptions {
     /** `'mcp'`: serve the registry as MCP tools; `'acp'`: as ACP methods; `'tesseron'`: as Tesseron actions to a
@@ -144,6 +148,11 @@ export interface ClientOptions {
      *  workers and half-open sockets, which give no other sign. Keep it above the longest time the app's page
      *  may be blocked by synchronous work. */
     heartbeat?: number;
+    /** To a frame or window, in ABP: `'channel'` (the default) offers the app a private `MessageChannel` with
+     *  `initialize`, and the session moves onto it once the app takes it; `'window'` stays on window messages.
+     *  A round trip on window messages takes about 0.6 of the channel's time in Firefox and twice it in
+     *  Chromium (BENCHMARKS.md, "Window messages or the private channel"). */
+    channel?: Channel;
     onProgress?: (progress: ProgressInfo) => void;
     onNotification?: (notification: NotificationInfo) => void;
     onElicitation?: ElicitationHandler;

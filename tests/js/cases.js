@@ -191,6 +191,30 @@ export async function abortInFlight() {
   await t.done();
 }
 
+export async function windowMessagesWhenAsked() {
+  // `channel: 'window'`: no private channel is offered, and the session (calls, progress, aborts) stays on window
+  // messages, checked by origin and window as a hand-written app's are.
+  const t = await setup('', { channel: 'window' });
+  eq(t.abp.channel, 'window', 'the session stays on window messages');
+  eq((await t.abp.call('echo', { over: 'window' })).data, { over: 'window' }, 'a call');
+  const steps = [];
+  const done = await t.abp.call('slow', { ms: 60, steps: 3 }, { onProgress: (p) => steps.push(p.progress) });
+  eq([done.success, steps.length], [true, 3], 'progress on the way');
+  const controller = new AbortController();
+  const p = t.abp.call('slow', { ms: 5000 }, { signal: controller.signal, callId: 'w1' });
+  await until(() => t.started('w1'), 'the handler to start');
+  controller.abort('stop');
+  const r = await p;
+  eq([r.cancelled, r.error.code], [true, 'CANCELLED'], 'an abort in flight');
+  await until(() => t.log().some((e) => e.event === 'abort' && e.callId === 'w1'), "the handler's signal to abort", 1000);
+  const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
+  const iframe = frame();
+  const bad = throws(() => AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, channel: 'port' }));
+  assert(bad instanceof TypeError && bad.message.includes("'channel' or 'window'"), `a channel that is neither is refused: ${bad}`);
+  iframe.remove();
+  await t.done();
+}
+
 export async function timeoutCancelsAndSaysTimeout() {
   const t = await setup();
   const t0 = performance.now();
@@ -1203,6 +1227,7 @@ const cases = {
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
   messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe, nothingIsPostedToTheBlankFrame,
   originsAreComparedAsTheBrowserWritesThem,
+  windowMessagesWhenAsked,
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,
   arrayBuffersSurviveAndTransferMoves, capabilitiesChangeAndNotifications,
   exposeGlobalForPuppeteerAgents, messagePortBothSidesInOnePage, handlersSettlingAfterTheAppClosedAreQuiet,
