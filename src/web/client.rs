@@ -150,7 +150,7 @@ pub(crate) struct ClientInner {
     rejected: Cell<u32>,
     /// `(callId, reason)` from any call's signal (one closure for all calls; see `watchAbort`).
     on_abort: RefCell<Option<AbortHook>>,
-    /// ABP to a frame or window offers the app a private channel with `initialize` (`channel: 'window'`: not).
+    /// ABP to a frame or window offers the app a private channel with `initialize` (`messages: 'window'`: not).
     offer_channel: bool,
 }
 
@@ -259,12 +259,13 @@ impl AbpClient {
             )),
             None => {}
         }
-        let window_messages = match opt_string(&options, connect::CHANNEL.name).as_deref() {
-            None | Some("channel") => false,
-            Some("window") => true,
+        let window_messages = match options.get(connect::MESSAGES.name).map(|v| v.as_string()) {
+            None => false,
+            Some(Some(path)) if path == "channel" => false,
+            Some(Some(path)) if path == "window" => true,
             Some(_) => {
                 return Err(type_error(
-                    "AbpClient.connect: options.channel must be 'channel' or 'window'",
+                    "AbpClient.connect: options.messages must be 'channel' or 'window'",
                 ))
             }
         };

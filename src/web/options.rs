@@ -187,12 +187,12 @@ pub(crate) mod connect {
         "workers and half-open sockets, which give no other sign. Keep it above the longest time the app's page",
         "may be blocked by synchronous work.",
     ]);
-    pub(crate) const CHANNEL: OptionSpec =
-        OptionSpec::new("channel", Given::String, "Channel").doc(&[
+    pub(crate) const MESSAGES: OptionSpec =
+        OptionSpec::new("messages", Given::String, "MessagePath").doc(&[
             "To a frame or window, in ABP: `'channel'` (the default) offers the app a private `MessageChannel` with",
-            "`initialize`, and the session moves onto it once the app takes it; `'window'` stays on window messages.",
-            "One call at a time, a round trip on window messages takes about two thirds of the channel's time in",
-            "Firefox and twice it in Chromium (BENCHMARKS.md, \"Window messages or the private channel\").",
+            "`initialize`, and the session moves onto it once the app takes it; `'window'` stays on window messages,",
+            "which in Firefox make a single call's round trip quicker and in Chromium slower (BENCHMARKS.md, \"Window",
+            "messages or the private channel\").",
         ]);
     pub(crate) const ON_PROGRESS: OptionSpec = OptionSpec::new(
         "onProgress",
@@ -223,7 +223,7 @@ pub(crate) const CONNECT_OPTIONS: &[OptionSpec] = &[
     connect::CONNECT_TIMEOUT,
     connect::CANCEL_GRACE,
     connect::HEARTBEAT,
-    connect::CHANNEL,
+    connect::MESSAGES,
     connect::ON_PROGRESS,
     connect::ON_NOTIFICATION,
     connect::ON_ELICITATION,

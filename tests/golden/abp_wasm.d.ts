@@ -108,9 +108,9 @@ export interface CallOptions {
  * The JS API is the same for all. */
 export type Dialect = 'abp' | 'mcp' | 'acp' | 'tesseron';
 
-/** How an ABP session to a frame or window carries its messages (`ClientOptions.channel`; `client.channel`
+/** How an ABP session to a frame or window carries its messages (`ClientOptions.messages`; `client.channel`
  * says which is in use): a private `MessageChannel` offered with `initialize`, or window messages. */
-export type Channel = 'channel' | 'window';
+export type MessagePath = 'channel' | 'window';
 
 /** `app.listen(transport, options)`. */
 export interface ListenOptions {
@@ -149,10 +149,10 @@ export interface ClientOptions {
      *  may be blocked by synchronous work. */
     heartbeat?: number;
     /** To a frame or window, in ABP: `'channel'` (the default) offers the app a private `MessageChannel` with
-     *  `initialize`, and the session moves onto it once the app takes it; `'window'` stays on window messages.
-     *  A round trip on window messages takes about 0.6 of the channel's time in Firefox and twice it in
-     *  Chromium (BENCHMARKS.md, "Window messages or the private channel"). */
-    channel?: Channel;
+     *  `initialize`, and the session moves onto it once the app takes it; `'window'` stays on window messages,
+     *  which in Firefox make a single call's round trip quicker and in Chromium slower (BENCHMARKS.md, "Window
+     *  messages or the private channel"). */
+    messages?: MessagePath;
     onProgress?: (progress: ProgressInfo) => void;
     onNotification?: (notification: NotificationInfo) => void;
     onElicitation?: ElicitationHandler;

@@ -192,9 +192,9 @@ export async function abortInFlight() {
 }
 
 export async function windowMessagesWhenAsked() {
-  // `channel: 'window'`: no private channel is offered, and the session (calls, progress, aborts) stays on window
+  // `messages: 'window'`: no private channel is offered, and the session (calls, progress, aborts) stays on window
   // messages, checked by origin and window as a hand-written app's are.
-  const t = await setup('', { channel: 'window' });
+  const t = await setup('', { messages: 'window' });
   eq(t.abp.channel, 'window', 'the session stays on window messages');
   eq((await t.abp.call('echo', { over: 'window' })).data, { over: 'window' }, 'a call');
   const steps = [];
@@ -207,10 +207,17 @@ export async function windowMessagesWhenAsked() {
   const r = await p;
   eq([r.cancelled, r.error.code], [true, 'CANCELLED'], 'an abort in flight');
   await until(() => t.log().some((e) => e.event === 'abort' && e.callId === 'w1'), "the handler's signal to abort", 1000);
+  // A value that is neither is refused, and the transport stays its owner's, to connect with.
   const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
   const iframe = frame();
-  const bad = throws(() => AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, channel: 'port' }));
-  assert(bad instanceof TypeError && bad.message.includes("'channel' or 'window'"), `a channel that is neither is refused: ${bad}`);
+  const transport = PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN });
+  for (const messages of ['port', true, null]) {
+    const bad = throws(() => AbpClient.connect(transport, { ...AGENT, messages }));
+    assert(bad instanceof TypeError && bad.message.includes("'channel' or 'window'"), `messages: ${messages} is refused: ${bad}`);
+  }
+  const again = await AbpClient.connect(transport, { ...AGENT, messages: 'channel', connectTimeout: LOAD_MS });
+  eq([again.channel, (await again.call('echo', 1)).data], ['channel', 1], "the same transport, on the app's channel");
+  await again.shutdown();
   iframe.remove();
   await t.done();
 }

@@ -11,7 +11,7 @@ export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement)
   await init();
   const abp: AbpClient = await AbpClient.connect(
     PostMessageTransport.toIframe(iframe, { targetOrigin: 'https://app.example' }),
-    { agent: { name: 'my-agent', version: '1.0.0' }, connectTimeout: 5000, channel: 'window' });
+    { agent: { name: 'my-agent', version: '1.0.0' }, connectTimeout: 5000, messages: 'window' });
   const controller = new AbortController();
   const result: ABPResponse = await abp.call('export.pdf', { pages: 40 }, {
     signal: controller.signal, timeout: 60000, onProgress: (p: ProgressInfo) => { bar.value = p.progress; } });

@@ -36,8 +36,9 @@ use crate::web::value::type_error;
 ///
 /// Frames and windows start on window messages, whose source and origin are checked. With each `initialize`
 /// the agent offers a fresh `MessageChannel` port; an app of this SDK answers on it and both sides then talk
-/// over the private channel (cheaper than window messages, and nobody else can write to it). An app that
-/// ignores the port (a hand-written one) keeps answering on the window and everything stays there.
+/// over the private channel (nobody else can write to it; in Chromium it is also cheaper than window messages).
+/// An app that ignores the port (a hand-written one), or a client that offers none (`messages: 'window'`), keeps
+/// everything on the window.
 pub(crate) struct Link {
     target: Target,
     sink: Weak<dyn Sink>,
