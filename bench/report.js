@@ -10,7 +10,9 @@ export function report(body) {
   return fetch(`/bench/result?report=${encodeURIComponent(reportTo)}`, { method: 'POST', body: JSON.stringify(body) });
 }
 
-/** Reports an uncaught error (one that stops the page's own script before it can report) as `{ error }`. */
-export function reportErrors() {
+/** Reports an uncaught error (one that stops the page's own script before it can report) as `{ error }`;
+ *  `rejections`: an unhandled promise rejection too (a page whose work runs in callbacks after it reported). */
+export function reportErrors({ rejections = false } = {}) {
   addEventListener('error', (e) => report({ error: String(e.error?.stack ?? e.message) }));
+  if (rejections) addEventListener('unhandledrejection', (e) => report({ error: String(e.reason?.stack ?? e.reason) }));
 }

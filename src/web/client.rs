@@ -150,7 +150,8 @@ pub(crate) struct ClientInner {
     rejected: Cell<u32>,
     /// `(callId, reason)` from any call's signal (one closure for all calls; see `watchAbort`).
     on_abort: RefCell<Option<AbortHook>>,
-    /// ABP to a frame or window offers the app a private channel with `initialize` (`messages: 'window'`: not).
+    /// `initialize` offers the app a private channel: ABP, unless `messages: 'window'` (the link offers it only to
+    /// a frame or window).
     offer_channel: bool,
 }
 
@@ -285,6 +286,8 @@ impl AbpClient {
         if let Some(v) = pinned {
             core.pin_version(&v);
         }
+        let abp_envelope = core.policy().abp_envelope();
+        let offer_channel = !window_messages && abp_envelope;
         let inner = Rc::new(ClientInner {
             core: RefCell::new(core),
             js: RefCell::new(ClientJs {
@@ -303,7 +306,7 @@ impl AbpClient {
             ignored: Cell::new(0),
             rejected: Cell::new(0),
             on_abort: RefCell::new(None),
-            offer_channel: !window_messages,
+            offer_channel,
         });
         let weak = Rc::downgrade(&inner);
         *inner.on_abort.borrow_mut() =
@@ -330,7 +333,6 @@ impl AbpClient {
                 inner.drive();
             }
         })));
-        let abp_envelope = inner.core.borrow().policy().abp_envelope();
         let link = Link::open(target, Rc::downgrade(&inner), true, abp_envelope)?;
         *inner.link.borrow_mut() = Some(Box::new(link));
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
@@ -746,10 +748,7 @@ impl ClientInner {
     fn transmit(self: &Rc<Self>, t: Transmit<JsValue>) {
         let link = self.link.borrow();
         let sent = match (link.as_ref(), &t.sent) {
-            (Some(link), Sent::Initialize) => {
-                let offer = self.offer_channel && self.core.borrow().policy().abp_envelope();
-                link.send_initialize(&t.message, offer)
-            }
+            (Some(link), Sent::Initialize) => link.send_initialize(&t.message, self.offer_channel),
             (Some(link), Sent::Shutdown) if link.on_port() => {
                 // Also on the window: a page that is unloading may not get a channel message out.
                 let _ = link.send_window(&t.message, None);

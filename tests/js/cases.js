@@ -2,7 +2,7 @@
 // run by tests/browser.rs in headless Chrome and Firefox. Real iframes load tests/fixtures/app.html, which
 // imports this same test build and serves the capabilities the cases assert on.
 import { AbpApp, AbpClient, PostMessageTransport } from '/wasm-bindgen-test';
-import { assert, eq, fail, pageErrors, LOAD_MS, runNamed, sleep, until } from './helpers.js';
+import { assert, eq, fail, pageErrors, LOAD_MS, runNamed, sleep, thrown, until } from './helpers.js';
 
 const ORIGIN = location.origin;
 // The same server under another host name is another origin: real cross-origin iframes.
@@ -208,11 +208,10 @@ export async function windowMessagesWhenAsked() {
   eq([r.cancelled, r.error.code], [true, 'CANCELLED'], 'an abort in flight');
   await until(() => t.log().some((e) => e.event === 'abort' && e.callId === 'w1'), "the handler's signal to abort", 1000);
   // A value that is neither is refused, and the transport stays its owner's, to connect with.
-  const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
   const iframe = frame();
   const transport = PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN });
   for (const messages of ['port', true, null]) {
-    const bad = throws(() => AbpClient.connect(transport, { ...AGENT, messages }));
+    const bad = thrown(() => AbpClient.connect(transport, { ...AGENT, messages }));
     assert(bad instanceof TypeError && bad.message.includes("'channel' or 'window'"), `messages: ${messages} is refused: ${bad}`);
   }
   const again = await AbpClient.connect(transport, { ...AGENT, messages: 'channel', connectTimeout: LOAD_MS });
@@ -927,17 +926,16 @@ export async function aNullOriginParentIsServedOnlyWhenListed() {
 
 export async function optionsAreChecked() {
   const iframe = frame();
-  const throws = (f) => { try { f(); return null; } catch (e) { return e; } };
-  assert(throws(() => PostMessageTransport.toIframe(iframe, {})) instanceof TypeError, 'targetOrigin is required');
-  assert(throws(() => PostMessageTransport.toIframe(iframe, { targetOrigin: 'app.example' })) instanceof TypeError,
+  assert(thrown(() => PostMessageTransport.toIframe(iframe, {})) instanceof TypeError, 'targetOrigin is required');
+  assert(thrown(() => PostMessageTransport.toIframe(iframe, { targetOrigin: 'app.example' })) instanceof TypeError,
     'a targetOrigin that is no origin is refused, not a transport that drops every message');
-  assert(throws(() => PostMessageTransport.toParent({ allowedOrigins: ['file:///tmp/x'] })) instanceof TypeError,
+  assert(thrown(() => PostMessageTransport.toParent({ allowedOrigins: ['file:///tmp/x'] })) instanceof TypeError,
     'an allowed origin that is no origin is refused');
-  assert(throws(() => new AbpApp({ name: 'x' })) instanceof TypeError, 'app info is checked');
+  assert(thrown(() => new AbpApp({ name: 'x' })) instanceof TypeError, 'app info is checked');
   const app = new AbpApp({ id: 'a', name: 'a', version: '1' });
-  assert(throws(() => app.register('x', 'not a function')) instanceof TypeError, 'handler must be a function');
+  assert(thrown(() => app.register('x', 'not a function')) instanceof TypeError, 'handler must be a function');
   const t = PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN });
-  assert(throws(() => AbpClient.connect(t, { agent: {} })) instanceof TypeError, 'agent info is checked');
+  assert(thrown(() => AbpClient.connect(t, { agent: {} })) instanceof TypeError, 'agent info is checked');
   iframe.remove();
 }
 

@@ -24,6 +24,16 @@ export async function until(f, what, ms = 3000) {
   }
 }
 
+/** What `f()` throws, or null when it returns. */
+export function thrown(f) {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  return null;
+}
+
 /** The promise's rejection (a failure if it resolves). */
 export async function rejection(promise) {
   try {
