@@ -20,13 +20,18 @@ die() {
   exit 1
 }
 
+usage="usage: bash scripts/build.sh [--stable] | --wasm-only OUT_DIR [CARGO FEATURE ARGS...]"
 mode=size
+wasm_only=
 case "${1:-}" in
   "") ;;
   --stable) mode=stable ;;
-  *) echo "usage: bash scripts/build.sh [--stable]" >&2; exit 2 ;;
+  # One wasm as the package's builds are made, with the given features, and nothing else: bench/bytes.mjs
+  # measures what each feature adds with it.
+  --wasm-only) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; wasm_only=$2; shift 2 ;;
+  *) echo "$usage" >&2; exit 2 ;;
 esac
-[ $# -le 1 ] || { echo "usage: bash scripts/build.sh [--stable]" >&2; exit 2; }
+[ -n "$wasm_only" ] || [ $# -le 1 ] || { echo "$usage" >&2; exit 2; }
 
 for tool in rustup wasm-pack node; do
   command -v "$tool" >/dev/null || die "$tool is not installed." "Run \`bash scripts/setup.sh\` (see README)."
@@ -83,6 +88,11 @@ build_one() {
     --enable-sign-ext --enable-nontrapping-float-to-int --enable-mutable-globals \
     "$out/abp_wasm_bg.wasm" -o "$out/abp_wasm_bg.wasm"
 }
+
+if [ -n "$wasm_only" ]; then
+  build_one "$wasm_only" "$@"
+  exit 0
+fi
 
 # The full package (every role and dialect), then the role builds as subpath exports: `abp-wasm/agent`
 # (AbpClient and the transports) and `abp-wasm/app` (AbpApp, window.abp and the transports), ABP only, each its
