@@ -129,9 +129,12 @@ const table = (title, { rows, raw, whole }) => [
   '',
 ];
 
-/** What each optional feature adds to the full build's wasm, gzipped: the full build against one without it. */
+/** The features of the shipped full build (scripts/full-features.sh). */
+const fullFeatures = () => execFileSync('bash', ['scripts/full-features.sh']).toString().trim().split(',');
+
+/** What each feature adds to the full build's wasm, gzipped: the full build against one without it. */
 function featureCosts() {
-  const all = ['agent', 'app', 'discovery', 'mcp', 'acp', 'tesseron'];
+  const all = fullFeatures();
   const dir = mkdtempSync(join(tmpdir(), 'abp-bytes-'));
   try {
     const build = (out, features) => {
@@ -152,12 +155,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(2);
   }
   const out = [`${new Date().toISOString().slice(0, 10)}, \`node bench/bytes.mjs${process.argv.includes('--features') ? ' --features' : ''}\`:`, ''];
-  for (const [build, sub] of [['agent', 'agent'], ['app', 'app'], ['full', '.']]) {
+  for (const [build, sub] of [['agent', 'agent'], ['app', 'app'], ['full', '.'], ['discovery', 'discover']]) {
     const r = attribute(readFileSync(join(named, sub, 'abp_wasm_bg.wasm')));
     out.push(...table(`The ${build} build`, r));
   }
   if (process.argv.includes('--features')) {
-    out.push('What each feature adds to the full build\'s wasm, gzipped (the full build against the same without it):', '',
+    out.push('What each feature adds to the full build\'s wasm, gzipped (the full build against the same without it;'
+      + ' `discovery-lazy` is the full build\'s `discover()` that loads the discovery build):', '',
       '| feature | gzipped B |', '|---|---|', ...featureCosts().map((c) => `| \`${c.feature}\` | ${c.adds} |`), '');
   }
   const text = out.join('\n');

@@ -96,13 +96,18 @@ fi
 
 # The full package (every role and dialect), then the role builds as subpath exports: `abp-wasm/agent`
 # (AbpClient and the transports) and `abp-wasm/app` (AbpApp, window.abp and the transports), ABP only, each its
-# own wasm. pkg/ starts empty: wasm-pack only adds files, and a file left from an earlier build would be shipped.
+# own wasm; and the discovery build, which the full package's `discover()` loads on its first call (the full
+# package is made with `discovery-lazy` for `discovery`: scripts/full-features.sh). pkg/ starts empty: wasm-pack
+# only adds files, and a file left from an earlier build would be shipped.
+full_features=$(bash scripts/full-features.sh)
 rm -rf pkg
-build_one pkg
+build_one pkg --no-default-features --features "$full_features"
 build_one pkg/agent --no-default-features --features agent
 build_one pkg/app --no-default-features --features app
-rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/LICENSE \
-  pkg/app/package.json pkg/app/README.md pkg/app/.gitignore pkg/app/LICENSE
+build_one pkg/discover --no-default-features --features discovery
+for dir in pkg/agent pkg/app pkg/discover; do
+  rm -f "$dir/package.json" "$dir/README.md" "$dir/.gitignore" "$dir/LICENSE"
+done
 
 # The post-processing steps below each save at least 1 KB gzipped in the published package (what each saves:
 # BENCHMARKS.md); each checks its result and fails the build where it does not match the generated code.
@@ -110,18 +115,20 @@ rm -f pkg/agent/package.json pkg/agent/README.md pkg/agent/.gitignore pkg/agent/
 # closure's full Rust type, which gzip cannot shrink; the names appear in the wasm and again in the generated
 # JS. Both get short names (scripts/short-names.mjs): the imports from './abp_wasm_bg.js', the modules' names,
 # and the function exports; the snippets' imports keep their export names.
-node scripts/short-names.mjs pkg pkg/agent pkg/app
+node scripts/short-names.mjs pkg pkg/agent pkg/app pkg/discover
+# The discovery build is only ever loaded by the full build's JS: its typings would describe nothing a user imports.
+rm -f pkg/discover/abp_wasm.d.ts pkg/discover/abp_wasm_bg.wasm.d.ts
 # Each build's JS as one file (the generated module and its snippets): one request for a page instead of two
 # rounds of them (scripts/bundle-js.mjs).
-node scripts/bundle-js.mjs pkg pkg/agent pkg/app
+node scripts/bundle-js.mjs pkg pkg/agent pkg/app pkg/discover
 # bootstrap.js, ABP_BOOTSTRAP, the Vite plugin and the package's exports map (required, not a size step).
 node scripts/finish-pkg.mjs
 # The JS ships minified by esbuild (whitespace, comments, syntax, local names; exported names and class names
 # stay). The typings keep every doc comment (scripts/minify-js.mjs).
-node scripts/minify-js.mjs pkg/abp_wasm.js pkg/agent/abp_wasm.js pkg/app/abp_wasm.js
+node scripts/minify-js.mjs pkg/abp_wasm.js pkg/agent/abp_wasm.js pkg/app/abp_wasm.js pkg/discover/abp_wasm.js
 
 # Every build must still link: its wasm's imports all provided by its shipped JS.
-node scripts/check-link.mjs pkg pkg/agent pkg/app
+node scripts/check-link.mjs pkg pkg/agent pkg/app pkg/discover
 node scripts/check-dts.mjs
 # The README's usage must type-check against the generated typings (strict, no implicit any).
 node_modules/.bin/tsc -p tests/types/tsconfig.json

@@ -90,6 +90,13 @@ try {
   const fullResult = await full.evaluate(() => window.fullResult);
   console.log(`consumer: full package (MCP over a MessageChannel) result ${JSON.stringify(fullResult)}, its wasm ${fullWasm.map((w) => w.bytes).join()} B`);
   if (fullResult.sum !== 42 || errors.length) throw new Error(`consumer test (full package) failed: ${JSON.stringify({ fullResult, errors })}`);
+  // Its discover(): the discovery build is fetched on the first call only, and works from a Vite bundle.
+  console.log(`consumer: full package discover(): found ${fullResult.discovered}, again ${fullResult.again}, a bad url: ${fullResult.badUrl};`
+    + ` wasm files fetched before it ${fullResult.wasmBeforeDiscover.length}, after ${fullResult.wasmAfterDiscover.length}`);
+  if (fullResult.discovered !== 'vite.full' || fullResult.again !== true || fullResult.badUrl !== 'TypeError: discover: url must be a string'
+    || fullResult.wasmBeforeDiscover.length !== 1 || fullResult.wasmAfterDiscover.length !== 2) {
+    throw new Error(`consumer test (the full package's discover()) failed: ${JSON.stringify(fullResult)}`);
+  }
   // The role builds leave the other role's messages unread: they must answer and count them as the full build
   // does (examples/vite-app/probe.js).
   const appProbe = await page.frame({ url: /app\.html/ }).evaluate(async () => {
@@ -102,7 +109,8 @@ try {
     throw new Error(`consumer test: a role build answers the other role's messages unlike the full build: ${JSON.stringify({
       agent: result.probe, fullAgent: fullResult.probeAgent, app: appProbe, fullApp: fullResult.probeApp })}`);
   }
-  if (sizes.length !== 2 || sizes[0] === sizes[1] || fullWasm.length !== 1 || sizes.some((b) => b >= fullWasm[0].bytes)) {
+  // The full page fetched its own wasm, then (for discover()) the discovery build's.
+  if (sizes.length !== 2 || sizes[0] === sizes[1] || fullWasm.length !== 2 || sizes.some((b) => b >= fullWasm[0].bytes)) {
     throw new Error(`consumer test: expected the role builds' two smaller wasm files, saw ${JSON.stringify({ hostWasm, fullWasm })}`);
   }
   // abp-wasm/vite: each built page preloads the wasm it loads (fetched once: init() took the preloaded response).
@@ -113,7 +121,7 @@ try {
   console.log(`consumer: abp-wasm/vite preloads ${JSON.stringify(byPage)}`);
   const pair = [...byPage['index.html'], ...byPage['app.html']].sort();
   if (byPage['index.html'].length !== 1 || byPage['app.html'].length !== 1 || JSON.stringify(pair) !== JSON.stringify(fetched(hostWasm))
-    || JSON.stringify(byPage['full.html']) !== JSON.stringify(fetched(fullWasm))) {
+    || JSON.stringify(byPage['full.html']) !== JSON.stringify(fetched(fullWasm.slice(0, 1)))) {
     throw new Error(`consumer test: each page should preload the wasm it fetched, once: ${JSON.stringify({ byPage, hostWasm, fullWasm })}`);
   }
   console.log('consumer: ok');

@@ -117,8 +117,12 @@ const generated = ['abp_wasm_bg.wasm', 'abp_wasm.js', 'abp_wasm.d.ts'];
 const unlisted = generated.filter((f) => !pkg.files?.includes(f));
 if (unlisted.length) fail(`${manifest} does not list ${unlisted.join(', ')} in \`files\``);
 if (pkg.exports) fail(`${manifest} already has \`exports\` (finished twice, or written by a newer wasm-pack)`);
-if (['pkg', 'pkg/agent', 'pkg/app'].some((d) => existsSync(`${d}/snippets`))) fail('a build still has snippets/ (bundle-js.mjs not run?)');
-pkg.files = [...new Set([...pkg.files.filter((f) => f !== 'snippets'), 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app'])];
+if (['pkg', 'pkg/agent', 'pkg/app', 'pkg/discover'].some((d) => existsSync(`${d}/snippets`))) fail('a build still has snippets/ (bundle-js.mjs not run?)');
+// The full build's discover() loads the discovery build from beside it (src/web/discover/load.js).
+if (!readFileSync('pkg/abp_wasm.js', 'utf8').includes('import("./discover/abp_wasm.js")')) {
+  fail('pkg/abp_wasm.js does not import ./discover/abp_wasm.js (the full build\'s discover() would find nothing)');
+}
+pkg.files = [...new Set([...pkg.files.filter((f) => f !== 'snippets'), 'bootstrap.js', 'vite.js', 'vite.d.ts', 'agent', 'app', 'discover'])];
 // The role builds as subpath exports: a host page imports 'abp-wasm/agent', an iframe app 'abp-wasm/app'.
 const entry = (dir) => ({ types: `./${dir}abp_wasm.d.ts`, default: `./${dir}abp_wasm.js` });
 pkg.exports = {
@@ -130,13 +134,14 @@ pkg.exports = {
   './abp_wasm_bg.wasm': './abp_wasm_bg.wasm',
   './agent/abp_wasm_bg.wasm': './agent/abp_wasm_bg.wasm',
   './app/abp_wasm_bg.wasm': './app/abp_wasm_bg.wasm',
+  './discover/abp_wasm_bg.wasm': './discover/abp_wasm_bg.wasm',
   './package.json': './package.json',
 };
 // No module of the package does anything on import but declare (the snippets that used to be listed here are
 // bundled in, and have no top-level statements either).
 pkg.sideEffects = false;
 // Every file the manifest names must be there.
-const named = [...pkg.files, ...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e)))];
+const named = [...pkg.files, 'discover/abp_wasm.js', ...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e)))];
 const absent = named.filter((f) => !existsSync(`pkg/${f}`));
 if (absent.length) fail(`${manifest} would name files that pkg/ does not have: ${absent.join(', ')}`);
 writeFileSync(manifest, JSON.stringify(pkg, null, 2) + '\n');

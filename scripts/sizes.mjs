@@ -9,7 +9,8 @@ import { join } from 'node:path';
 const gz = (buf) => gzipSync(buf, { level: 9 }).length;
 
 export function sizes(pkg = 'pkg') {
-  const builds = { full: pkg, agent: join(pkg, 'agent'), app: join(pkg, 'app') };
+  // discover: what the full build's discover() loads on its first call.
+  const builds = { full: pkg, agent: join(pkg, 'agent'), app: join(pkg, 'app'), discover: join(pkg, 'discover') };
   const result = {};
   for (const [name, dir] of Object.entries(builds)) {
     if (!existsSync(join(dir, 'abp_wasm_bg.wasm'))) throw new Error(`sizes: ${dir} has no build (run scripts/build.sh)`);
@@ -38,7 +39,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     }
     const all = Object.values(s).reduce((sum, { total }) => sum + total, 0);
     const p = published(pkg);
-    console.log(`size: the three builds ${all} B gzipped; the published package ${p.total} B gzipped`
+    console.log(`size: the ${Object.keys(s).length} builds ${all} B gzipped; the published package ${p.total} B gzipped`
       + ` (its ${p.files} files, each gzipped, summed: typings, bootstrap and Vite plugin included)`);
   }
 }

@@ -20,6 +20,9 @@ cargo clippy --quiet --target wasm32-unknown-unknown --all-targets -- -D warning
 # The role builds (abp-wasm/agent, abp-wasm/app) are other feature sets of the same crate.
 cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features agent -- -D warnings
 cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features app -- -D warnings
+# The full package as shipped (discover() loading the discovery build), and that discovery build.
+cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features "$(bash scripts/full-features.sh)" -- -D warnings
+cargo clippy --quiet --target wasm32-unknown-unknown --no-default-features --features discovery -- -D warnings
 
 echo "== core: native unit tests (simulated time)"
 cargo test --quiet --workspace

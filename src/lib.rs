@@ -2,14 +2,17 @@
 //!
 //! - [`core`]: the protocol state machines, plain Rust, natively testable.
 //! - `web` (only on `wasm32`): the browser glue exported to JavaScript: `AbpClient`, `AbpApp`,
-//!   `PostMessageTransport`, `WebSocketTransport`, and `discover()` (feature `discovery`, on by default).
+//!   `PostMessageTransport`, `WebSocketTransport`, and `discover()` (feature `discovery`, on by default; `discovery-lazy` loads it on the first call).
 
 pub mod core;
 
 #[cfg(target_arch = "wasm32")]
 mod web;
 
-#[cfg(all(target_arch = "wasm32", feature = "discovery"))]
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "discovery", feature = "discovery-lazy")
+))]
 pub use web::discover;
 #[cfg(all(target_arch = "wasm32", feature = "app"))]
 pub use web::AbpApp;
@@ -17,7 +20,7 @@ pub use web::AbpApp;
 pub use web::AbpClient;
 #[cfg(all(target_arch = "wasm32", feature = "agent"))]
 pub use web::WebMCPTransport;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", any(feature = "agent", feature = "app")))]
 pub use web::{PostMessageTransport, WebSocketTransport};
 
 /// The wasm's allocator: talc instead of std's dlmalloc, for size: it makes every build's gzipped wasm smaller

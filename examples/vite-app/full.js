@@ -1,6 +1,6 @@
 // The full package ('abp-wasm': both roles and every dialect) in one page: an app and a client joined by a
 // MessageChannel, speaking MCP, which the role builds leave out.
-import init, { AbpApp, AbpClient, PostMessageTransport } from 'abp-wasm';
+import init, { AbpApp, AbpClient, PostMessageTransport, discover } from 'abp-wasm';
 import { probeAgent, probeApp } from './probe.js';
 
 await init();
@@ -13,6 +13,13 @@ const abp = await AbpClient.connect(PostMessageTransport.fromPort(channel.port1)
 const done = await abp.call('add', { a: 20, b: 22 });
 // In MCP a result is the tool's CallToolResult: the returned value as text content.
 // The same probes as the role builds' pages, for scripts/consumer.mjs to compare.
-window.fullResult = { sum: Number(done.data.content[0].text), probeAgent: await probeAgent(AbpClient, PostMessageTransport),
-  probeApp: await probeApp(AbpApp, PostMessageTransport) };
+const probes = { probeAgent: await probeAgent(AbpClient, PostMessageTransport), probeApp: await probeApp(AbpApp, PostMessageTransport) };
+// discover() of the full package: its first call loads the discovery build, which no other call needed.
+const wasmFetched = () => performance.getEntriesByType('resource').map((r) => r.name).filter((n) => n.endsWith('.wasm'));
+const wasmBeforeDiscover = wasmFetched();
+const found = await discover(location.href);
+const again = await discover(location.href, { timeout: 5000 });
+window.fullResult = { sum: Number(done.data.content[0].text), ...probes, wasmBeforeDiscover, wasmAfterDiscover: wasmFetched(),
+  discovered: found.supported ? found.manifest.app.id : found.reason, again: again.supported,
+  badUrl: await discover(42).then(() => 'resolved', (e) => `${e?.name}: ${e?.message}`) };
 document.getElementById('out').textContent = JSON.stringify(window.fullResult);

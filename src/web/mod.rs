@@ -11,11 +11,13 @@
 mod app;
 #[cfg(feature = "agent")]
 mod client;
-#[cfg(feature = "discovery")]
+#[cfg(any(feature = "discovery", feature = "discovery-lazy"))]
 mod discover;
 mod dom;
 #[cfg(feature = "app")]
 mod global;
+// The discovery build (`discovery` alone, which the full build loads for `discover()`) has no transports.
+#[cfg(any(feature = "agent", feature = "app"))]
 mod link;
 mod options;
 mod types;
@@ -25,8 +27,9 @@ mod value;
 pub use app::AbpApp;
 #[cfg(feature = "agent")]
 pub use client::AbpClient;
-#[cfg(feature = "discovery")]
+#[cfg(any(feature = "discovery", feature = "discovery-lazy"))]
 pub use discover::discover;
 #[cfg(feature = "agent")]
 pub use link::WebMCPTransport;
+#[cfg(any(feature = "agent", feature = "app"))]
 pub use link::{PostMessageTransport, WebSocketTransport};

@@ -10,8 +10,10 @@ use crate::core::error::encode_error;
 use crate::core::map::{str_hash, StrMap};
 #[cfg(feature = "agent")]
 use crate::core::payload::CallFields;
+#[cfg(any(feature = "agent", feature = "app"))]
+use crate::core::payload::Timestamp;
+use crate::core::payload::Wire;
 use crate::core::payload::{Kind, Payload};
-use crate::core::payload::{Timestamp, Wire};
 use crate::core::AbpError;
 
 /// What every build has of the JS side: `value.js`.
