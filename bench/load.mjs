@@ -46,8 +46,11 @@ const variants = {
   'hand-written postMessage (floor)': `http://127.0.0.1:${port}/bench/load/hand-host.html?app=${appOrigin}`,
 };
 // LOAD_AB=<dir>: also the role builds from another build of the package (a copy of pkg/ under the repository),
-// to compare a change in the same run.
-if (process.env.LOAD_AB) variants[`role builds from ${process.env.LOAD_AB}`] = `${variants[Object.keys(variants)[0]]}&pkg=/${process.env.LOAD_AB}`;
+// to compare a change in the same run; with LOAD_AB_FULL=1, the full package from it instead.
+if (process.env.LOAD_AB) {
+  const [what, base] = process.env.LOAD_AB_FULL ? ['full package', Object.keys(variants)[2]] : ['role builds', Object.keys(variants)[0]];
+  variants[`${what} from ${process.env.LOAD_AB}`] = `${variants[base]}&pkg=/${process.env.LOAD_AB}`;
+}
 const median = (xs) => { const s = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
 const names = Object.keys(variants);
 const floorName = 'hand-written postMessage (floor)';
