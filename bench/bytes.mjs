@@ -22,6 +22,7 @@ const gz = (buf) => gzipSync(buf, { level: 9 }).length;
 
 /** A wasm module's function bodies (with their names, from the name section) and data segments. */
 export function readWasm(bytes) {
+  if (Buffer.from(bytes.subarray(0, 8)).toString('hex') !== '0061736d01000000') throw new Error('bytes: not a wasm module (version 1)');
   let at = 8;
   const leb = () => {
     let result = 0;
@@ -51,7 +52,7 @@ export function readWasm(bytes) {
         const kind = bytes[at++];
         if (kind === 0) { leb(); imported++; } else if (kind === 1) { at++; limits(); } else if (kind === 2) limits();
         else if (kind === 3) at += 2;
-        else if (kind === 4) { at++; leb(); }
+        else if (kind === 4) { at++; leb(); } else throw new Error(`bytes: an import of unknown kind ${kind}`);
       }
     } else if (id === 10) {
       for (let n = leb(), i = 0; i < n; i++) {

@@ -26,7 +26,7 @@ const gz = (f) => gzipSync(readFileSync(f), { level: 9 }).length;
 const glue = readFileSync('pkg/abp_wasm.js');
 const size = { wasmGzip: gz('pkg/abp_wasm_bg.wasm'), glueGzip: gzipSync(glue, { level: 9 }).length, wasmRaw: readFileSync('pkg/abp_wasm_bg.wasm').length };
 size.totalGzip = size.wasmGzip + size.glueGzip;
-// Every build: the full package and the role builds (scripts/sizes.mjs).
+// Every build: the full package, the role builds and the discovery build (scripts/sizes.mjs).
 const builds = sizes();
 
 const pages = reports();

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the npm package into pkg/: the full package and the role builds pkg/agent and pkg/app, each wasm-pack
+# Builds the npm package into pkg/: the full package, the role builds pkg/agent and pkg/app, and the discovery
+# build pkg/discover (which the full package's discover() loads on its first call), each wasm-pack
 # (target web, release), then wasm-opt -Oz from npm's binaryen (Debian's binaryen is too old for what rustc
 # emits, and wasm-pack's own download does not work offline), then the post-processing below.
 #
@@ -126,6 +127,8 @@ node scripts/finish-pkg.mjs
 # The JS ships minified by esbuild (whitespace, comments, syntax, local names; exported names and class names
 # stay). The typings keep every doc comment (scripts/minify-js.mjs).
 node scripts/minify-js.mjs pkg/abp_wasm.js pkg/agent/abp_wasm.js pkg/app/abp_wasm.js pkg/discover/abp_wasm.js
+grep -qF 'import("./discover/abp_wasm.js")' pkg/abp_wasm.js \
+  || die "the minified pkg/abp_wasm.js no longer imports ./discover/abp_wasm.js: its discover() would find nothing."
 
 # Every build must still link: its wasm's imports all provided by its shipped JS.
 node scripts/check-link.mjs pkg pkg/agent pkg/app pkg/discover

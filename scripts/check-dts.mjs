@@ -41,4 +41,4 @@ for (const [file, golden] of builds) {
   }
 }
 if (failed) process.exit(1);
-console.log('check-dts: the public typings of all three builds match their golden copies, no `any` outside `InitOutput`');
+console.log('check-dts: the public typings of the three builds a page imports match their golden copies, no `any` outside `InitOutput`');

@@ -91,9 +91,11 @@ try {
   console.log(`consumer: full package (MCP over a MessageChannel) result ${JSON.stringify(fullResult)}, its wasm ${fullWasm.map((w) => w.bytes).join()} B`);
   if (fullResult.sum !== 42 || errors.length) throw new Error(`consumer test (full package) failed: ${JSON.stringify({ fullResult, errors })}`);
   // Its discover(): the discovery build is fetched on the first call only, and works from a Vite bundle.
-  console.log(`consumer: full package discover(): found ${fullResult.discovered}, again ${fullResult.again}, a bad url: ${fullResult.badUrl};`
+  console.log(`consumer: full package discover(): with no time to load "${fullResult.tooSoon}"; then found ${fullResult.discovered},`
+    + ` again ${fullResult.again}; a bad url: ${fullResult.badUrl}; a bad timeout: ${fullResult.badTimeout};`
     + ` wasm files fetched before it ${fullResult.wasmBeforeDiscover.length}, after ${fullResult.wasmAfterDiscover.length}`);
   if (fullResult.discovered !== 'vite.full' || fullResult.again !== true || fullResult.badUrl !== 'TypeError: discover: url must be a string'
+    || !/did not load within 0 ms/.test(fullResult.tooSoon ?? '') || !/^TypeError: discover: timeout must be/.test(fullResult.badTimeout)
     || fullResult.wasmBeforeDiscover.length !== 1 || fullResult.wasmAfterDiscover.length !== 2) {
     throw new Error(`consumer test (the full package's discover()) failed: ${JSON.stringify(fullResult)}`);
   }

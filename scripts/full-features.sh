@@ -4,9 +4,18 @@
 # called; src/web/discover.rs). Used by scripts/build.sh, scripts/test.sh (clippy) and bench/bytes.mjs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-features=$(awk -F'[][]' '/^default = \[/ { print $2 }' Cargo.toml | tr -d ' "' | sed 's/\bdiscovery\b/discovery-lazy/')
-if [[ ",$features," != *,discovery-lazy,* ]]; then
-  echo "full-features: no \`discovery\` among Cargo.toml's default features ($features)" >&2
+line=$(grep -E '^default = \[' Cargo.toml) || { echo "full-features: no one-line \`default = [...]\` in Cargo.toml" >&2; exit 1; }
+line=${line#*[}
+line=${line%%]*}
+features=()
+found=
+IFS=',' read -ra names <<<"${line//[\" ]/}"
+for name in "${names[@]}"; do
+  if [ "$name" = discovery ]; then name=discovery-lazy; found=1; fi
+  features+=("$name")
+done
+if [ -z "$found" ]; then
+  echo "full-features: no \`discovery\` among Cargo.toml's default features (${names[*]})" >&2
   exit 1
 fi
-echo "$features"
+(IFS=','; echo "${features[*]}")

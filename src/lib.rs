@@ -2,7 +2,8 @@
 //!
 //! - [`core`]: the protocol state machines, plain Rust, natively testable.
 //! - `web` (only on `wasm32`): the browser glue exported to JavaScript: `AbpClient`, `AbpApp`,
-//!   `PostMessageTransport`, `WebSocketTransport`, and `discover()` (feature `discovery`, on by default; `discovery-lazy` loads it on the first call).
+//!   `PostMessageTransport` and `WebSocketTransport` (with either role), and `discover()` (feature `discovery`,
+//!   on by default; with `discovery-lazy` instead, its first call loads a build made with `discovery` alone).
 
 pub mod core;
 

@@ -17,9 +17,12 @@ const probes = { probeAgent: await probeAgent(AbpClient, PostMessageTransport), 
 // discover() of the full package: its first call loads the discovery build, which no other call needed.
 const wasmFetched = () => performance.getEntriesByType('resource').map((r) => r.name).filter((n) => n.endsWith('.wasm'));
 const wasmBeforeDiscover = wasmFetched();
+// The time limit covers the loading: none at all is over before the discovery build can arrive.
+const tooSoon = await discover(location.href, { timeout: 0 });
 const found = await discover(location.href);
 const again = await discover(location.href, { timeout: 5000 });
 window.fullResult = { sum: Number(done.data.content[0].text), ...probes, wasmBeforeDiscover, wasmAfterDiscover: wasmFetched(),
   discovered: found.supported ? found.manifest.app.id : found.reason, again: again.supported,
-  badUrl: await discover(42).then(() => 'resolved', (e) => `${e?.name}: ${e?.message}`) };
+  tooSoon: tooSoon.reason, badUrl: await discover(42).then(() => 'resolved', (e) => `${e?.name}: ${e?.message}`),
+  badTimeout: await discover(location.href, { timeout: -1 }).then(() => 'resolved', (e) => `${e?.name}: ${e?.message}`) };
 document.getElementById('out').textContent = JSON.stringify(window.fullResult);

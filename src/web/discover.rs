@@ -37,6 +37,15 @@
 
 use js_sys::Promise;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::AbortSignal;
+
+use super::value::type_error;
+use crate::core::payload::{Kind, Payload};
+
+/// The default time limit of a whole discovery, in ms: `core::discovery`'s (here.rs checks they agree), which a
+/// build without discovery's code does not have.
+const TIMEOUT_MS: u32 = 10_000;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_DISCOVERY: &'static str = r#"
@@ -85,9 +94,10 @@ mod here;
 #[cfg(not(feature = "discovery"))]
 #[wasm_bindgen(module = "/src/web/discover/load.js")]
 extern "C" {
-    /// The discovery build's `discover(url, options)`, loaded on the first call (see load.js).
+    /// The discovery build's `discover(url, { timeout, signal })`, loaded on the first call; the time limit and
+    /// the signal also cover the loading (see load.js).
     #[wasm_bindgen(js_name = discoverElsewhere)]
-    fn discover_elsewhere(url: &JsValue, options: &JsValue) -> Promise;
+    fn discover_elsewhere(url: &str, timeout: f64, signal: Option<AbortSignal>) -> Promise;
 }
 
 /// Finds out whether the page at `url` is an ABP app: reads its `<head>` (at most 50 KB) for
@@ -100,9 +110,44 @@ pub fn discover(
     #[wasm_bindgen(unchecked_param_type = "string")] url: JsValue,
     options: Option<DiscoverOptions>,
 ) -> Promise {
+    let Some(url) = url.as_string() else {
+        return Promise::reject(&type_error("discover: url must be a string"));
+    };
     let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+    let (timeout, signal) = match read_options(&options) {
+        Ok(read) => read,
+        Err(e) => return Promise::reject(&e),
+    };
     #[cfg(feature = "discovery")]
-    return wasm_bindgen_futures::future_to_promise(here::discover(url, options));
+    return wasm_bindgen_futures::future_to_promise(here::discover(url, timeout, signal));
     #[cfg(not(feature = "discovery"))]
-    return discover_elsewhere(&url, &options);
+    return discover_elsewhere(&url, timeout, signal);
+}
+
+fn read_options(options: &JsValue) -> Result<(f64, Option<AbortSignal>), JsValue> {
+    match options.kind() {
+        Kind::Undefined | Kind::Null => return Ok((f64::from(TIMEOUT_MS), None)),
+        Kind::Object => {}
+        _ => return Err(type_error("discover: options must be an object")),
+    }
+    let timeout = match options.get("timeout") {
+        None => f64::from(TIMEOUT_MS),
+        Some(t) => match t.as_f64() {
+            // setTimeout treats delays over 2^31 - 1 ms (24.8 days) as 0: clamp, or a long limit would fire at once.
+            Some(ms) if ms.is_finite() && ms >= 0.0 => ms.min(2_147_483_647.0),
+            _ => {
+                return Err(type_error(
+                    "discover: timeout must be a finite number of milliseconds, 0 or more",
+                ))
+            }
+        },
+    };
+    let signal = match options.get("signal") {
+        None => None,
+        Some(s) => match s.dyn_into::<AbortSignal>() {
+            Ok(s) => Some(s),
+            Err(_) => return Err(type_error("discover: signal must be an AbortSignal")),
+        },
+    };
+    Ok((timeout, signal))
 }

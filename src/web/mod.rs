@@ -1,7 +1,7 @@
 //! Browser glue: drives the plain-Rust core from `postMessage`, timers and `AbortSignal`s.
 //!
 //! Every `#[wasm_bindgen]` export lives in `client.rs` (agent side), `app.rs` (app side), `link/`,
-//! `discover.rs` (`discover()`, with its own typings, behind the `discovery` feature) and `types.rs` (the
+//! `discover.rs` (`discover()`, with its own typings, behind `discovery` or `discovery-lazy`) and `types.rs` (the
 //! TypeScript surface). Payloads stay `JsValue`s end to end.
 
 // A role build (only `agent` or only `app`) leaves parts of the shared transports unused.

@@ -14,11 +14,10 @@ use web_sys::{
 };
 
 use super::super::dom::{global, now, Listener, Timer};
-use super::super::value::{to_str, type_error};
+use super::super::value::to_str;
 use crate::core::discovery::{
     Discovery, DiscoveryResult, Failure, ParseJson, Request, ResponseHead, Url, TIMEOUT_MS,
 };
-use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
 
 #[wasm_bindgen]
@@ -42,43 +41,18 @@ impl ParseJson for JsValue {
     }
 }
 
-/// `discover(url, options)` (its doc comment in `discover.rs`).
-pub(super) async fn discover(url: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    let Some(url) = url.as_string() else {
-        return Err(type_error("discover: url must be a string"));
-    };
-    let (timeout, signal) = read_options(&options)?;
+/// `discover(url, options)` (its doc comment in `discover.rs`), its arguments checked there.
+pub(super) async fn discover(
+    url: String,
+    timeout: f64,
+    signal: Option<AbortSignal>,
+) -> Result<JsValue, JsValue> {
     let result = run(&absolute(&url), timeout, signal).await;
     Ok(result.into_wire())
 }
 
-fn read_options(options: &JsValue) -> Result<(f64, Option<AbortSignal>), JsValue> {
-    match options.kind() {
-        Kind::Undefined | Kind::Null => return Ok((f64::from(TIMEOUT_MS), None)),
-        Kind::Object => {}
-        _ => return Err(type_error("discover: options must be an object")),
-    }
-    let timeout = match options.get("timeout") {
-        None => f64::from(TIMEOUT_MS),
-        Some(t) => match t.as_f64() {
-            // setTimeout treats delays over 2^31 - 1 ms (24.8 days) as 0: clamp, or a long limit would fire at once.
-            Some(ms) if ms.is_finite() && ms >= 0.0 => ms.min(2_147_483_647.0),
-            _ => {
-                return Err(type_error(
-                    "discover: timeout must be a finite number of milliseconds, 0 or more",
-                ))
-            }
-        },
-    };
-    let signal = match options.get("signal") {
-        None => None,
-        Some(s) => match s.dyn_into::<AbortSignal>() {
-            Ok(s) => Some(s),
-            Err(_) => return Err(type_error("discover: signal must be an AbortSignal")),
-        },
-    };
-    Ok((timeout, signal))
-}
+// discover.rs has the default time limit too (a build without this file uses it): the same as natively.
+const _: () = assert!(super::TIMEOUT_MS == TIMEOUT_MS);
 
 /// `url` resolved against this page's URL when it is relative (and there is a page URL).
 fn absolute(url: &str) -> String {
