@@ -12,7 +12,7 @@
 // code and data would lose, gzipped, without that part's bytes (gzip -9 of the rest, the rest in its order):
 // what the part costs a download, given everything else. The marginal figures of the parts add up to less than
 // the whole, since gzip shares what parts have in common.
-import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -83,11 +83,15 @@ export function partOf(fname) {
   const own = /^<*abp_wasm(?:\[[0-9a-f]+\])?::((?:[a-z_][a-z0-9_]*::)*)/.exec(fname)
     ?? /^<[^ <>]+ as abp_wasm(?:\[[0-9a-f]+\])?::((?:[a-z_][a-z0-9_]*::)*)/.exec(fname);
   if (own) {
-    // The path may run on into a function's name (`schema::check`): modules under core::dialect and web::link
-    // are three deep, the rest two.
-    const path = own[1].split('::').filter(Boolean);
-    const deep = ['core::dialect', 'web::link'].includes(path.slice(0, 2).join('::'));
-    return ['abp_wasm', ...path.slice(0, deep ? 3 : 2)].join('::');
+    // The path may run on into a function's name (`schema::check`): it stops at the first segment that is not a
+    // module of src/ (a file or folder there).
+    const modules = [];
+    for (const seg of own[1].split('::').filter(Boolean)) {
+      const at = join('src', ...modules, seg);
+      if (!existsSync(`${at}.rs`) && !existsSync(at)) break;
+      modules.push(seg);
+    }
+    return ['abp_wasm', ...modules].join('::');
   }
   // An exported method (`abpclient_connect`): wasm-bindgen's wrapper, often with the method's body inlined.
   if (/^[a-z]+_[A-Za-z_]+(?: externref shim| multivalue shim)*$/.test(fname)) return 'exported methods (shims, bodies inlined)';
