@@ -1,5 +1,6 @@
-//! `discover()` done in this wasm (the `discovery` feature): the options read, the page and the manifest fetched
-//! and streamed to the core, the result built. See `discover.rs` for what it does and why.
+//! `discover()` done in this wasm (the `discovery` feature), its arguments already checked by `discover.rs`: the
+//! page and the manifest fetched and streamed to the core, the result built. See `discover.rs` for what it does
+//! and why.
 
 use std::cell::Cell;
 use std::rc::Rc;
