@@ -7,7 +7,13 @@
 // esbuild writes an exported class as `var AbpClient = class _AbpClient {`, which the minifier would rename
 // (`AbpClient.name` would no longer be "AbpClient"); each is turned back into `export class AbpClient {`. Checked:
 // the bundle exports the names the module did, imports nothing, and still finds its wasm beside it; a build
-// where that fails stops. Usage: node scripts/bundle-js.mjs DIR...
+// where that fails stops.
+//
+// wasm-bindgen hands the wasm the functions it imports from a snippet unwrapped as that snippet's whole module
+// namespace (`import * as import2 from "./snippets/…/value.js"` and `"c": import2` in the import object), which
+// keeps every export of the snippet in the bundle, used or not. Each namespace is first replaced by an object of
+// the functions the wasm imports from that module, so that esbuild drops the rest (`onlyWhatTheWasmImports`).
+// Usage: node scripts/bundle-js.mjs DIR...
 import { buildSync } from 'esbuild';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { exportsOf } from './minify-js.mjs';
@@ -21,9 +27,39 @@ function fail(file, why) {
   process.exit(1);
 }
 
+/** `code` with each snippet namespace in the import object replaced by an object of the functions the wasm
+ *  (at `wasmFile`) imports from that module, imported by name. */
+function onlyWhatTheWasmImports(file, code, wasmFile) {
+  const wanted = new Map();
+  for (const i of WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(wasmFile)))) {
+    if (!wanted.has(i.module)) wanted.set(i.module, new Set());
+    wanted.get(i.module).add(i.name);
+  }
+  const paths = new Map();
+  code = code.replace(/^import \* as (import\d+) from "(\.\/snippets\/[^"]+)";?\n/gm, (_, id, path) => { paths.set(id, path); return ''; });
+  const imports = new Set();
+  const done = new Set();
+  code = code.replace(/^(\s*)"([\w$]+)": (import\d+),\n/gm, (line, indent, module, id) => {
+    const path = paths.get(id);
+    if (!path) return line;
+    // wasm-bindgen lists a module once per function imported from it: one object is enough.
+    if (done.has(module)) return '';
+    done.add(module);
+    const names = [...(wanted.get(module) ?? [])];
+    if (!names.length) fail(file, `the wasm imports nothing from module ${module} (${path})`);
+    for (const n of names) imports.add(`import { ${n} as __abp_${module}_${n} } from "${path}";`);
+    return `${indent}"${module}": { ${names.map((n) => `${n}: __abp_${module}_${n}`).join(', ')} },\n`;
+  });
+  for (const id of paths.keys()) {
+    if (new RegExp(`\\b${id}\\b`).test(code)) fail(file, `the module namespace ${id} is still used after it was replaced`);
+  }
+  return `${[...imports].join('\n')}\n${code}`;
+}
+
 for (const dir of process.argv.slice(2)) {
   const file = `${dir}/abp_wasm.js`;
   const before = readFileSync(file, 'utf8');
+  writeFileSync(file, onlyWhatTheWasmImports(file, before, `${dir}/abp_wasm_bg.wasm`));
   const out = buildSync({
     entryPoints: [file], bundle: true, format: 'esm', write: false, charset: 'utf8', legalComments: 'none',
     logLevel: 'error',
