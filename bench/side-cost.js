@@ -1,5 +1,6 @@
 // bench/side-cost.mjs's page: each side's own work per call, without the message channel (side-cost.mjs says how).
-// ?args=[variants, evictMB]: the builds' directories (served paths) and the MB read between two messages.
+// ?args=[variants, evictMB]: the builds' directories (served paths) and the MB read between two messages;
+// ?close=1: close the window once reported (bench/gecko-profile.mjs).
 import { report, reportErrors } from './report.js';
 
 reportErrors();
@@ -72,5 +73,8 @@ async function measure(variants, evictMB) {
   return Object.fromEntries(Object.entries(totals).map(([k, t]) => [k, (t / (10 * perRound)) * 1000]));
 }
 
-const [variants, evictMB] = JSON.parse(new URLSearchParams(location.search).get('args'));
+const query = new URLSearchParams(location.search);
+const [variants, evictMB] = JSON.parse(query.get('args'));
 await report(await measure(variants, evictMB));
+// bench/gecko-profile.mjs: the profile is written when Firefox quits, which it does when its one window closes.
+if (query.get('close')) window.close();
