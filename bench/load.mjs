@@ -9,7 +9,9 @@
 // - cold: the first visit (empty HTTP cache, no compiled code cached), a new user;
 // - warm: the third visit, the first having stayed a few seconds (the server lets the pages be cached, so the JS
 //   and wasm come from the HTTP cache with V8's compiled code beside them), a returning user.
-// LOAD_BROWSER=firefox loads them in Firefox instead of Chromium.
+// LOAD_BROWSER=firefox loads them in Firefox instead of Chromium. LOAD_RTT=<ms> delays every response by that
+// much, as a network's round trip would (on 127.0.0.1 a request costs next to nothing, so loading two resources
+// one after the other costs no more than loading them side by side): a run with it is printed, not written.
 // Prints medians in ms since the host's navigation start (the app's times moved onto the host's clock), and the
 // parts of each side's load: its JS arrived and was evaluated, its wasm fetch started and ended, compiled, instantiated, init()
 // done (the app: listening), connected; and the handshake: connected minus the later of the two sides' ready.
@@ -36,7 +38,8 @@ function inject(path, url) {
   return `<link rel="modulepreload" href="${build}/abp_wasm.js">`
     + `<link rel="preload" href="${build}/abp_wasm_bg.wasm" as="fetch" type="application/wasm" crossorigin>\n${shim}`;
 }
-const server = await serve(0, { cache: true, onPost: pages.onPost, inject });
+const rtt = Number(process.env.LOAD_RTT ?? 0);
+const server = await serve(0, { cache: true, onPost: pages.onPost, inject, delay: rtt });
 const { port } = server.address();
 const appOrigin = `http://localhost:${port}`;
 const variants = {
@@ -81,7 +84,7 @@ try {
   const out = [];
   const f = (v) => (Number.isNaN(v) ? '—' : v.toFixed(1));
   const version = (() => { try { return execSync(`${browserBinary(browserName)} --version 2>/dev/null`).toString().trim(); } catch { return browserName; } })();
-  out.push(`load to connected, two origins, ${loads} loads each (${version}, each load a fresh browser with no test driver), medians in ms since the host's navigation start`, '');
+  out.push(`load to connected, two origins, ${loads} loads each (${version}, each load a fresh browser with no test driver${rtt ? `, every response delayed ${rtt} ms` : ''}), medians in ms since the host's navigation start`, '');
   out.push('| variant | cold: connected | × floor | warm: connected | × floor |\n|---|---|---|---|---|');
   const connected = (mode, name) => median(seen[mode][name].map((t) => t.host.connected));
   for (const name of names) {
@@ -104,8 +107,9 @@ try {
   }
   const text = out.join('\n');
   console.log(text);
-  // The run is written to BENCHMARKS.md (not an A/B run: that compares a build that is not the package).
-  if (!process.env.LOAD_AB && browserName === 'chromium') {
+  // The run is written to BENCHMARKS.md (not an A/B run: that compares a build that is not the package; nor a run
+  // with LOAD_RTT, which is not the table's setting).
+  if (!process.env.LOAD_AB && !rtt && browserName === 'chromium') {
     const doc = await readFile('BENCHMARKS.md', 'utf8');
     const start = '<!-- load to connected: written by bench/load.mjs -->', end = '<!-- end of load to connected -->';
     if (!doc.includes(start) || !doc.includes(end)) throw new Error(`BENCHMARKS.md has no ${start} ... ${end} block`);

@@ -15,12 +15,13 @@ const types = {
 };
 
 /** `cache`: let the browser keep what it fetched (for the duration of one run) instead of `no-store`; the memory
- *  benchmark loads thousands of frames of the same few files. `tls` ({ key, cert }): serve over https.
+ *  benchmark loads thousands of frames of the same few files. `tls` ({ key, cert }): serve over https. `delay`:
+ *  milliseconds to wait before answering each GET, as a network's round trip would (bench/load.mjs's LOAD_RTT).
  *  `onPost(url, body)`: called with each POST's URL and body text (a page run without a test driver reports its
  *  results this way, bench/direct.mjs); without it a POST is refused. `inject(path, url)`: HTML put at the top
  *  of an .html page (after its doctype) when it returns some, as bench/load.mjs's timing shim, without a request of
  *  its own. */
-export function serve(port = 8080, { cache = false, tls, onPost, inject } = {}) {
+export function serve(port = 8080, { cache = false, tls, onPost, inject, delay = 0 } = {}) {
   const handle = async (req, res) => {
     const url = new URL(req.url, 'http://x');
     if (req.method === 'POST') {
@@ -31,6 +32,7 @@ export function serve(port = 8080, { cache = false, tls, onPost, inject } = {}) 
       req.on('end', () => { res.writeHead(204); res.end(); onPost(url, body); });
       return;
     }
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     let path = normalize(decodeURIComponent(url.pathname));
     if (path === '/') { res.writeHead(302, { location: '/www/' }); res.end(); return; }
     if (path.endsWith('/')) path += 'index.html';
