@@ -1,7 +1,8 @@
 // A Gecko profile of a benchmark page in headless Firefox, with no test driver attached: Firefox's counterpart of
 // bench/profile.mjs. Firefox is started with its built-in profiler on (MOZ_PROFILER_STARTUP, sampling the main
-// threads every 0.2 ms), on PAGE with `close=1` added to its query; the page closes its window once it has
-// reported, Firefox then quits and writes the profile (MOZ_PROFILER_SHUTDOWN). Prints, for the content process
+// threads every 0.2 ms), on PAGE with `close=1` added to its query. PAGE must report (bench/report.js) and then,
+// on `close=1`, close its window, as bench/side-cost.html does: Firefox then quits and writes the profile
+// (MOZ_PROFILER_SHUTDOWN); a page that stays open is killed after 10 minutes, with no profile. Prints, for the content process
 // that ran the page, each JavaScript or wasm function's share of the samples: as the innermost JavaScript or
 // wasm frame (its own time, with the browser's native code it calls), and anywhere on the stack. Samples in the
 // event loop's wait are counted apart. Functions of the package's minified JS show as `name @line:column`;
@@ -9,7 +10,7 @@
 // under bench/ab/ and named in the page's query). The profiler slows the page several times over: read shares,
 // not times.
 // Usage: node bench/gecko-profile.mjs PAGE [rows=40]
-//   e.g. node bench/gecko-profile.mjs '/bench/side-cost.html?args=[["/bench/ab/before"],0]'
+//   e.g. node bench/gecko-profile.mjs '/bench/side-cost.html?args=[["/bench/ab/named"],0]'
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
