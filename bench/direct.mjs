@@ -25,12 +25,12 @@ const BROWSERS = {
   },
   firefox: {
     bin: () => process.env.FIREFOX ?? ['/usr/bin/firefox-esr', '/usr/bin/firefox'].find((f) => existsSync(f)) ?? 'firefox',
-    args: (url, profile) => {
+    args: (url, profile, prefs = {}) => {
       // No first-run pages, updates or telemetry requests in the measured profile.
-      writeFileSync(join(profile, 'user.js'), [
-        'browser.shell.checkDefaultBrowser', 'datareporting.policy.dataSubmissionEnabled', 'app.update.enabled',
-        'toolkit.telemetry.enabled', 'browser.aboutwelcome.enabled',
-      ].map((p) => `user_pref("${p}", false);`).concat('user_pref("browser.startup.homepage_override.mstone", "ignore");').join('\n'));
+      const all = { 'browser.shell.checkDefaultBrowser': false, 'datareporting.policy.dataSubmissionEnabled': false,
+        'app.update.enabled': false, 'toolkit.telemetry.enabled': false, 'browser.aboutwelcome.enabled': false,
+        'browser.startup.homepage_override.mstone': 'ignore', ...prefs };
+      writeFileSync(join(profile, 'user.js'), Object.entries(all).map(([p, v]) => `user_pref("${p}", ${JSON.stringify(v)});`).join('\n'));
       return ['--headless', '--no-remote', '--profile', profile, url];
     },
   },
@@ -59,12 +59,14 @@ export const browserBinary = (browser) => BROWSERS[browser]?.bin() ?? browser;
 
 /** Starts `browser` ('chromium' or 'firefox') on `url` with a fresh profile, in a process group of its own (so the
  *  browser's helper processes go with it). `exited` rejects if the browser ends before `close()`; `close()` kills
- *  the group and removes the profile. */
-export function launch(browser, url) {
+ *  the group and removes the profile. `env`: added to the browser's environment; `prefs`: Firefox preferences
+ *  added to the profile's (bench/gecko-profile.mjs). */
+export function launch(browser, url, { env, prefs } = {}) {
   const b = BROWSERS[browser];
   if (!b) throw new Error(`unknown browser ${browser}`);
   const profile = mkdtempSync(join(tmpdir(), `abp-bench-${browser}-`));
-  const child = spawn(b.bin(), b.args(url, profile), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(b.bin(), b.args(url, profile, prefs), { stdio: ['ignore', 'ignore', 'pipe'], detached: true,
+    env: { ...process.env, ...env } });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
   const exited = new Promise((_, fail) => {

@@ -11,12 +11,11 @@
 // not times.
 // Usage: node bench/gecko-profile.mjs PAGE [rows=40]
 //   e.g. node bench/gecko-profile.mjs '/bench/side-cost.html?args=[["/bench/ab/named"],0]'
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../www/serve.mjs';
-import { browserBinary, reports } from './direct.mjs';
+import { launch, reports } from './direct.mjs';
 
 const [page, rowsArg] = process.argv.slice(2);
 if (!page?.startsWith('/')) { console.error('usage: node bench/gecko-profile.mjs /bench/<page>?<query> [rows=40]'); process.exit(2); }
@@ -25,26 +24,24 @@ const pages = reports();
 const server = await serve(0, { onPost: pages.onPost });
 const dir = mkdtempSync(join(tmpdir(), 'abp-gecko-'));
 const out = join(dir, 'profile.json');
+let firefox;
 try {
-  const profileDir = join(dir, 'profile');
-  const prefs = { 'dom.allow_scripts_to_close_windows': true, 'browser.shell.checkDefaultBrowser': false,
-    'datareporting.policy.dataSubmissionEnabled': false, 'toolkit.telemetry.enabled': false, 'app.update.enabled': false };
-  mkdirSync(profileDir);
-  writeFileSync(join(profileDir, 'user.js'), Object.entries(prefs).map(([k, v]) => `user_pref("${k}", ${v});`).join('\n'));
   const url = new URL(`http://127.0.0.1:${server.address().port}${page}`);
   url.searchParams.set('close', '1');
   url.searchParams.set('report', 'gecko');
   const reported = new Promise((ok, fail) => pages.waiting.set('gecko', { ok, fail }));
-  const env = { ...process.env, MOZ_PROFILER_STARTUP: '1', MOZ_PROFILER_SHUTDOWN: out, MOZ_PROFILER_STARTUP_INTERVAL: '0.2',
-    MOZ_PROFILER_STARTUP_ENTRIES: '50000000', MOZ_PROFILER_STARTUP_FEATURES: 'js,stackwalk', MOZ_PROFILER_STARTUP_FILTERS: 'GeckoMain' };
-  const firefox = spawn(browserBinary('firefox'), ['--headless', '--no-remote', '--profile', profileDir, url.href], { env, stdio: 'ignore' });
-  const exited = new Promise((ok) => firefox.once('exit', ok));
-  const limit = setTimeout(() => firefox.kill('SIGKILL'), 600000);
-  console.log('the page reported:', JSON.stringify(await Promise.race([reported, exited.then(() => { throw new Error('Firefox quit before the page reported'); })])));
-  await exited;
-  clearTimeout(limit);
+  firefox = launch('firefox', url.href, {
+    env: { MOZ_PROFILER_STARTUP: '1', MOZ_PROFILER_SHUTDOWN: out, MOZ_PROFILER_STARTUP_INTERVAL: '0.2',
+      MOZ_PROFILER_STARTUP_ENTRIES: '50000000', MOZ_PROFILER_STARTUP_FEATURES: 'js,stackwalk', MOZ_PROFILER_STARTUP_FILTERS: 'GeckoMain' },
+    prefs: { 'dom.allow_scripts_to_close_windows': true },
+  });
+  const within = (p, ms, why) => Promise.race([p, new Promise((_, fail) => setTimeout(() => fail(new Error(why)), ms).unref())]);
+  // `exited` rejects when Firefox quits: before the report, a failure; after it, the profile has been written.
+  console.log('the page reported:', JSON.stringify(await within(Promise.race([reported, firefox.exited]), 600000, 'no report within 10 minutes')));
+  await within(firefox.exited.catch(() => {}), 600000, 'Firefox did not quit within 10 minutes of the report (does the page close itself on ?close=1?)');
   summarize(JSON.parse(readFileSync(out, 'utf8')), url.origin);
 } finally {
+  await firefox?.close();
   server.close();
   rmSync(dir, { recursive: true, force: true });
 }

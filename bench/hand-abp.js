@@ -1,5 +1,11 @@
 // ABP written by hand, as the bench pages' counterparts of abp-wasm's two sides: the wire format with no library,
-// what an SDK's own work is measured against (bench/frame.html, bench/mix.mjs, bench/own-work.mjs).
+// what an SDK's own work is measured against (bench/frame.html, bench/mix.mjs, bench/own-work.mjs,
+// bench/envelope.html).
+
+/** A `capabilities/call` whose id is also its callId. */
+export function callMessage(id, capability, params) {
+  return { type: 'capabilities/call', id, timestamp: Date.now(), payload: { callId: id, capability, params } };
+}
 
 /** The app side on `port`: answers every `capabilities/call` with its params. */
 export function echoCalls(port) {
@@ -36,6 +42,6 @@ export async function handAgent(iframe) {
   return { call: (capability, params) => new Promise((resolve) => {
     const id = crypto.randomUUID();
     pending.set(id, resolve);
-    port1.postMessage({ type: 'capabilities/call', id, timestamp: Date.now(), payload: { callId: id, capability, params } });
+    port1.postMessage(callMessage(id, capability, params));
   }) };
 }
