@@ -63,23 +63,27 @@ const f = (x, d = 3) => (x === undefined ? 'n/a' : x.toFixed(d));
 const ratio = (x, base) => (x === undefined || base === undefined ? 'n/a' : `${(x / base).toFixed(2)}×`);
 const NAMES = { raw: 'raw window postMessage (floor)', rawport: 'raw MessagePort', 'rawport-abp': 'ABP envelope by hand, MessagePort',
   'abp-signal': 'abp, with { signal, timeout }', 'abp-async': 'abp, async handler', 'abp-port': 'abp over a MessageChannel (fromPort)',
-  'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope)', 'mcp-sdk': 'MCP SDK 1 Client ↔ McpServer (MCP-B transports)',
+  'abp-mcp': 'abp ↔ abp, MCP dialect (MCP-B envelope, 2026-07-28)', 'abp-mcp-2025': 'abp ↔ abp, MCP dialect (MCP-B envelope, 2025-11-25)',
+  'mcp-sdk': 'MCP SDK 1 Client ↔ McpServer (MCP-B transports, 2025-11-25)',
   'mcp-sdk2': 'MCP SDK 2 Client ↔ McpServer (MCP-B transports, 2026-07-28)' };
 const version = (bin) => { try { return execSync(`${bin} --version 2>/dev/null`).toString().trim(); } catch { return bin; } };
-const MCP_ROWS = ['abp-mcp', 'mcp-sdk', 'mcp-sdk2'];
+const MCP_ROWS = ['abp-mcp', 'abp-mcp-2025', 'mcp-sdk', 'mcp-sdk2'];
 const BROWSER_NAMES = { chromium: 'Chromium', firefox: 'Firefox' };
 const browserTable = (browser) => {
   const r = results[browser];
   const floor = r.libs.raw;
   const rows = Object.entries(r.libs).map(([lib, m]) =>
     `| ${NAMES[lib] ?? lib} | ${f(m.p50)} | ${ratio(m.p50, floor?.p50)} | ${f(m.mean, 4)} | ${ratio(m.mean, floor?.mean)} | ${f(m.p99)} | ${ratio(m.p99, floor?.p99)} | ${Math.round(m.throughput)} | ${ratio(m.throughput, floor?.throughput)} |`);
-  const { abp, penpal, 'rawport-abp': envelope, 'abp-mcp': mcp, 'mcp-sdk': sdk, 'mcp-sdk2': sdk2 } = r.libs;
+  const { abp, penpal, 'rawport-abp': envelope, 'abp-mcp': mcp, 'abp-mcp-2025': mcp2025, 'mcp-sdk': sdk, 'mcp-sdk2': sdk2 } = r.libs;
   const targets = [
     abp && penpal && `abp against penpal: mean ${ratio(abp.mean, penpal.mean)}, calls/s with 256 in flight ${ratio(abp.throughput, penpal.throughput)}`,
     // The same messages written by hand: what the SDK's own work adds (BENCHMARKS.md, "Where the targets stand").
     abp && envelope && `against ABP's envelope by hand: mean ${ratio(abp.mean, envelope.mean)}, calls/s ${ratio(abp.throughput, envelope.throughput)}`,
-    mcp && sdk && `the MCP dialect against the official SDK 1: mean ${ratio(mcp.mean, sdk.mean)}, calls/s ${ratio(mcp.throughput, sdk.throughput)}`,
-    mcp && sdk2 && `against the SDK 2: mean ${ratio(mcp.mean, sdk2.mean)}, calls/s ${ratio(mcp.throughput, sdk2.throughput)}`,
+    // Each official SDK against the MCP dialect at the revision it speaks (SDK 1: 2025-11-25; SDK 2: 2026-07-28,
+    // whose requests each carry the client's `_meta`), then SDK 1 against the dialect's default revision.
+    mcp2025 && sdk && `the MCP dialect at 2025-11-25 against the official SDK 1: mean ${ratio(mcp2025.mean, sdk.mean)}, calls/s ${ratio(mcp2025.throughput, sdk.throughput)}`,
+    mcp && sdk2 && `at 2026-07-28 against the SDK 2: mean ${ratio(mcp.mean, sdk2.mean)}, calls/s ${ratio(mcp.throughput, sdk2.throughput)}`,
+    mcp && sdk && `at 2026-07-28 against the SDK 1: mean ${ratio(mcp.mean, sdk.mean)}, calls/s ${ratio(mcp.throughput, sdk.throughput)}`,
   ].filter(Boolean);
   return `#### ${BROWSER_NAMES[browser] ?? browser} (${version(browserBinary(browser))})
 
