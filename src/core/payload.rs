@@ -41,6 +41,10 @@ pub trait Payload: Clone {
     fn as_f64(&self) -> Option<f64>;
     fn as_bool(&self) -> Option<bool>;
     fn as_string(&self) -> Option<String>;
+    /// `as_string()` for an id the receiver is likely to send back (see [`Payload::get_id`]).
+    fn as_id(&self) -> Option<String> {
+        self.as_string()
+    }
     /// Length of a string as JavaScript counts it (UTF-16 code units).
     fn string_len(&self) -> Option<usize>;
     fn array_len(&self) -> Option<usize>;
@@ -62,6 +66,10 @@ pub trait Wire: Payload {
     fn null() -> Self;
     /// The value as JSON text (`JSON.stringify`); `"null"` for what JSON cannot write.
     fn json_text(&self) -> String;
+    /// [`Wire::json_text`] as a string payload (one step where the payload type can make it in place).
+    fn json_string(&self) -> Self {
+        Self::string(&self.json_text())
+    }
     fn object() -> Self;
     fn string(s: &str) -> Self;
     fn number(n: f64) -> Self;

@@ -101,6 +101,17 @@ export function kindOf(v) {
   }
 }
 
+/** `JSON.stringify(v)`, or 'null' for what JSON cannot write (undefined, a function, a cycle, a BigInt, a
+ *  throwing `toJSON`). */
+export function jsonString(v) {
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? 'null' : s;
+  } catch (_) {
+    return 'null';
+  }
+}
+
 /** `o[key]` for an object `o`, else undefined; a throwing getter reads as undefined. */
 export function field(o, key) {
   if (o === null || typeof o !== 'object') return undefined;

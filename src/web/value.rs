@@ -31,6 +31,9 @@ extern "C" {
     pub(crate) fn error_with_code(code: &str, message: &str) -> JsValue;
     #[wasm_bindgen(js_name = kindOf)]
     fn kind_of(v: &JsValue) -> u32;
+    /// `JSON.stringify(v)`, or `'null'` for what JSON cannot write (undefined, a function, a cycle, a BigInt).
+    #[wasm_bindgen(js_name = jsonString)]
+    fn json_string_js(v: &JsValue) -> JsValue;
     /// `o[key]` for an object `o`, else undefined (also when a getter throws).
     fn field(o: &JsValue, key: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = fieldString)]
@@ -144,6 +147,9 @@ impl Payload for JsValue {
     fn as_string(&self) -> Option<String> {
         JsValue::as_string(self)
     }
+    fn as_id(&self) -> Option<String> {
+        id_of(self)
+    }
     fn string_len(&self) -> Option<usize> {
         self.dyn_ref::<js_sys::JsString>()
             .map(|s| s.length() as usize)
@@ -178,10 +184,13 @@ impl Wire for JsValue {
         JsValue::NULL
     }
     fn json_text(&self) -> String {
-        js_sys::JSON::stringify(self)
-            .ok()
-            .and_then(|s| s.as_string())
+        json_string_js(self)
+            .as_string()
             .unwrap_or_else(|| "null".to_owned())
+    }
+    // Made in JS: the text is not copied into wasm and back out.
+    fn json_string(&self) -> Self {
+        json_string_js(self)
     }
     fn undefined() -> Self {
         JsValue::UNDEFINED

@@ -100,7 +100,7 @@ impl<P: Wire> Default for Peer<P> {
 /// numbers as JavaScript would mostly write them. `None` for anything else.
 pub fn key_of<P: Payload>(id: &P) -> Option<String> {
     match id.kind() {
-        Kind::String => id.as_string(),
+        Kind::String => id.as_id(),
         Kind::Number => {
             let n = id.as_f64()?;
             if n.fract() == 0.0 && n.abs() < 1e15 {

@@ -97,10 +97,9 @@ pub fn tool_result_of<P: Wire>(data: P) -> P {
     if data.kind() == Kind::Object && data.get("content").is_some_and(|c| c.kind() == Kind::Array) {
         return data;
     }
-    let text = data.json_text();
     let item = P::object_of(&mut [
         ("type", Some(P::constant("text"))),
-        ("text", Some(P::string(&text))),
+        ("text", Some(data.json_string())),
     ]);
     let structured = (data.kind() == Kind::Object).then_some(data);
     P::object_of(&mut [
