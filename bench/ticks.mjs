@@ -45,7 +45,7 @@ rmSync(logs, { recursive: true, force: true });
 // The tick processor warns first when the V8 that wrote the log is not Node's own.
 const profile = JSON.parse(text.slice(text.indexOf('{')));
 
-// Rust's crate hashes (`[0123456789abcdef]`) left out of names, and long names cut.
+// Rust's crate hashes (sixteen hex digits in brackets) left out of names, and long names cut.
 const names = profile.code.map((c) => (c?.name ?? '?').replace(/\[[0-9a-f]{16}\]/g, '').slice(0, 150));
 const NATIVE = /^\/|^\[vdso\]|^_|@GLIBC|^(wasm-to-js|js-to-wasm)/;
 const ours = (n) => args.includes('--all') || /abp_wasm|wasm-function|\/bench\/|^(wasm-to-js|js-to-wasm)/.test(n);
