@@ -5,7 +5,8 @@
 //! handshake before the iframe loads, already-aborted signals, abort in flight, timeouts, abort racing
 //! completion, the whole cancel table, NOT_INITIALIZED, progress routing/coalescing/reset, elicitation,
 //! handler errors, handlers that ignore their signal, iframe removed or reloaded, shutdown, wrong source and
-//! wrong origin, cross-origin frames (nothing posted to their first about:blank), garbage input, ArrayBuffers
+//! wrong origin, cross-origin frames (nothing posted to their first about:blank), an app's `app/ready` and the
+//! agent's initialize sent again at once on it, garbage input, ArrayBuffers
 //! and transfer, capability changes, notifications, `window.abp`, MessagePorts, and option checking. The rest of
 //! ABP: handler results shaped as ABPResponses, availability and requirements, descriptor checks, the
 //! manifest, the deprecation warning, elicitation timeouts, the `window.abp` contract of the ABP API reference
@@ -167,6 +168,11 @@ async fn window_messages_when_asked() {
 #[wasm_bindgen_test]
 async fn nothing_is_posted_to_the_blank_frame() {
     check("nothingIsPostedToTheBlankFrame").await;
+}
+
+#[wasm_bindgen_test]
+async fn an_app_says_it_listens_and_the_agent_asks_again_at_once() {
+    check("anAppSaysItListensAndTheAgentAsksAgainAtOnce").await;
 }
 
 #[wasm_bindgen_test]

@@ -789,6 +789,7 @@ impl<P: Wire> AgentCore<P> {
                 self.capability_list(id, capabilities)
             }
             ToAgent::Control(m) => self.control(m),
+            ToAgent::AppReady => self.app_ready(now),
             _ if !self.is_ready() => {}
             ToAgent::CallResult {
                 id,
@@ -1192,6 +1193,29 @@ impl<P: Wire> AgentCore<P> {
         for handle in unanswered {
             self.cancel_unanswered(handle);
         }
+    }
+
+    /// The app's page says it now listens (ABP's `app/ready`, or the transport's own sign, MCP-B's
+    /// `'mcp-server-ready'`). While connecting, `initialize` is re-sent now rather than at the next re-send,
+    /// which after the first second can be up to a second away: an app that loads late is answered within a
+    /// message's hop of listening. The re-send schedule goes on from here; its interval is unchanged. Anything
+    /// else (connected, a dialect whose app speaks first or whose `initialize` is not re-sent) ignores it.
+    pub fn app_ready(&mut self, now: f64) {
+        if !self.config.policy.resend_initialize || self.config.policy.app_speaks_first() {
+            return;
+        }
+        let State::Connecting {
+            init_id,
+            next_resend,
+            interval,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
+        *next_resend = now + *interval;
+        let id = init_id.clone();
+        self.transmit(FromAgent::Initialize { id });
     }
 
     /// The handshake's deadline and `initialize` re-sends. True if the handshake failed.

@@ -124,6 +124,9 @@ pub enum ToAgent<P> {
         id: String,
         capabilities: P,
     },
+    /// The app's page says it has started listening (ABP's `app/ready`, MCP-B's `'mcp-server-ready'`): an
+    /// agent still connecting sends `initialize` again at once.
+    AppReady,
     Control(Control),
 }
 

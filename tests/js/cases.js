@@ -610,6 +610,37 @@ export async function nothingIsPostedToTheBlankFrame() {
   iframe.remove();
 }
 
+export async function anAppSaysItListensAndTheAgentAsksAgainAtOnce() {
+  // An app in a frame tells its parent when it starts listening: `app/ready`, to the one allowed origin.
+  const ready = [];
+  const app = frame(`?allowed=${encodeURIComponent(ORIGIN)}`, OTHER);
+  const onReady = (e) => { if (e.source === app.contentWindow && e.data?.type === 'app/ready') ready.push(e); };
+  addEventListener('message', onReady);
+  await until(() => ready.length, 'the app to say it listens', LOAD_MS);
+  removeEventListener('message', onReady);
+  eq([ready.length, ready[0].origin, ready[0].data.payload, typeof ready[0].data.timestamp], [1, OTHER, {}, 'number'],
+    'once, from its origin, with nothing in it but the time');
+  app.remove();
+  // An agent that has waited long enough for its re-sends to be hundreds of ms apart sends initialize again as
+  // soon as the app says so, not at its next re-send (up to a second later).
+  const quiet = frame('?quiet=1', ORIGIN, 'manual-app.html');
+  await until(() => quiet.contentWindow?.listenNow, 'the hand-written app to load', LOAD_MS);
+  const w = quiet.contentWindow;
+  const connecting = AbpClient.connect(PostMessageTransport.toIframe(quiet, { targetOrigin: ORIGIN }),
+    { ...AGENT, connectTimeout: LOAD_MS });
+  await sleep(1700);
+  const n = w.inits.length;
+  await until(() => w.inits.length > n, 'the next re-sent initialize', 3000);
+  w.listenNow();
+  const gap = w.inits[n] - w.inits[n - 1];
+  const abp = await connecting;
+  const answered = w.inits[n + 1] - w.readyAt;
+  assert(gap >= 300 && answered < gap / 2,
+    `initialize came ${answered.toFixed(1)} ms after app/ready, the re-sends before it ${gap.toFixed(1)} ms apart`);
+  await abp.shutdown();
+  quiet.remove();
+}
+
 export async function garbageNeitherThrowsNorPanics() {
   const t = await setup();
   const deep = {}; let d = deep;
@@ -1230,7 +1261,7 @@ const cases = {
   progressIsCoalescedAndTheLastArrivesFirst, resetTimeoutOnProgressAndMaxTotal, elicitationIsCancelledWithItsCall,
   elicitationAnswered, handlerThatIgnoresItsSignal, aSignalReadAfterTheCancelIsAlreadyAborted, handlerErrorsBecomeAbpErrors, iframeRemovedMidCall,
   iframeReloadedMidCallThenReconnect, shutdownSettlesPendingAndAbortsHandlers, messagesFromAnotherWindowAreIgnored,
-  messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe, nothingIsPostedToTheBlankFrame,
+  messagesFromTheWrongOriginAreIgnored, appIgnoresAgentsFromOtherOrigins, crossOriginIframe, nothingIsPostedToTheBlankFrame, anAppSaysItListensAndTheAgentAsksAgainAtOnce,
   originsAreComparedAsTheBrowserWritesThem,
   windowMessagesWhenAsked,
   garbageNeitherThrowsNorPanics, aFloodOfMessagesNeitherStallsNorBreaksEitherSide, ctxNotifyReachesTheAgent,

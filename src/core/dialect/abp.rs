@@ -42,6 +42,10 @@ pub mod types {
     pub const ELICITATION_REQUEST: &str = "elicitation/request";
     pub const ELICITATION_RESPONSE: &str = "elicitation/response";
     pub const SHUTDOWN: &str = "shutdown";
+    /// Posted by an app in a frame to its parent when it starts listening (`{ type, timestamp, payload: {} }`):
+    /// an agent whose `initialize` went out before the page listened sends it again at once, instead of at its
+    /// next re-send.
+    pub const APP_READY: &str = "app/ready";
     /// Sent as a `notification` event (and accepted as a message type) when the app's capabilities change.
     pub const CAPABILITIES_CHANGED: &str = "notifications/capabilities/list_changed";
 }
@@ -149,6 +153,7 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         }
         .into(),
         types::NOTIFICATION if AGENT => read_notification(p),
+        types::APP_READY if AGENT => ToAgent::AppReady.into(),
         types::CAPABILITIES_CHANGED if AGENT => ToAgent::CapabilitiesChanged { payload: p }.into(),
         types::ELICITATION_REQUEST if AGENT => read_elicitation_request(id, p),
         types::ELICITATION_RESPONSE if APP => match id {
@@ -173,7 +178,8 @@ pub fn decode<P: Wire>(msg: &P) -> Result<Incoming<P>, Ignored> {
         | types::NOTIFICATION
         | types::CAPABILITIES_CHANGED
         | types::ELICITATION_REQUEST
-        | types::ELICITATION_RESPONSE => Incoming::OtherRole,
+        | types::ELICITATION_RESPONSE
+        | types::APP_READY => Incoming::OtherRole,
         _ => return Err(Ignored::UnknownType),
     })
 }
@@ -287,6 +293,12 @@ fn read_elicitation_request<P: Wire>(id: Option<String>, p: P) -> Incoming<P> {
 /// Which roles this build has, for [`decode`]: the full build (and native peers) both.
 const AGENT: bool = cfg!(feature = "agent");
 const APP: bool = cfg!(feature = "app");
+
+/// `{ type: 'app/ready', timestamp, payload: {} }`, which an app in a frame posts to its parent when it starts
+/// listening ([`types::APP_READY`]). It says nothing but that: it may go to any origin.
+pub fn app_ready<P: Wire>(timestamp: f64) -> P {
+    envelope(types::APP_READY, None, timestamp, P::object())
+}
 
 fn envelope<P: Wire>(ty: &'static str, id: Option<&str>, timestamp: f64, payload: P) -> P {
     P::object_of(&mut [

@@ -1,12 +1,17 @@
 //! ABP's handshake: the initialize re-sent with the same id until a late app answers, a duplicate answered
 //! alike and another id refused (ALREADY_INITIALIZED), the re-sends' schedule, connect timing out with back-off
-//! when nobody answers, and NOT_INITIALIZED on both sides before a session.
+//! when nobody answers, initialize sent again at once when the app says it listens (`app/ready`), and
+//! NOT_INITIALIZED on both sides before a session.
 
 use serde_json::json;
 
+use serde_json::Value;
+
 use super::pair::{request, Pair};
-use crate::core::agent::{AgentOutput, CallRequest};
-use crate::core::dialect::abp::decode;
+use crate::core::agent::{AgentConfig, AgentOutput, CallRequest};
+use crate::core::connection::AgentConnection;
+use crate::core::dialect::abp::{app_ready, decode};
+use crate::core::dialect::{Carrier, DialectKind};
 use crate::core::error::ErrorCode;
 
 #[test]
@@ -122,4 +127,64 @@ fn the_app_answers_not_initialized_without_a_session() {
         p.now,
     );
     assert_eq!(err.unwrap_err().code, ErrorCode::NotInitialized);
+}
+
+#[test]
+fn an_app_that_says_it_listens_is_sent_initialize_at_once_however_late() {
+    let mut p = Pair::new();
+    let start = p.now;
+    p.agent.connect(p.now);
+    // Nobody listens for 3.5 s: by then the re-sends are hundreds of ms apart.
+    while p.now < start + 3500.0 {
+        p.now += 1.0;
+        p.agent.handle_timeout(p.now);
+        p.drain();
+        p.to_app.clear();
+    }
+    let before = p.agent_sent_of("initialize").len();
+    p.now += 1.0;
+    p.agent.handle_timeout(p.now);
+    p.drain();
+    assert_eq!(
+        p.agent_sent_of("initialize").len(),
+        before,
+        "no re-send is due"
+    );
+    let ready = app_ready::<Value>(0.0);
+    assert_eq!(ready["type"], "app/ready");
+    p.to_agent.push_back(ready);
+    p.deliver_to_agent();
+    let inits = p.agent_sent_of("initialize");
+    assert_eq!(inits.len(), before + 1, "initialize is sent again at once");
+    assert_eq!(inits[0]["id"], inits[before]["id"], "with the same id");
+    p.run();
+    assert!(p.agent.is_ready());
+    // Connected, a later app/ready (a frame that reloaded, or anyone's) sends nothing.
+    p.to_agent.push_back(app_ready::<Value>(0.0));
+    p.deliver_to_agent();
+    assert_eq!(p.agent_sent_of("initialize").len(), before + 1);
+}
+
+#[test]
+fn app_ready_is_for_agents_and_windows_only() {
+    // An app reading app/ready (another app's, seen on a shared window) leaves it to the agent.
+    let ready = app_ready::<Value>(0.0);
+    assert!(decode(&ready).unwrap().for_app().is_none());
+    // Over a stream (a MessagePort, a WebSocket) initialize is sent once, and app/ready changes nothing.
+    let mut agent = AgentConnection::<Value>::new(
+        DialectKind::Abp,
+        Carrier::Stream,
+        AgentConfig::default(),
+        json!({ "name": "a", "version": "1" }),
+        "a",
+    );
+    agent.connect(0.0);
+    let sent = |a: &mut AgentConnection<Value>| {
+        std::iter::from_fn(|| a.poll(&|| 0.0))
+            .filter_map(|o| o.event::<()>().err())
+            .count()
+    };
+    assert_eq!(sent(&mut agent), 1);
+    let _ = agent.receive(&ready, 5.0);
+    assert_eq!(sent(&mut agent), 0);
 }

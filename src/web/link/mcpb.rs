@@ -7,7 +7,11 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use web_sys::MessageEvent;
 
+#[cfg(feature = "mcp")]
+use super::sink::Received;
 use super::sink::Sink;
+#[cfg(feature = "mcp")]
+use crate::core::message::ToAgent;
 use crate::core::payload::Payload;
 use crate::web::value::type_error;
 
@@ -66,7 +70,8 @@ impl Envelope {
     }
 
     /// The ready handshake: a server answers `'mcp-check-ready'` (to the origin that asked, which has passed
-    /// the origin check); a client takes `'mcp-server-stopped'` as the server being gone.
+    /// the origin check); a client takes `'mcp-server-ready'` as the server now listening (an `initialize` sent
+    /// before it was lost) and `'mcp-server-stopped'` as the server being gone.
     pub(crate) fn handshake<S: Sink>(&self, signal: &str, e: &MessageEvent, sink: &Rc<S>) {
         match (self.client, signal) {
             (false, "mcp-check-ready") => {
@@ -76,6 +81,10 @@ impl Envelope {
                 {
                     let _ = parent.post_message(&ready, &e.origin());
                 }
+            }
+            (true, "mcp-server-ready") => {
+                let ready = Received::Read(ToAgent::AppReady.into());
+                sink.clone().on_message(ready, &e.origin(), None)
             }
             (true, "mcp-server-stopped") => sink.clone().on_lost(),
             _ => {}

@@ -109,7 +109,11 @@ impl Link {
             Target::Parent { allowed, channel } => {
                 let accept = window::parent(allowed);
                 let envelope = channel.clone().and_then(|c| Envelope::new(c, client));
-                Self::on_window(target, sink, accept, envelope, None)
+                let link = Self::on_window(target, sink, accept, envelope, None)?;
+                if !client {
+                    link.announce(abp);
+                }
+                Ok(link)
             }
             Target::Port(port) => {
                 let listeners = port::listen(port, abp, sink.clone());
@@ -134,20 +138,45 @@ impl Link {
         let events =
             global_target().ok_or_else(|| type_error("postMessage transports need a window"))?;
         let listener = window::listen(&events, accept, envelope.clone(), sink.clone());
-        if let (Some(env), Target::Parent { allowed, .. }) = (&envelope, &target) {
-            let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
-            if let Some(parent) = page().and_then(|w| w.parent().ok().flatten()) {
-                for origin in allowed {
-                    let to = if origin == "null" {
-                        "*"
-                    } else {
-                        origin.as_str()
-                    };
-                    let _ = window::post_to(&parent, &ready, to, None);
-                }
-            }
-        }
         Ok(Self::with(target, sink, vec![listener], envelope, watchdog))
+    }
+
+    /// App side, in a frame: tells the parent page that this page now listens, so that an agent whose
+    /// `initialize` went out before (and was lost: nothing listened yet) sends it again at once rather than at
+    /// its next re-send. An MCP-B server says `'mcp-server-ready'` to each allowed origin, as
+    /// `@mcp-b/transports` does; ABP (`abp`) posts `app/ready`, which carries nothing but its type and time, to
+    /// the one allowed origin, or to `'*'` when several (or any) are allowed: posting to an origin the parent
+    /// is not on would log an error in this page's console. Other dialects say nothing. A top-level page (its
+    /// own parent) has nobody to tell.
+    fn announce(&self, abp: bool) {
+        let Target::Parent { allowed, .. } = &self.target else {
+            return;
+        };
+        let Some(win) = page() else { return };
+        let Some(parent) = win.parent().ok().flatten() else {
+            return;
+        };
+        if js_sys::Object::is(&parent, &win) {
+            return;
+        }
+        if let Some(env) = &self.envelope {
+            let ready = env.wrap(&JsValue::from_str("mcp-server-ready"));
+            for origin in allowed {
+                let to = if origin == "null" {
+                    "*"
+                } else {
+                    origin.as_str()
+                };
+                let _ = window::post_to(&parent, &ready, to, None);
+            }
+        } else if abp {
+            let to = match allowed.as_slice() {
+                [one] if one != "null" => one.as_str(),
+                _ => "*",
+            };
+            let ready: JsValue = crate::core::dialect::abp::app_ready(crate::web::dom::timestamp());
+            let _ = window::post_to(&parent, &ready, to, None);
+        }
     }
 
     fn with<S: Sink>(
