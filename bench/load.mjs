@@ -12,6 +12,9 @@
 // LOAD_BROWSER=firefox loads them in Firefox instead of Chromium. LOAD_RTT=<ms> delays every response by that
 // much, as a network's round trip would (on 127.0.0.1 a request costs next to nothing, so loading two resources
 // one after the other costs no more than loading them side by side): a run with it is printed, not written.
+// LOAD_LATE=<ms>: each app (the floor's too) starts listening that long after it could, as an app that loads
+// slowly would; the handshake column then shows how soon an agent that has been waiting notices (printed, not
+// written).
 // Prints medians in ms since the host's navigation start (the app's times moved onto the host's clock), and the
 // parts of each side's load: its JS arrived and was evaluated, its wasm fetch started and ended, compiled, instantiated, init()
 // done (the app: listening), connected; and the handshake: connected minus the later of the two sides' ready.
@@ -39,6 +42,7 @@ function inject(path, url) {
     + `<link rel="preload" href="${build}/abp_wasm_bg.wasm" as="fetch" type="application/wasm" crossorigin>\n${shim}`;
 }
 const rtt = Number(process.env.LOAD_RTT ?? 0);
+const late = Number(process.env.LOAD_LATE ?? 0);
 const server = await serve(0, { cache: true, onPost: pages.onPost, inject, delay: rtt });
 const { port } = server.address();
 const appOrigin = `http://localhost:${port}`;
@@ -65,6 +69,7 @@ async function load(name, visits) {
   const u = new URL(variants[name]);
   u.searchParams.set('visits', String(visits));
   u.searchParams.set('stay', process.env.LOAD_WARM_WAIT ?? '2500');
+  if (late) u.searchParams.set('late', String(late));
   // The browser starts on start.html, which goes on to the host page; the host page is the one that reports.
   const { times, app } = await runPage(browserName, `${u.origin}/bench/load/start.html?go=${encodeURIComponent(u.href)}`, pages,
     { timeoutMs: 60000, wrap: (start, token) => { u.searchParams.set('report', token); start.searchParams.set('go', u.href); } });
@@ -84,7 +89,7 @@ try {
   const out = [];
   const f = (v) => (Number.isNaN(v) ? '—' : v.toFixed(1));
   const version = (() => { try { return execSync(`${browserBinary(browserName)} --version 2>/dev/null`).toString().trim(); } catch { return browserName; } })();
-  out.push(`load to connected, two origins, ${loads} loads each (${version}, each load a fresh browser with no test driver${rtt ? `, every response delayed ${rtt} ms` : ''}), medians in ms since the host's navigation start`, '');
+  out.push(`load to connected, two origins, ${loads} loads each (${version}, each load a fresh browser with no test driver${rtt ? `, every response delayed ${rtt} ms` : ''}${late ? `, each app listening ${late} ms late` : ''}), medians in ms since the host's navigation start`, '');
   out.push('| variant | cold: connected | × floor | warm: connected | × floor |\n|---|---|---|---|---|');
   const connected = (mode, name) => median(seen[mode][name].map((t) => t.host.connected));
   for (const name of names) {
@@ -108,8 +113,8 @@ try {
   const text = out.join('\n');
   console.log(text);
   // The run is written to BENCHMARKS.md (not an A/B run: that compares a build that is not the package; nor a run
-  // with LOAD_RTT, which is not the table's setting).
-  if (!process.env.LOAD_AB && !rtt && browserName === 'chromium') {
+  // with LOAD_RTT or LOAD_LATE, which are not the table's settings).
+  if (!process.env.LOAD_AB && !rtt && !late && browserName === 'chromium') {
     const doc = await readFile('BENCHMARKS.md', 'utf8');
     const start = '<!-- load to connected: written by bench/load.mjs -->', end = '<!-- end of load to connected -->';
     if (!doc.includes(start) || !doc.includes(end)) throw new Error(`BENCHMARKS.md has no ${start} ... ${end} block`);
