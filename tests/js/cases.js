@@ -285,7 +285,8 @@ export async function notInitialized() {
   const iframe = frame();
   await appsLoaded(iframe);
   const answers = [];
-  const listen = (e) => { if (e.source === iframe.contentWindow) answers.push(e.data); };
+  // The app's own `app/ready` may still be on its way (it is posted when the app listens): not an answer.
+  const listen = (e) => { if (e.source === iframe.contentWindow && e.data?.type !== 'app/ready') answers.push(e.data); };
   addEventListener('message', listen);
   iframe.contentWindow.postMessage({ type: 'capabilities/call', id: 'm1', timestamp: Date.now(),
     payload: { callId: 'x', capability: 'echo', params: {} } }, ORIGIN);
@@ -672,7 +673,7 @@ export async function thePrivateChannelAnswersAsWindowMessagesDo() {
   const byWindow = frame(), byPort = frame(), byFromPort = frame('?fromport=1');
   await appsLoaded(byWindow, byPort, byFromPort);
   const answers = { window: [], port: [], fromPort: [] };
-  const listen = (e) => { if (e.source === byWindow.contentWindow) answers.window.push(e.data); };
+  const listen = (e) => { if (e.source === byWindow.contentWindow && e.data?.type !== 'app/ready') answers.window.push(e.data); };
   addEventListener('message', listen);
   const { port1, port2 } = new MessageChannel();
   port1.onmessage = (e) => answers.port.push(e.data);
