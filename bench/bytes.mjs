@@ -1,11 +1,14 @@
 // Where the bytes are: each build's wasm code attributed to the parts of the source it comes from, and what each
 // optional feature adds to the full build. Writes the tables to BENCHMARKS.md ("Where the bytes are").
 //
-// Usage: node bench/bytes.mjs NAMED_PKG [--features]
-//   NAMED_PKG: a copy of pkg/ built with function names kept, which cost no code:
-//     ABP_WASM_OPT_G=-g bash scripts/build.sh && rm -rf /tmp/named && cp -r pkg /tmp/named && bash scripts/build.sh
-//   --features: also builds the full package's wasm once without each optional feature (scripts/build.sh
-//     --wasm-only, a minute or so each) and prints what each feature adds, gzipped.
+// Usage: node bench/bytes.mjs [--features] [NAMED_PKG] (the last step of `npm run bench`, after `npm run build`)
+//   Builds each of the four wasm (full, agent, app, discovery) once more with function names kept, which cost no
+//   code (ABP_WASM_OPT_G=-g scripts/build.sh --wasm-only, into a temporary folder; cargo's output is the one the
+//   package was built from, so only wasm-bindgen and wasm-opt run again), and checks that each has the same code
+//   and data, byte for byte, as the wasm in pkg/ it stands for: the tables are of the wasm that is shipped.
+//   NAMED_PKG: a copy of pkg/ built with the names instead (ABP_WASM_OPT_G=-g bash scripts/build.sh), not built.
+//   --features: also builds the full package's wasm once without each optional feature (a minute or so each,
+//     a build of its own) and prints what each feature adds, gzipped.
 //
 // Each function's body is charged to the Rust module its name starts in (`abp_wasm::web::client`, the allocator,
 // std, wasm-bindgen's generated shims…), its data segments to "data". "gzipped, marginal" is what the build's
@@ -153,16 +156,53 @@ function featureCosts() {
   }
 }
 
+/** The four builds: their name in the tables, their folder in pkg/ and their features. */
+const BUILDS = () => [
+  ['agent', 'agent', ['agent']],
+  ['app', 'app', ['app']],
+  ['full', '.', fullFeatures()],
+  ['discovery', 'discover', ['discovery']],
+];
+
+/** Each build's wasm with function names kept, in a folder of `dir` named as in pkg/. */
+function buildNamed(dir) {
+  for (const [, sub, features] of BUILDS()) {
+    execFileSync('bash', ['scripts/build.sh', '--wasm-only', join(dir, sub), '--no-default-features', '--features', features.join(',')],
+      { stdio: 'inherit', env: { ...process.env, ABP_WASM_OPT_G: '-g' } });
+  }
+  return dir;
+}
+
+/** Fails unless `named` has the code and data of `shipped`, byte for byte. */
+function sameCode(build, named, shipped) {
+  const a = readWasm(named);
+  const b = readWasm(shipped);
+  const same = a.bodies.length === b.bodies.length && a.data.length === b.data.length
+    && a.bodies.every((f, i) => Buffer.compare(f.bytes, b.bodies[i].bytes) === 0)
+    && a.data.every((d, i) => Buffer.compare(d, b.data[i]) === 0);
+  if (!same) {
+    console.error(`bytes: the ${build} build with names has other code than pkg/'s (${a.bodies.length} against ${b.bodies.length} functions): pkg/ is not built from this checkout; run \`npm run build\` first`);
+    process.exit(1);
+  }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const named = process.argv[2];
-  if (!named || named.startsWith('--')) {
-    console.error('usage: node bench/bytes.mjs NAMED_PKG [--features] (see the top of this file)');
+  const given = process.argv.slice(2).find((a) => !a.startsWith('--'));
+  if (!existsSync('pkg/abp_wasm_bg.wasm')) {
+    console.error('bytes: no pkg/abp_wasm_bg.wasm; run `npm run build` first');
     process.exit(2);
   }
+  const tmp = given ? undefined : mkdtempSync(join(tmpdir(), 'abp-named-'));
   const out = [`${new Date().toISOString().slice(0, 10)}, \`node bench/bytes.mjs${process.argv.includes('--features') ? ' --features' : ''}\`:`, ''];
-  for (const [build, sub] of [['agent', 'agent'], ['app', 'app'], ['full', '.'], ['discovery', 'discover']]) {
-    const r = attribute(readFileSync(join(named, sub, 'abp_wasm_bg.wasm')));
-    out.push(...table(`The ${build} build`, r));
+  try {
+    const named = given ?? buildNamed(tmp);
+    for (const [build, sub] of BUILDS()) {
+      const wasm = readFileSync(join(named, sub, 'abp_wasm_bg.wasm'));
+      sameCode(build, wasm, readFileSync(join('pkg', sub, 'abp_wasm_bg.wasm')));
+      out.push(...table(`The ${build} build`, attribute(wasm)));
+    }
+  } finally {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
   if (process.argv.includes('--features')) {
     out.push('What each feature adds to the full build\'s wasm, gzipped (the full build against the same without it;'
