@@ -14,7 +14,7 @@
 // one after the other costs no more than loading them side by side): a run with it is printed, not written.
 // LOAD_LATE=<ms>: each app (the floor's too) starts listening that long after it could, as an app that loads
 // slowly would; the handshake column then shows how soon an agent that has been waiting notices (printed, not
-// written).
+// written). LOAD_SPLIT=1: also each side of the role builds against the other side written by hand (printed).
 // Prints medians in ms since the host's navigation start (the app's times moved onto the host's clock), and the
 // parts of each side's load: its JS arrived and was evaluated, its wasm fetch started and ended, compiled, instantiated, init()
 // done (the app: listening), connected; and the handshake: connected minus the later of the two sides' ready.
@@ -26,6 +26,8 @@ import { browserBinary, reports, runPage } from './direct.mjs';
 
 // The timing shim runs in both pages (and the floor's) before their own scripts, without a request of its own.
 const parts = await readFile(new URL('load/parts.js', import.meta.url), 'utf8');
+// bench/hand-abp.js as a classic script, for the page that serves ABP by hand without a request of its own.
+const handAbp = (await readFile(new URL('hand-abp.js', import.meta.url), 'utf8')).replace(/^export /gm, '');
 const loads = Math.max(1, Number(process.env.LOADS ?? 11));
 const browserName = process.env.LOAD_BROWSER ?? 'chromium';
 const pages = reports();
@@ -33,7 +35,7 @@ const pages = reports();
  *  build (as a page written for one build has them in its HTML); then the timing shim. */
 function inject(path, url) {
   if (!path.startsWith('/bench/load/')) return undefined;
-  const shim = `<script>${parts}</script>`;
+  const shim = `<script>${parts}</script>${path === '/bench/load/hand-abp-app.html' ? `<script>${handAbp}</script>` : ''}`;
   const role = { '/bench/load/host.html': 'agent', '/bench/load/app.html': 'app' }[path];
   const q = url.searchParams;
   if (!role || !q.get('hints')) return shim;
@@ -57,6 +59,12 @@ const variants = {
 if (process.env.LOAD_AB) {
   const [what, base] = process.env.LOAD_AB_FULL ? ['full package', Object.keys(variants)[2]] : ['role builds', Object.keys(variants)[0]];
   variants[`${what} from ${process.env.LOAD_AB}`] = `${variants[base]}&pkg=/${process.env.LOAD_AB}`;
+}
+// LOAD_SPLIT=1: also each side of the role builds with the other side ABP written by hand (no library), so that
+// each side's cost is seen without the other's on the same cores.
+if (process.env.LOAD_SPLIT) {
+  variants['agent build, app of ABP by hand'] = `${variants[Object.keys(variants)[0]]}&appPage=hand-abp-app.html`;
+  variants['host of ABP by hand, app build'] = `http://127.0.0.1:${port}/bench/load/hand-abp-host.html?app=${appOrigin}`;
 }
 const median = (xs) => { const s = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
 const names = Object.keys(variants);
@@ -114,7 +122,7 @@ try {
   console.log(text);
   // The run is written to BENCHMARKS.md (not an A/B run: that compares a build that is not the package; nor a run
   // with LOAD_RTT or LOAD_LATE, which are not the table's settings).
-  if (!process.env.LOAD_AB && !rtt && !late && browserName === 'chromium') {
+  if (!process.env.LOAD_AB && !process.env.LOAD_SPLIT && !rtt && !late && browserName === 'chromium') {
     const doc = await readFile('BENCHMARKS.md', 'utf8');
     const start = '<!-- load to connected: written by bench/load.mjs -->', end = '<!-- end of load to connected -->';
     if (!doc.includes(start) || !doc.includes(end)) throw new Error(`BENCHMARKS.md has no ${start} ... ${end} block`);
