@@ -26,8 +26,9 @@ import { browserBinary, reports, runPage } from './direct.mjs';
 
 // The timing shim runs in both pages (and the floor's) before their own scripts, without a request of its own.
 const parts = await readFile(new URL('load/parts.js', import.meta.url), 'utf8');
-// bench/hand-abp.js as a classic script, for the page that serves ABP by hand without a request of its own.
+// bench/hand-abp.js as a classic script, for the pages of ABP by hand (LOAD_SPLIT), without a request of its own.
 const handAbp = (await readFile(new URL('hand-abp.js', import.meta.url), 'utf8')).replace(/^export /gm, '');
+const handPages = new Set(['/bench/load/hand-abp-app.html', '/bench/load/hand-abp-host.html']);
 const loads = Math.max(1, Number(process.env.LOADS ?? 11));
 const browserName = process.env.LOAD_BROWSER ?? 'chromium';
 const pages = reports();
@@ -35,7 +36,7 @@ const pages = reports();
  *  build (as a page written for one build has them in its HTML); then the timing shim. */
 function inject(path, url) {
   if (!path.startsWith('/bench/load/')) return undefined;
-  const shim = `<script>${parts}</script>${path === '/bench/load/hand-abp-app.html' ? `<script>${handAbp}</script>` : ''}`;
+  const shim = `<script>${parts}</script>${handPages.has(path) ? `<script>${handAbp}</script>` : ''}`;
   const role = { '/bench/load/host.html': 'agent', '/bench/load/app.html': 'app' }[path];
   const q = url.searchParams;
   if (!role || !q.get('hints')) return shim;
