@@ -58,34 +58,6 @@ pub trait Payload: Clone {
     fn matches_pattern(&self, _pattern: &str) -> Option<bool> {
         None
     }
-    /// The fields of a JSON-RPC message that the JSON-RPC dialects read first, in one step where the payload
-    /// type can read them so (the browser's reads them in JS: each field read from wasm is a step across the
-    /// boundary, and each check of what it found another). `None`: no such step here, and the dialect reads
-    /// them one by one.
-    fn rpc_head(&self) -> Option<RpcHead<Self>> {
-        None
-    }
-}
-
-/// What [`Payload::rpc_head`] reads of a JSON-RPC message.
-pub struct RpcHead<P> {
-    /// The message's kind: only an object is read further.
-    pub kind: Kind,
-    /// `id`, unless it is missing or null.
-    pub id: Option<P>,
-    /// The id as a string key, when it is a string or an integer (in decimal); `None` for other ids, whose
-    /// key the dialect works out itself.
-    pub key: Option<String>,
-    /// `jsonrpc` is `"2.0"`.
-    pub version: bool,
-    /// `method`, if a string.
-    pub method: Option<String>,
-    /// `params`, if an object.
-    pub params: Option<P>,
-    /// `result`, unless missing.
-    pub result: Option<P>,
-    /// `error`, if an object.
-    pub error: Option<P>,
 }
 
 /// A payload that can also be built: what a codec needs to write messages.
@@ -135,18 +107,6 @@ pub trait Wire: Payload {
     ) -> Result<Self, Self> {
         let _ = (id, timestamp, call_id, duration);
         Err(data)
-    }
-    /// MCP's `CallToolResult` for a handler's value (what `dialect::mcp::tool_result_of` writes), built in one
-    /// step where the payload type can (see [`Wire::call_message`]); `Err(data)` otherwise.
-    fn tool_result(data: Self) -> Result<Self, Self> {
-        Err(data)
-    }
-    /// A `CallToolResult` that is not an error as the `ABPResponse` of call `call_id` (what
-    /// `dialect::mcp`'s reading of a response makes of it), read in one step where the payload type can.
-    /// `None`: no such step here, or an error result (`isError: true`), which the codec reads itself.
-    fn tool_success(result: &Self, call_id: &str) -> Option<Self> {
-        let _ = (result, call_id);
-        None
     }
     /// A new object with the given properties in order; `None` values are left out. (One step where the
     /// payload type can do it in one; the values are taken out of `entries`.)

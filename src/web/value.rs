@@ -10,8 +10,6 @@ use crate::core::error::encode_error;
 use crate::core::map::{str_hash, StrMap};
 #[cfg(feature = "agent")]
 use crate::core::payload::CallFields;
-#[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
-use crate::core::payload::RpcHead;
 #[cfg(any(feature = "agent", feature = "app"))]
 use crate::core::payload::Timestamp;
 use crate::core::payload::Wire;
@@ -102,25 +100,6 @@ extern "C" {
     fn success_message(id: &JsValue, call_id: &JsValue, data: &JsValue, duration: f64) -> JsValue;
 }
 
-/// The JSON-RPC dialects' one-step read of a message (`Payload::rpc_head`).
-#[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
-#[wasm_bindgen(module = "/src/web/jsonrpc.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = rpcHead)]
-    fn rpc_head_js(m: &JsValue, sink: &JsValue);
-}
-
-/// The MCP dialect's one-step builds (`Wire::tool_result`, `Wire::tool_success`).
-#[cfg(feature = "mcp")]
-#[wasm_bindgen(module = "/src/web/jsonrpc.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = toolResult)]
-    fn tool_result_js(data: &JsValue) -> JsValue;
-    /// Undefined for an error result.
-    #[wasm_bindgen(js_name = toolSuccess)]
-    fn tool_success_js(result: &JsValue, call_id: &JsValue) -> JsValue;
-}
-
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_namespace = console, js_name = warn)]
@@ -198,55 +177,6 @@ impl Payload for JsValue {
     fn matches_pattern(&self, pattern: &str) -> Option<bool> {
         matches_pattern_js(self, pattern)
     }
-    #[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
-    fn rpc_head(&self) -> Option<RpcHead<Self>> {
-        rpc_head::read(self)
-    }
-}
-
-/// `Payload::rpc_head` for `JsValue`s: `rpcHead` (jsonrpc.js) reads the message in JS and hands its fields to a
-/// callback into wasm, which keeps them here for the caller (a JS function cannot return several values to wasm
-/// in one step).
-#[cfg(any(feature = "mcp", feature = "acp", feature = "tesseron"))]
-mod rpc_head {
-    use std::cell::RefCell;
-
-    use wasm_bindgen::prelude::*;
-
-    use crate::core::payload::{Kind, RpcHead};
-
-    type Sink =
-        dyn Fn(u32, JsValue, Option<String>, bool, Option<String>, JsValue, JsValue, JsValue);
-
-    thread_local! {
-        static READ: RefCell<Option<RpcHead<JsValue>>> = const { RefCell::new(None) };
-        /// The callback, made once for the page's life (it holds nothing).
-        static SINK: Closure<Sink> = Closure::new(
-            |read: u32, id, key, version, method, params, result, error| {
-                let has = |bit: u32| read & bit != 0;
-                let head = RpcHead {
-                    kind: match read >> 4 {
-                        6 => Kind::Object,
-                        5 => Kind::Array,
-                        _ => Kind::Other,
-                    },
-                    id: has(1).then_some(id),
-                    key,
-                    version,
-                    method,
-                    params: has(2).then_some(params),
-                    result: has(4).then_some(result),
-                    error: has(8).then_some(error),
-                };
-                READ.with(|r| *r.borrow_mut() = Some(head));
-            },
-        );
-    }
-
-    pub(super) fn read(m: &JsValue) -> Option<RpcHead<JsValue>> {
-        SINK.with(|sink| super::rpc_head_js(m, sink.as_ref()));
-        READ.with(|r| r.borrow_mut().take())
-    }
 }
 
 impl Wire for JsValue {
@@ -315,15 +245,6 @@ impl Wire for JsValue {
             &data,
             duration,
         ))
-    }
-    #[cfg(feature = "mcp")]
-    fn tool_result(data: Self) -> Result<Self, Self> {
-        Ok(tool_result_js(&data))
-    }
-    #[cfg(feature = "mcp")]
-    fn tool_success(result: &Self, call_id: &str) -> Option<Self> {
-        let read = tool_success_js(result, &js_string(call_id));
-        (!read.is_undefined()).then_some(read)
     }
     fn object_of(entries: &mut [(&str, Option<Self>)]) -> Self {
         // The first batch makes the object (`setFields` with no object); later ones add to it.

@@ -10,7 +10,7 @@ use super::super::error::{AbpError, ErrorCode};
 use super::super::map::StrMap;
 use super::super::message::{Control, ControlOut, Incoming, ToAgent, ToApp};
 use super::super::payload::Wire;
-use super::super::payload::{Kind, Payload, RpcHead};
+use super::super::payload::{Kind, Payload};
 use super::super::text::{number, push_u64};
 
 /// JSON-RPC error codes.
@@ -118,40 +118,11 @@ pub fn key_of<P: Payload>(id: &P) -> Option<String> {
     }
 }
 
-/// The head of a JSON-RPC message read one field at a time (where [`Payload::rpc_head`] has no one step).
-pub fn head_of<P: Payload>(msg: &P) -> RpcHead<P> {
-    let kind = msg.kind();
-    if kind != Kind::Object {
-        return RpcHead {
-            kind,
-            id: None,
-            key: None,
-            version: false,
-            method: None,
-            params: None,
-            result: None,
-            error: None,
-        };
-    }
-    let id = msg.get("id").filter(|i| i.kind() != Kind::Null);
-    RpcHead {
-        kind,
-        key: id.as_ref().and_then(key_of),
-        id,
-        version: msg.get_string("jsonrpc").as_deref() == Some("2.0"),
-        method: msg.get_string("method"),
-        params: msg.get_object("params"),
-        result: msg.get("result"),
-        error: msg.get_object("error"),
-    }
-}
-
 impl<P: Wire> Peer<P> {
     /// Reads one received value. Never fails on bad input: what is not JSON-RPC at all is `Err`, what should
     /// be answered with an error is [`Frame::Invalid`].
     pub fn read(&mut self, msg: &P) -> Result<Frame<P>, Ignored> {
-        let head = msg.rpc_head().unwrap_or_else(|| head_of(msg));
-        match head.kind {
+        match msg.kind() {
             Kind::Object => {}
             Kind::Array => {
                 return Ok(Frame::Invalid(Control::Invalid {
@@ -162,10 +133,9 @@ impl<P: Wire> Peer<P> {
             }
             _ => return Err(Ignored::NotAMessage),
         }
-        let raw_id = head.id;
-        // A key the one-step read left to us: an id that is neither a string nor an integer.
-        let id = head.key.or_else(|| raw_id.as_ref().and_then(key_of));
-        if !head.version {
+        let raw_id = msg.get("id").filter(|i| i.kind() != Kind::Null);
+        let id = raw_id.as_ref().and_then(key_of);
+        if msg.get_string("jsonrpc").as_deref() != Some("2.0") {
             return match (raw_id, id) {
                 (Some(raw), Some(id)) => {
                     self.ids.insert(id.clone(), raw);
@@ -178,7 +148,7 @@ impl<P: Wire> Peer<P> {
                 _ => Err(Ignored::NotAMessage),
             };
         }
-        let Some(method) = head.method else {
+        let Some(method) = msg.get_string("method") else {
             // A response (or nothing usable).
             let Some(id) = id else {
                 return Err(Ignored::NotAMessage);
@@ -189,11 +159,11 @@ impl<P: Wire> Peer<P> {
             return Ok(Frame::Response {
                 id,
                 sent,
-                result: head.result,
-                error: head.error,
+                result: msg.get("result"),
+                error: msg.get_object("error"),
             });
         };
-        let params = head.params.unwrap_or_else(P::object);
+        let params = msg.get_object("params").unwrap_or_else(P::object);
         match (raw_id, id) {
             (Some(raw), Some(id)) => {
                 self.ids.insert(id.clone(), raw);

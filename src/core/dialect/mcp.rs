@@ -64,10 +64,7 @@ fn failure<P: Wire>(error: AbpError<P>, call_id: &str, data: Option<P>) -> P {
 
 /// A `CallToolResult` as an `ABPResponse`: `isError` → OPERATION_FAILED (the result kept in `data`);
 /// otherwise `data` is its `structuredContent` when there is one, else the whole result.
-pub(crate) fn response_of_tool_result<P: Wire>(result: &P, call_id: &str) -> P {
-    if let Some(read) = P::tool_success(result, call_id) {
-        return read;
-    }
+fn response_of_tool_result<P: Wire>(result: &P, call_id: &str) -> P {
     if result.get("isError").and_then(|e| e.as_bool()) == Some(true) {
         let message = first_text(result).unwrap_or_else(|| "The tool reported an error".to_owned());
         return failure(
@@ -97,10 +94,6 @@ fn first_text<P: Payload>(result: &P) -> Option<String> {
 /// `{ content: [{ type: 'text', text: JSON of the value }], structuredContent: value }` (structuredContent
 /// only for objects).
 pub fn tool_result_of<P: Wire>(data: P) -> P {
-    let data = match P::tool_result(data) {
-        Ok(built) => return built,
-        Err(data) => data,
-    };
     if data.kind() == Kind::Object && data.get("content").is_some_and(|c| c.kind() == Kind::Array) {
         return data;
     }

@@ -1,6 +1,5 @@
 //! The browser build writes and reads the two messages of every call in JavaScript (`callMessage`,
-//! `successMessage` and `abpPortListener` in src/web/client.js, app.js and link/port.js; the JSON-RPC dialects'
-//! `rpcHead`, `toolResult` and `toolSuccess` in src/web/jsonrpc.js), not through the codec here. These run those
+//! `successMessage` and `abpPortListener` in src/web/client.js, app.js and link/port.js), not through the codec here. These run those
 //! functions in Node and check them against the codec, so the two cannot drift apart: the same messages, and
 //! the same reading of what arrives, including what each refuses.
 
@@ -9,11 +8,8 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::core::dialect::abp::{call_message, decode, encode_app};
-use crate::core::dialect::jsonrpc::head_of;
-use crate::core::dialect::mcp::{response_of_tool_result, tool_result_of};
 use crate::core::dialect::Hello;
 use crate::core::message::{FromApp, Incoming, Outcome, ToAgent, ToApp};
-use crate::core::payload::Kind;
 use crate::core::payload::{CallFields, Wire};
 
 /// Runs `cases` through the JS snippets in Node: each case is `{ kind, ... }`, each answer what the function gave.
@@ -22,15 +18,12 @@ fn in_node(cases: &Value) -> Vec<Value> {
     let script = r#"
 const web = process.argv[1];
 const m = { ...(await import(`${web}/client.js`)), ...(await import(`${web}/app.js`)),
-  ...(await import(`${web}/link/port.js`)), ...(await import(`${web}/jsonrpc.js`)) };
+  ...(await import(`${web}/link/port.js`)) };
 const none = (v) => (v === null ? undefined : v);
 const answers = JSON.parse(process.argv[2]).map((c) => {
   switch (c.kind) {
     case 'call': return m.callMessage(c.id, c.callId, c.capability, c.params, none(c.timeout), none(c.progressToken));
     case 'success': return m.successMessage(c.id, c.callId, c.data, c.duration);
-    case 'rpcHead': { let got; m.rpcHead(c.message, (...args) => { got = args; }); return got; }
-    case 'toolResult': return m.toolResult(none(c.data));
-    case 'toolSuccess': return m.toolSuccess(c.result, c.callId);
     case 'listen': {
       let got;
       const listener = m.abpPortListener(
@@ -166,117 +159,5 @@ fn the_js_port_reader_reads_what_the_codec_reads() {
             _ => json!({ "on": "other" }),
         };
         assert_eq!(got, &expected, "abpPortListener on {m}");
-    }
-}
-
-#[test]
-fn the_js_mcp_builders_build_what_the_codec_builds() {
-    // Objects with one key or keys in order: JSON.stringify keeps insertion order, serde_json sorts.
-    let values = [
-        json!({ "a": 1, "b": [true, null] }),
-        json!({ "content": [{ "type": "text", "text": "mine" }], "isError": false }),
-        json!({ "content": "not an array" }),
-        json!([1, 2]),
-        json!("text"),
-        json!(7),
-        json!(null),
-    ];
-    let results = [
-        json!({ "content": [], "structuredContent": { "a": 1 } }),
-        json!({ "content": [{ "type": "text", "text": "x" }] }),
-        json!({ "structuredContent": null }),
-        json!({ "isError": "true", "structuredContent": 2 }),
-        json!({ "isError": false, "structuredContent": [3] }),
-        json!({ "content": [{ "type": "text", "text": "bad" }], "isError": true }),
-        json!(5),
-    ];
-    let cases: Vec<Value> = values
-        .iter()
-        .map(|d| json!({ "kind": "toolResult", "data": d }))
-        .chain(
-            results
-                .iter()
-                .map(|r| json!({ "kind": "toolSuccess", "result": r, "callId": "c1" })),
-        )
-        .collect();
-    let js = in_node(&Value::Array(cases));
-    for (d, got) in values.iter().zip(&js) {
-        assert_eq!(got, &tool_result_of(d.clone()), "toolResult of {d}");
-    }
-    for (r, got) in results.iter().zip(&js[values.len()..]) {
-        let read = response_of_tool_result(r, "c1");
-        // An error result is left to the codec: the JS reads it as nothing.
-        let expected = if read["success"] == json!(false) {
-            Value::Null
-        } else {
-            read
-        };
-        assert_eq!(got, &expected, "toolSuccess of {r}");
-    }
-}
-
-#[test]
-fn the_js_json_rpc_reader_reads_what_the_codec_reads() {
-    let messages = [
-        json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": "echo" } }),
-        json!({ "jsonrpc": "2.0", "id": "a-1", "result": { "content": [] } }),
-        json!({ "jsonrpc": "2.0", "id": -3, "error": { "code": -32601, "message": "no" } }),
-        // What the reader leaves to the codec or the codec refuses: a fractional id (its key is worked out in
-        // wasm), null ids and results, params and errors that are not objects, another version, no method.
-        json!({ "jsonrpc": "2.0", "id": 1.5, "result": null }),
-        json!({ "jsonrpc": "2.0", "id": null, "method": "x", "params": [1], "error": "e" }),
-        json!({ "jsonrpc": "1.0", "id": true, "method": 5 }),
-        json!({ "id": { "n": 1 } }),
-        json!([{ "jsonrpc": "2.0" }]),
-        json!("text"),
-        json!(null),
-    ];
-    let cases: Vec<Value> = messages
-        .iter()
-        .map(|m| json!({ "kind": "rpcHead", "message": m }))
-        .collect();
-    let js = in_node(&Value::Array(cases));
-    let kind_of = |k: Kind| match k {
-        Kind::Undefined => 0,
-        Kind::Null => 1,
-        Kind::Bool => 2,
-        Kind::Number => 3,
-        Kind::String => 4,
-        Kind::Array => 5,
-        Kind::Object => 6,
-        Kind::Other => 7,
-    };
-    for (m, got) in messages.iter().zip(&js) {
-        let h = head_of(m);
-        let bit = |on: bool, b: u32| if on { b } else { 0 };
-        let read = (kind_of(h.kind) << 4)
-            | bit(h.id.is_some(), 1)
-            | bit(h.params.is_some(), 2)
-            | bit(h.result.is_some(), 4)
-            | bit(h.error.is_some(), 8);
-        // The JS gives keys of strings and integers only.
-        let key = h
-            .key
-            .filter(|_| h.id.as_ref().is_some_and(|i| i.is_string() || i.is_i64()));
-        let or_null = |v: Option<Value>| v.unwrap_or(Value::Null);
-        // Absent values the JS passes as they are (a params that is not an object, say); the bits say whether
-        // the reader takes them, so only what the bits mark is compared.
-        let expected = json!([
-            read,
-            or_null(h.id),
-            key,
-            h.version,
-            h.method,
-            or_null(h.params),
-            or_null(h.result),
-            or_null(h.error)
-        ]);
-        let mut got = got.clone();
-        for (i, b) in [(5, 2), (6, 4), (7, 8)] {
-            if read & b == 0 {
-                got[i] = Value::Null;
-            }
-        }
-        assert_eq!(got, expected, "rpcHead of {m}");
     }
 }
