@@ -6,11 +6,14 @@
 // Chromium's own code has no symbols here: its samples are charged to the nearest JavaScript or wasm caller
 // (`--native`). Needs a build that keeps function names in the wasm (`ABP_WASM_OPT_G=-g bash scripts/build.sh`;
 // a release build's wasm functions are only numbered).
-// Usage: node bench/ticks.mjs LIB [--calls=N] [--under=TEXT] [--without=TEXT] [--native] [--rows=N] [--all]
+// Usage: node bench/ticks.mjs LIB [--calls=N] [--under=TEXT] [--without=TEXT] [--native] [--self] [--turns] [--rows=N] [--all]
 //   LIB: a library of bench/index.html (abp, abp-mcp, mcp-sdk, …); --under: only the samples whose stack holds
 //   a function whose name contains TEXT, and only what they ran inside it; --without: leave out the samples whose
 //   stack holds TEXT (e.g. the postMessage wrapper's position); --native: Chromium's samples by the function that
-//   called into Chromium; --all: every function, not only the package's and the page's.
+//   called into Chromium; --all: every function, not only the package's and the page's; --self: each function's
+//   own samples (Chromium's charged to the function that called into it), and the share of all samples that ran
+//   the page's own JavaScript and wasm; --turns: profile LIB's head-to-head rounds alone (index.html's
+//   headToHead with LIB only: the same calls for every library, so sample counts compare) instead of its row.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +25,7 @@ const args = process.argv.slice(2);
 const opt = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
 const lib = args.find((a) => !a.startsWith('--'));
 if (!lib) {
-  console.error('usage: node bench/ticks.mjs LIB [--calls=N] [--under=TEXT] [--without=TEXT] [--native] [--rows=N] [--all]');
+  console.error('usage: node bench/ticks.mjs LIB [--calls=N] [--under=TEXT] [--without=TEXT] [--native] [--self] [--turns] [--rows=N] [--all]');
   process.exit(2);
 }
 const rows = Number(opt('rows') ?? 40);
@@ -31,7 +34,7 @@ process.env.CHROMIUM_JS_FLAGS = `--js-flags=--expose-gc --prof --no-logfile-per-
 const pages = reports();
 const server = await serve(0, { onPost: pages.onPost });
 try {
-  const query = new URLSearchParams({ calls: opt('calls') ?? 10000, only: lib });
+  const query = new URLSearchParams(args.includes('--turns') ? { pair: lib } : { calls: opt('calls') ?? 10000, only: lib });
   await runPage('chromium', `http://127.0.0.1:${server.address().port}/bench/?${query}`, pages);
 } finally {
   server.close();
@@ -52,6 +55,7 @@ const ours = (n) => args.includes('--all') || /abp_wasm|wasm-function|\/bench\/|
 const [under, without] = [opt('under'), opt('without')];
 const inclusive = new Map();
 const byCaller = new Map();
+const self = new Map();
 let total = 0;
 let taken = 0;
 for (const tick of profile.ticks) {
@@ -66,6 +70,9 @@ for (const tick of profile.ticks) {
   }
   taken++;
   for (const f of new Set(frames)) inclusive.set(f, (inclusive.get(f) ?? 0) + 1);
+  const top = frames[0] ?? '(no frame)';
+  const selfKey = NATIVE.test(top) ? `Chromium's, called from ${frames.find((f) => !NATIVE.test(f)) ?? '(no caller)'}` : top;
+  self.set(selfKey, (self.get(selfKey) ?? 0) + 1);
   if (NATIVE.test(frames[0] ?? '')) {
     const caller = frames.find((f) => !NATIVE.test(f)) ?? '(no caller)';
     byCaller.set(caller, (byCaller.get(caller) ?? 0) + 1);
@@ -75,7 +82,11 @@ const pct = (n) => `${((100 * n) / total).toFixed(1).padStart(5)}%`;
 const print = (map) => [...map].sort((a, b) => b[1] - a[1]).slice(0, rows)
   .forEach(([name, n]) => console.log(`${String(n).padStart(6)} ${pct(n)}  ${name}`));
 console.log(`${lib}: ${total} samples${under || without ? `, ${taken} of them (${pct(taken).trim()}) taken${under ? ` under "${under}"` : ''}${without ? ` without "${without}"` : ''}` : ''}; share of all samples`);
-if (args.includes('--native')) {
+if (args.includes('--self')) {
+  const own = [...self].filter(([k]) => !k.startsWith("Chromium's") && k !== '(no frame)').reduce((n, [, c]) => n + c, 0);
+  console.log(`\nthe page's own JavaScript and wasm: ${own} of ${taken} samples (${pct(own).trim()}); self, by function:`);
+  print(self);
+} else if (args.includes('--native')) {
   console.log('\nChromium\'s own code (and libc) by the function that called into it:');
   print(byCaller);
 } else {
