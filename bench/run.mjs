@@ -9,6 +9,9 @@
 // reversed every other run; the table gives each figure's median over the runs (this machine's load changes
 // within minutes, and one run's blocks can fall on a slow stretch). BENCH_BROWSERS=chromium measures one browser;
 // BENCH_LIBS=abp-mcp,mcp-sdk some libraries alone (then BENCHMARKS.md is not written).
+// Then the head-to-head: each pair of PAIRS in one page, taking turns (bench/index.html's headToHead), in
+// BENCH_PAIR_SESSIONS fresh browsers (default 3) per browser, the order reversed every other session; the ratios
+// the targets are read from (BENCHMARKS.md, "How the round trips are measured").
 import { readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import os from 'node:os';
@@ -29,15 +32,33 @@ size.totalGzip = size.wasmGzip + size.glueGzip;
 // Every build: the full package, the role builds and the discovery build (scripts/sizes.mjs).
 const builds = sizes();
 
+// The head-to-head pairs: the SDK against penpal and against its own wire format written by hand, and the MCP
+// dialect against each official SDK at the revision it speaks, then SDK 1 against the dialect's default.
+const PAIRS = [['abp', 'penpal'], ['abp', 'rawport-abp'], ['abp-mcp-2025', 'mcp-sdk'], ['abp-mcp', 'mcp-sdk2'], ['abp-mcp', 'mcp-sdk']];
+const pairSessions = Math.max(1, Number(process.env.BENCH_PAIR_SESSIONS ?? 3));
+const pairs = PAIRS.filter((pair) => !only || pair.every((lib) => only.split(',').includes(lib)));
+
 const pages = reports();
 const server = await serve(0, { onPost: pages.onPost });
 const all = Object.fromEntries(browsers.map((b) => [b, []]));
+// headToHead[browser][pair as 'a,b']: each session's { [lib]: { mean, throughput } }.
+const headToHead = Object.fromEntries(browsers.map((b) => [b, {}]));
 try {
   for (let i = 0; i < runs; i++) {
     for (const browser of browsers) {
       const query = new URLSearchParams({ calls, reverse: i % 2 ? '1' : '0', ...(only ? { only } : {}) });
       all[browser].push(await runPage(browser, `http://127.0.0.1:${server.address().port}/bench/?${query}`, pages));
       console.log(`bench: ${browser}, run ${i + 1} of ${runs} done`);
+    }
+  }
+  for (let i = 0; i < pairSessions; i++) {
+    for (const browser of browsers) {
+      for (const pair of pairs) {
+        const order = i % 2 ? [...pair].reverse() : pair;
+        const got = await runPage(browser, `http://127.0.0.1:${server.address().port}/bench/?pair=${order.join(',')}`, pages);
+        (headToHead[browser][pair.join(',')] ??= []).push(got);
+      }
+      console.log(`bench: ${browser}, head-to-head session ${i + 1} of ${pairSessions} done`);
     }
   }
 } finally {
@@ -100,6 +121,31 @@ ${MCP_ROWS.some((l) => r.cancels?.[l]) ? `
 Cancellation in the MCP rows (median of 300 in each run, same method; the raw hop timed in each frame):
 ${MCP_ROWS.filter((l) => r.cancels?.[l]).map((l) => `- ${l}: abort → handler signal ${f(r.cancels[l].abortToHandlerSignal)} ms (${ratio(r.cancels[l].abortToHandlerSignal, r.cancels[l].rawHop)} the hop of ${f(r.cancels[l].rawHop)} ms); → the caller settles ${f(r.cancels[l].abortToSettled)} ms`).join('\n')}` : ''}`;
 };
+// Each pair's ratios (the first library's figure over the second's): the median of the sessions and their range.
+const headToHeadTable = () => {
+  const cell = (sessions, key) => {
+    if (!sessions?.length) return 'n/a';
+    const [a, b] = Object.keys(sessions[0]);
+    const xs = sessions.map((x) => x[a][key] / x[b][key]).sort((p, q) => p - q);
+    return `${median(xs).toFixed(2)}× (${xs[0].toFixed(2)}–${xs[xs.length - 1].toFixed(2)})`;
+  };
+  const label = (lib) => (lib === 'rawport-abp' ? "ABP's envelope by hand" : lib);
+  return `#### Head to head
+
+Each pair in one page, taking turns: 10 rounds in which each library makes 1000 sequential calls and then 4000
+calls with 256 in flight, the order reversed every other round, after 500 warm-up calls each; ${pairSessions} sessions per
+browser (each a fresh browser, the pair's order reversed every other session). Each figure is the first library's
+over the second's, the median of the sessions and (in brackets) their range: a mean round trip below 1.00× and
+calls/s above 1.00× favour the first. These are the ratios the targets are read from (the rows above are measured
+one after another, and a slow stretch of the machine falls on one row and not the next).
+
+| pair | ${browsers.map((b) => `${BROWSER_NAMES[b] ?? b}: mean round trip | calls/s (256 in flight)`).join(' | ')} |
+|---|${browsers.map(() => '---|---|').join('')}
+${pairs.map((pair) => `| ${label(pair[0])} ÷ ${label(pair[1])} | ${browsers.map((b) => {
+    const sessions = headToHead[b][pair.join(',')]?.map((x) => ({ [pair[0]]: x[pair[0]], [pair[1]]: x[pair[1]] }));
+    return `${cell(sessions, 'mean')} | ${cell(sessions, 'throughput')}`;
+  }).join(' | ')} |`).join('\n')}`;
+};
 const r = results.chromium ?? results[browsers[0]];
 const mb = (b) => (b / 1048576).toFixed(2);
 const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
@@ -110,6 +156,8 @@ throughput with 256 calls in flight. Each figure is the median of ${runs} run${r
 driver attached, that measures every library once, in the opposite order to the run before). Times in ms.
 
 ${browsers.map(browserTable).join('\n\n')}
+
+${pairs.length ? headToHeadTable() : ''}
 
 #### Large results, memory and sizes
 
@@ -128,7 +176,7 @@ What a page loads per build (the wasm and its one JS file, gzip -9; the end targ
 |---|---|---|---|---|---|
 ${Object.entries(builds).map(([name, b]) => `| ${name} | ${({ full: '`abp-wasm`', agent: '`abp-wasm/agent`', app: '`abp-wasm/app`', discover: '`discover()` of `abp-wasm`, on its first call' })[name]} | ${b.wasm} B | ${b.js} B | ${(b.total / 1000).toFixed(1)} KB | ${({ full: '60 KB', agent: '35 KB', app: '35 KB' })[name] ?? '—'} |`).join('\n')}`;
 console.log(table);
-writeFileSync('bench/results.json', JSON.stringify({ machine, date: new Date().toISOString(), size, builds, browsers: results, runs: all }, null, 2) + '\n');
+writeFileSync('bench/results.json', JSON.stringify({ machine, date: new Date().toISOString(), size, builds, browsers: results, runs: all, headToHead }, null, 2) + '\n');
 if (only) {
   console.log(`\nwrote bench/results.json (BENCH_LIBS: BENCHMARKS.md is written only by a run of every library)`);
   process.exit(0);
