@@ -113,7 +113,7 @@ The page's clock steps by ${f(r.clockStep * 1000, 0)} µs${r.crossOriginIsolated
 | library | p50 | p50 vs floor | mean | mean vs floor | p99 | p99 vs floor | calls/s (256 in flight) | vs floor |
 |---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
-${targets.length ? `\nRatios (medians of the runs): ${targets.join('; ')}.\n` : ''}
+${targets.length ? `\nRatios of the rows' medians (the targets are read from the head-to-head below): ${targets.join('; ')}.\n` : ''}
 ${r.cancel ? `Cancellation (median of 300 in each run): \`controller.abort()\` → the app handler's \`signal\` fires: ${f(r.cancel.abortToHandlerSignal)} ms
 (${ratio(r.cancel.abortToHandlerSignal, r.rawHop)} one raw postMessage hop of ${f(r.rawHop)} ms); → the caller's promise settles:
 ${f(r.cancel.abortToSettled)} ms.` : ''}
