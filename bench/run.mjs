@@ -66,7 +66,7 @@ try {
 }
 // Each figure is its median over the runs; the big result and the memory figures are the last run's.
 const median = (xs) => { const s = xs.filter((x) => x !== undefined).sort((a, b) => a - b); return s.length ? s[(s.length - 1) >> 1] : undefined; };
-const CANCEL = ['abortToHandlerSignal', 'abortToSettled', 'rawHop'];
+const CANCEL = ['abortToHandlerSignal', 'abortToSettled', 'rawHop', 'rawPortHop'];
 const summarise = (runsOf) => {
   const medianOf = (pick, keys) => Object.fromEntries(keys.map((k) => [k, median(runsOf.map((x) => pick(x)?.[k]))]));
   const last = runsOf[runsOf.length - 1];
@@ -115,7 +115,7 @@ The page's clock steps by ${f(r.clockStep * 1000, 0)} µs${r.crossOriginIsolated
 ${rows.join('\n')}
 ${targets.length ? `\nRatios of the rows' medians (the targets are read from the head-to-head below): ${targets.join('; ')}.\n` : ''}
 ${r.cancel ? `Cancellation (median of 300 in each run): \`controller.abort()\` → the app handler's \`signal\` fires: ${f(r.cancel.abortToHandlerSignal)} ms
-(${ratio(r.cancel.abortToHandlerSignal, r.rawHop)} one raw postMessage hop of ${f(r.rawHop)} ms); → the caller's promise settles:
+(${ratio(r.cancel.abortToHandlerSignal, r.rawHop)} one raw postMessage hop of ${f(r.rawHop)} ms${r.cancel.rawPortHop === undefined ? '' : `; ${ratio(r.cancel.abortToHandlerSignal, r.cancel.rawPortHop)} one raw hop over a MessagePort, the channel the cancel travels, of ${f(r.cancel.rawPortHop)} ms`}); → the caller's promise settles:
 ${f(r.cancel.abortToSettled)} ms.` : ''}
 ${MCP_ROWS.some((l) => r.cancels?.[l]) ? `
 Cancellation in the MCP rows (median of 300 in each run, same method; the raw hop timed in each frame):
