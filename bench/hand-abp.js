@@ -7,6 +7,11 @@ export function callMessage(id, capability, params) {
   return { type: 'capabilities/call', id, timestamp: Date.now(), payload: { callId: id, capability, params } };
 }
 
+/** An `initialize` from an agent written by hand (the port it offers goes in the transfer list). */
+export function initializeMessage(id) {
+  return { type: 'initialize', id, timestamp: Date.now(), payload: { agent: { name: 'hand', version: '1' }, protocolVersion: '0.1', features: {} } };
+}
+
 /** The app side on `port`: answers every `capabilities/call` with its params. */
 export function echoCalls(port) {
   port.onmessage = (ev) => {
@@ -36,8 +41,7 @@ export async function handAgent(iframe) {
   const pending = new Map();
   port1.onmessage = (e) => { const m = e.data; const r = pending.get(m.id); pending.delete(m.id); r(m.payload); };
   const ready = new Promise((resolve) => pending.set('init', resolve));
-  iframe.contentWindow.postMessage({ type: 'initialize', id: 'init', timestamp: Date.now(),
-    payload: { agent: { name: 'hand', version: '1' }, protocolVersion: '0.1', features: {} } }, location.origin, [port2]);
+  iframe.contentWindow.postMessage(initializeMessage('init'), location.origin, [port2]);
   await ready;
   return { call: (capability, params) => new Promise((resolve) => {
     const id = crypto.randomUUID();

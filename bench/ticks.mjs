@@ -70,13 +70,11 @@ for (const tick of profile.ticks) {
   }
   taken++;
   for (const f of new Set(frames)) inclusive.set(f, (inclusive.get(f) ?? 0) + 1);
-  const top = frames[0] ?? '(no frame)';
-  const selfKey = NATIVE.test(top) ? `Chromium's, called from ${frames.find((f) => !NATIVE.test(f)) ?? '(no caller)'}` : top;
+  const native = NATIVE.test(frames[0] ?? '');
+  const caller = native ? frames.find((f) => !NATIVE.test(f)) ?? '(no caller)' : undefined;
+  if (native) byCaller.set(caller, (byCaller.get(caller) ?? 0) + 1);
+  const selfKey = native ? `Chromium's, called from ${caller}` : frames[0] ?? '(no frame)';
   self.set(selfKey, (self.get(selfKey) ?? 0) + 1);
-  if (NATIVE.test(frames[0] ?? '')) {
-    const caller = frames.find((f) => !NATIVE.test(f)) ?? '(no caller)';
-    byCaller.set(caller, (byCaller.get(caller) ?? 0) + 1);
-  }
 }
 const pct = (n) => `${((100 * n) / total).toFixed(1).padStart(5)}%`;
 const print = (map) => [...map].sort((a, b) => b[1] - a[1]).slice(0, rows)
