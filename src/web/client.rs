@@ -13,7 +13,7 @@ use web_sys::{AbortController, AbortSignal, MessagePort};
 
 use super::dom::{later, now, timestamp, when_settled, Timer};
 use super::link::{take_target, Link, Received, Sink};
-use super::options::{call, connect, OptionSpec};
+use super::options::{call, connect, OptionRead};
 use super::types::{CallOptions, ClientOptions};
 use super::value::{
     console_error2, console_warn, dialect_option, id_prefix, is_thenable, js_error, js_string,
@@ -372,16 +372,16 @@ impl AbpClient {
             .map(|o| read_call_options(o, &mut numbers))
             .unwrap_or(JsValue::UNDEFINED);
         let bits = numbers[call::BITS] as u32;
-        let has = |o: &OptionSpec| bits & o.bit != 0;
-        let get = |o: &OptionSpec| {
+        let has = |o: OptionRead| bits & o.bit != 0;
+        let get = |o: OptionRead| {
             options
                 .as_ref()
                 .filter(|_| has(o))
                 .and_then(|v| v.get(o.name))
         };
-        let number = |o: &OptionSpec| o.slot.filter(|_| has(o)).map(|i| numbers[i]);
-        let signal: Option<AbortSignal> = has(&call::SIGNAL).then(|| signal.unchecked_into());
-        let call_id = get(&call::CALL_ID)
+        let number = |o: OptionRead| o.slot.filter(|_| has(o)).map(|i| numbers[i]);
+        let signal: Option<AbortSignal> = has(call::SIGNAL.read()).then(|| signal.unchecked_into());
+        let call_id = get(call::CALL_ID.read())
             .and_then(|v| v.as_string())
             .unwrap_or_else(new_call_id);
         if bits & call::ABORTED != 0 {
@@ -392,22 +392,22 @@ impl AbpClient {
             return Promise::resolve(&r);
         }
         self.inner.warn_once(&capability);
-        let on_progress = get(&call::ON_PROGRESS).and_then(|f| f.dyn_into().ok());
+        let on_progress = get(call::ON_PROGRESS.read()).and_then(|f| f.dyn_into().ok());
         let wants_progress =
             on_progress.is_some() || self.inner.hooks.borrow().on_progress.is_some();
-        let progress_token = get(&call::PROGRESS_TOKEN)
+        let progress_token = get(call::PROGRESS_TOKEN.read())
             .and_then(|v| v.as_string())
             .or_else(|| wants_progress.then(|| call_id.clone()));
         let req = CallRequest {
             call_id: call_id.clone(),
             capability,
             params,
-            timeout: number(&call::TIMEOUT),
+            timeout: number(call::TIMEOUT.read()),
             progress_token,
-            reset_timeout_on_progress: has(&call::RESET_TIMEOUT_ON_PROGRESS),
-            max_total_timeout: number(&call::MAX_TOTAL_TIMEOUT),
-            transfer: get(&call::TRANSFER).filter(Array::is_array),
-            cancel_grace: number(&call::CANCEL_GRACE),
+            reset_timeout_on_progress: has(call::RESET_TIMEOUT_ON_PROGRESS.read()),
+            max_total_timeout: number(call::MAX_TOTAL_TIMEOUT.read()),
+            transfer: get(call::TRANSFER.read()).filter(Array::is_array),
+            cancel_grace: number(call::CANCEL_GRACE.read()),
         };
         let deferred = Deferred::new();
         let promise = deferred.promise();

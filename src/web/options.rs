@@ -80,6 +80,25 @@ impl OptionSpec {
     const fn doc(self, doc: &'static [&'static str]) -> Self {
         OptionSpec { doc, ..self }
     }
+
+    /// What `client.call` reads of the option: a reference to the whole spec would keep its `ts` and `doc`
+    /// text in the wasm, which only the drift test reads.
+    pub(crate) const fn read(self) -> OptionRead {
+        OptionRead {
+            name: self.name,
+            bit: self.bit,
+            slot: self.slot,
+        }
+    }
+}
+
+/// A call option's name, bit and slot (`OptionSpec::read`).
+#[allow(dead_code)]
+#[derive(Clone, Copy)]
+pub(crate) struct OptionRead {
+    pub name: &'static str,
+    pub bit: u32,
+    pub slot: Option<usize>,
 }
 
 /// `client.call`'s options. `readCallOptions` tests them in the order of their bits (their getters run in that
