@@ -2,8 +2,9 @@
 // costs no request of its own). Times the parts of this page's load, in window.parts (ms since this page's
 // navigation start). WebAssembly.instantiateStreaming, which the package's init() uses, is split into its two
 // steps here so that compiling and instantiating are timed apart; the resource timings give when the JS and the
-// wasm arrived.
-window.parts = { msgs: [] };
+// wasm arrived. It is the page's first script, so `firstScript` is when the page could first run any script of its
+// own (the new renderer's navigation committed and the HTML parsed up to here): the floor's app listens from there.
+window.parts = { firstScript: performance.now(), msgs: [] };
 addEventListener('message', () => { if (window.parts.msgs.length < 40) window.parts.msgs.push(performance.now()); });
 WebAssembly.instantiateStreaming = async (source, imports) => {
   const module = await WebAssembly.compileStreaming(source);
