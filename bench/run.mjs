@@ -32,9 +32,10 @@ size.totalGzip = size.wasmGzip + size.glueGzip;
 // Every build: the full package, the role builds and the discovery build (scripts/sizes.mjs).
 const builds = sizes();
 
-// The head-to-head pairs: the SDK against penpal and against its own wire format written by hand, and the MCP
-// dialect against each official SDK at the revision it speaks, then SDK 1 against the dialect's default.
-const PAIRS = [['abp', 'penpal'], ['abp', 'rawport-abp'], ['abp-mcp-2025', 'mcp-sdk'], ['abp-mcp', 'mcp-sdk2'], ['abp-mcp', 'mcp-sdk']];
+// The head-to-head pairs: the SDK against penpal and against its own wire format written by hand, that wire format
+// against penpal (the floor any ABP implementation starts from), and the MCP dialect against each official SDK at
+// the revision it speaks, then SDK 1 against the dialect's default.
+const PAIRS = [['abp', 'penpal'], ['abp', 'rawport-abp'], ['rawport-abp', 'penpal'], ['abp-mcp-2025', 'mcp-sdk'], ['abp-mcp', 'mcp-sdk2'], ['abp-mcp', 'mcp-sdk']];
 const pairSessions = Math.max(1, Number(process.env.BENCH_PAIR_SESSIONS ?? 3));
 const pairs = PAIRS.filter((pair) => !only || pair.every((lib) => only.split(',').includes(lib)));
 
