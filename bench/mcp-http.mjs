@@ -16,13 +16,13 @@
 // BENCH_ABORTS times (default 20), read on both ends from performance.timeOrigin + performance.now().
 // Needs `npm run build` (pkg/) and `node tests/interop/build.mjs` (the SDKs); builds abp-peer itself.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch } from './direct.mjs';
 import { serve } from '../www/serve.mjs';
+import { natsInstalled, startNats } from '../scripts/nats-locked.mjs';
 
 const modules = new URL('../tests/interop/node_modules/', import.meta.url);
 const { Client, StreamableHTTPClientTransport } = await import(new URL('@modelcontextprotocol/client/dist/index.mjs', modules));
@@ -66,7 +66,7 @@ function cpuMs(pids) {
 
 // The browser's processes: this process's children other than the servers.
 function browserPids() {
-  const ours = new Set([sdk.pid, gateway.pid, other?.pid, nats?.pid]);
+  const ours = new Set([sdk.pid, gateway.pid, other?.pid, nats?.proc.pid]);
   return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -104,15 +104,12 @@ const pages = await serve(0, {
 });
 const pageOrigin = `http://127.0.0.1:${pages.address().port}`;
 const token = randomBytes(24).toString('hex');
-const natsBin = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find(existsSync);
 let nats;
 let natsArgs = [];
-if (natsBin && process.env.BENCH_NATS !== '0') {
-  const port = await new Promise((resolve) => {
-    const l = createServer().listen(0, '127.0.0.1', () => { const { port } = l.address(); l.close(() => resolve(port)); });
-  });
-  nats = spawn(natsBin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  natsArgs = ['--nats', `nats://127.0.0.1:${port}`];
+if (natsInstalled() && process.env.BENCH_NATS !== '0') {
+  // Locked, as abp-peer requires (a user allowed abp.> only); BENCH_NATS_TLS=1 adds TLS.
+  nats = await startNats({ tls: process.env.BENCH_NATS_TLS === '1' });
+  natsArgs = nats.args;
 }
 const startGateway = (name) => {
   const child = spawn('target/release/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
@@ -152,7 +149,7 @@ try {
     const otherUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(other.log)?.[1], 'the second gateway');
     sides.push({ name: `abp-peer mcp --http on B → NATS → A → app in ${browserLabel}`,
       client: await connect(otherUrl, { Authorization: `Bearer ${token}` }), abortedAt: sides[1].abortedAt,
-      pids: [other.pid, gateway.pid, nats.pid, ...browserPids()] });
+      pids: [other.pid, gateway.pid, nats.proc.pid, ...browserPids()] });
   }
   for (const side of sides.slice(1)) {
     await until(async () => (await side.client.listTools()).tools.some((t) => t.name === 'echo'), 'the app to join');
@@ -236,7 +233,7 @@ try {
   await browser?.close();
   gateway.kill('SIGTERM');
   other?.kill('SIGTERM');
-  nats?.kill('SIGTERM');
+  nats?.stop();
   sdk.kill();
   pages.close();
 }

@@ -1,5 +1,5 @@
-// Gateway processes sharing one browser app over NATS, with a real app in headless Chromium: nats-server on a free
-// 127.0.0.1 port, three `abp-peer mcp --http --nats` processes (A, B, C), the app page (tests/cluster/app.html)
+// Gateway processes sharing one browser app over NATS, with a real app in headless Chromium: a locked nats-server
+// (scripts/nats-locked.mjs: a user allowed abp.> only, TLS) on a free 127.0.0.1 port, three `abp-peer mcp --http --nats` processes (A, B, C), the app page (tests/cluster/app.html)
 // joined to A, and an MCP host (plain HTTP, revision 2026-07-28) whose requests reach B and C, as behind a load
 // balancer with no affinity, and the official SDK clients (2 and 1, the second a 2025-11-25 session) at processes
 // without the app. Each point is a case: no app anywhere; tools listed and called; progress on the request's own
@@ -7,18 +7,18 @@
 // B; closing a stream at B aborting the page's handler within 500 ms; the refusals of one process (Origin, Host, no
 // token or a wrong one, a second app); the official SDK 2 and SDK 1 clients at processes without the app, their
 // AbortSignal aborting the page's handler; the app leaving, its process killed and the NATS server restarted, with
-// nothing pending left hanging; and the relay's two sides (an app page, an agent page) on two server processes:
+// nothing pending left hanging; a process a call came through killed, and the NATS server killed, each aborting the
+// page's handler within 2 s, and a call while NATS is down told so; and the relay's two sides (an app page, an agent page) on two server processes:
 // calls, progress, an AbortSignal aborting the handler, the room's process killed. Needs `npm run build` first
 // (pkg/), `node tests/interop/build.mjs` (the SDKs) and nats-server (scripts/setup.sh installs it).
 import { chromium } from 'playwright-core';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve } from '../www/serve.mjs';
+import { startNats } from './nats-locked.mjs';
 
 // The official MCP clients (pinned in tests/interop, installed by its build).
 const interop = new URL('../tests/interop/node_modules/', import.meta.url);
@@ -31,24 +31,6 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (msg) => console.log(`cluster-check: ${msg}`);
 const now = () => performance.timeOrigin + performance.now();
 
-const freePort = () => new Promise((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
-const listening = (port) => new Promise((resolve) => {
-  const c = connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
-  c.on('error', () => resolve(false));
-});
-
-const natsBin = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find(existsSync) ?? 'nats-server';
-const natsPort = await freePort();
-let nats;
-const startNats = async () => {
-  nats = spawn(natsBin, ['-a', '127.0.0.1', '-p', String(natsPort)], { stdio: 'ignore' });
-  for (let t0 = Date.now(); !(await listening(natsPort)); await sleep(20)) {
-    if (Date.now() - t0 > 10000) fail('nats-server did not start');
-  }
-};
-
 if (spawnSync('cargo', ['build', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) fail('cargo build -p abp-peer');
 const pages = await serve(0);
 const origin = `http://127.0.0.1:${pages.address().port}`;
@@ -58,7 +40,7 @@ const token = randomBytes(24).toString('hex');
 async function gateway(name) {
   const log = [];
   const child = spawn('target/debug/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
-    '--allow-origin', origin, '--nats', `nats://127.0.0.1:${natsPort}`,
+    '--allow-origin', origin, ...nats.args,
     '--token-file', join(tmpdir(), `abp-cluster-${process.pid}-${name}.token`)],
   { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr.on('data', (c) => log.push(String(c)));
@@ -74,7 +56,7 @@ async function gateway(name) {
 async function server(name) {
   const log = [];
   const child = spawn('target/debug/abp-peer', ['--listen', '127.0.0.1:0', '--allow-origin', origin,
-    '--nats', `nats://127.0.0.1:${natsPort}`, '--token-file', join(tmpdir(), `abp-cluster-${process.pid}-${name}.token`)],
+    ...nats.args, '--token-file', join(tmpdir(), `abp-cluster-${process.pid}-${name}.token`)],
   { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr.on('data', (c) => log.push(String(c)));
   const logged = () => /listening on (ws:\/\/\S+)/.exec(log.join(''))?.[1];
@@ -104,7 +86,9 @@ const rpc = async (g, method, params) => {
 /** The JSON-RPC messages of an SSE body. */
 const events = (text) => text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
 
-await startNats();
+// Locked as docs/peer.md deploys it: a user allowed abp.> only, a password, TLS (abp-peer refuses an open server).
+const nats = await startNats();
+say(`nats-server at ${nats.shown} (a user with publish and subscribe on abp.> only, TLS)`);
 const [a, b, c] = [await gateway('A'), await gateway('B'), await gateway('C')];
 const servers = [];
 const browser = await chromium.launch({
@@ -274,13 +258,34 @@ try {
 
   page = await openApp(b);
   await toolsAt(c, 'wait');
+  // The process a call came through is killed: nobody is left to take its result, so the app stops working on it.
+  const d = await gateway('D');
+  servers.push(d);
+  await toolsAt(d, 'wait');
+  await page.evaluate(() => { window.abortedAt = undefined; });
+  await pendingWait(d, page);
+  t0 = now();
+  d.child.kill('SIGKILL');
+  await page.waitForFunction(() => window.abortedAt, null, { timeout: 5000 });
+  let tookGone = (await page.evaluate(() => window.abortedAt)) - t0;
+  if (tookGone > 2000) fail(`D killed: the page's handler (on B) was aborted ${tookGone.toFixed(0)} ms later`);
+  say(`D killed mid-call: the page's handler on B was aborted ${tookGone.toFixed(0)} ms later (capabilities/cancel)`);
+
+  await page.evaluate(() => { window.abortedAt = undefined; });
   ({ response: pending } = await pendingWait(c, page));
   t0 = now();
-  nats.kill('SIGKILL');
+  nats.stop('SIGKILL');
   ended = await pending;
   if (now() - t0 > 1600 || !ended.error) fail(`NATS killed: ${JSON.stringify(ended)} after ${now() - t0} ms`);
   say(`the NATS server killed: the call pending at C ended ${(now() - t0).toFixed(0)} ms later`);
-  await startNats();
+  await page.waitForFunction(() => window.abortedAt, null, { timeout: 5000 });
+  tookGone = (await page.evaluate(() => window.abortedAt)) - t0;
+  if (tookGone > 2000) fail(`NATS killed: the page's handler (on B) was aborted ${tookGone.toFixed(0)} ms later`);
+  say(`the NATS server killed: the page's handler on B was aborted ${tookGone.toFixed(0)} ms later`);
+  const down = await rpc(c, 'tools/call', { name: 'echo', arguments: {} });
+  if (!/NATS server .* is down/.test(JSON.stringify(down))) fail(`a call at C while NATS is down: ${JSON.stringify(down)}`);
+  say(`a call at C while NATS is down is told so: ${down.content?.[0]?.text}`);
+  nats.restart();
   t0 = now();
   for (;; await sleep(100)) {
     const r = await rpc(c, 'tools/call', { name: 'echo', arguments: { again: true } });
@@ -339,6 +344,6 @@ try {
 } finally {
   await browser.close();
   for (const g of [a, b, c, ...servers]) g.child.kill('SIGTERM');
-  nats.kill('SIGTERM');
+  nats.stop();
   pages.close();
 }

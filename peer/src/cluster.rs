@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::{no_app, slot, Hub, Slot};
+use crate::nats::Link;
 
 /// How often the process holding a room's app says it is still there.
 pub(crate) const ALIVE_EVERY: Duration = Duration::from_millis(250);
@@ -41,15 +42,64 @@ const NODE: &str = "Abp-Node";
 
 pub(crate) struct Cluster {
     client: Client,
+    link: Link,
     /// This process, among those on the NATS server (random).
     node: String,
     /// The agents' events, published in the order they happened.
     events: UnboundedSender<(String, String)>,
+    /// The calls of other processes' controllers running in this process's apps.
+    origins: Origins,
 }
 
-fn subject(room: &str, what: &str) -> String {
-    let mut s = String::with_capacity(8 + 2 * room.len() + what.len());
-    s.push_str("abp.r");
+/// Per room held here, the calls other processes made that have not settled yet: call id → the process that made
+/// it. A call whose process stops saying `asking` is aborted in the app: nobody is left to take its result.
+#[derive(Default)]
+struct Origins(std::sync::Mutex<HashMap<String, HashMap<String, String>>>);
+
+impl Origins {
+    fn add(&self, room: &str, call_id: String, node: String) {
+        crate::hub::lock(&self.0)
+            .entry(room.to_owned())
+            .or_default()
+            .insert(call_id, node);
+    }
+
+    fn settled(&self, room: &str, call_id: &str) {
+        let mut rooms = crate::hub::lock(&self.0);
+        if let Some(calls) = rooms.get_mut(room) {
+            calls.remove(call_id);
+            if calls.is_empty() {
+                rooms.remove(room);
+            }
+        }
+    }
+
+    /// Takes the calls of `room` whose process is not among those heard recently (`alive`).
+    fn orphans(&self, room: &str, alive: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut rooms = crate::hub::lock(&self.0);
+        let Some(calls) = rooms.get_mut(room) else {
+            return Vec::new();
+        };
+        let orphans: Vec<String> = calls
+            .iter()
+            .filter(|(_, node)| !alive(node))
+            .map(|(call, _)| call.clone())
+            .collect();
+        for call in &orphans {
+            calls.remove(call);
+        }
+        orphans
+    }
+
+    fn forget(&self, room: &str) {
+        crate::hub::lock(&self.0).remove(room);
+    }
+}
+
+fn subject(prefix: &str, room: &str, what: &str) -> String {
+    let mut s = String::with_capacity(prefix.len() + 4 + 2 * room.len() + what.len());
+    s.push_str(prefix);
+    s.push_str(".r");
     for b in room.bytes() {
         s.push_str(&format!("{b:02x}"));
     }
@@ -74,22 +124,22 @@ impl Drop for Task {
 }
 
 impl Cluster {
-    /// Connects to the NATS server at `url` (retrying while it is down at first, and reconnecting for as long as
-    /// the process runs).
-    pub(crate) async fn connect(url: &str) -> Result<Arc<Cluster>, String> {
+    /// Connects to the NATS server of `--nats` and shares this process's rooms over it; `None` without `--nats`.
+    pub(crate) async fn join(args: &crate::nats::NatsArgs) -> Result<Option<Arc<Cluster>>, String> {
+        match args.connect("abp-peer".into()).await? {
+            Some(link) => Cluster::start(link).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Shares this process's rooms over `link` (see [`crate::nats`] for how it was made).
+    pub(crate) fn start(link: Link) -> Result<Arc<Cluster>, String> {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes)
             .map_err(|e| format!("the OS random number generator failed: {e}"))?;
         let node: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let client = async_nats::ConnectOptions::new()
-            .name(format!("abp-peer {node}"))
-            .request_timeout(Some(GONE_AFTER))
-            .retry_on_initial_connect()
-            .connect(url)
-            .await
-            .map_err(|e| format!("--nats {url}: {e}"))?;
         let (events, mut outbox) = unbounded_channel::<(String, String)>();
-        let publisher = client.clone();
+        let publisher = link.client.clone();
         let from = node.clone();
         tokio::spawn(async move {
             while let Some((subject, line)) = outbox.recv().await {
@@ -98,17 +148,48 @@ impl Cluster {
                     .await;
             }
         });
-        eprintln!("abp-peer: sharing rooms over NATS at {url} (this process: {node})");
+        eprintln!(
+            "abp-peer: sharing rooms over NATS at {} under {}.> (this process: {node})",
+            link.shown, link.prefix
+        );
         Ok(Arc::new(Cluster {
-            client,
+            client: link.client.clone(),
+            link,
             node,
             events,
+            origins: Origins::default(),
         }))
+    }
+
+    /// `room`'s subject `what`.
+    fn subject(&self, room: &str, what: &str) -> String {
+        subject(&self.link.prefix, room, what)
+    }
+
+    /// Process `node`'s inbox `what`.
+    fn node_subject(&self, node: &str, what: &str) -> String {
+        format!("{}.node.{node}.{what}", self.link.prefix)
+    }
+
+    /// Whether the link to the NATS server is down at this moment (what a host or controller is told then says so).
+    pub(crate) fn link_down(&self) -> Option<String> {
+        (!self.link.is_up()).then(|| {
+            format!(
+                "the link to the NATS server at {} is down, so an app on another abp-peer process cannot be \
+                 reached; abp-peer is reconnecting",
+                self.link.shown
+            )
+        })
     }
 
     /// Publishes an event of the agent of `room`, which lives on this process.
     pub(crate) fn publish_event(&self, room: &str, event: &Event) {
-        let _ = self.events.send((subject(room, "events"), event.to_line()));
+        if let Event::Settled { call_id, .. } = event {
+            self.origins.settled(room, call_id);
+        }
+        let _ = self
+            .events
+            .send((self.subject(room, "events"), event.to_line()));
     }
 
     /// Asks whoever holds `room`'s app elsewhere whether an app with `key` may join: `Free` when nobody holds it
@@ -116,7 +197,11 @@ impl Cluster {
     /// the room could be held where this process cannot see.
     pub(crate) async fn claim(&self, room: &str, key: Option<&str>) -> Result<Slot, String> {
         let ask = json!({ "key": key }).to_string();
-        match self.client.request(subject(room, "hold"), ask.into()).await {
+        match self
+            .client
+            .request(self.subject(room, "hold"), ask.into())
+            .await
+        {
             Ok(answer) => Ok(match answer.payload.as_ref() {
                 b"free" => Slot::Free,
                 b"wrong-key" => Slot::WrongKey,
@@ -140,24 +225,39 @@ impl Cluster {
         let fail = |e: &dyn std::fmt::Display| format!("NATS: {e}");
         let mut commands = self
             .client
-            .subscribe(subject(&room, "cmd"))
+            .subscribe(self.subject(&room, "cmd"))
             .await
             .map_err(|e| fail(&e))?;
         let mut asks = self
             .client
-            .subscribe(subject(&room, "hold"))
+            .subscribe(self.subject(&room, "hold"))
+            .await
+            .map_err(|e| fail(&e))?;
+        let mut asking = self
+            .client
+            .subscribe(self.subject(&room, "asking"))
             .await
             .map_err(|e| fail(&e))?;
         self.client.flush().await.map_err(|e| fail(&e))?;
         let client = self.client.clone();
-        let alive = subject(&room, "alive");
+        let alive = self.subject(&room, "alive");
         let node = self.node.clone();
+        let cluster = self.clone();
         Ok(Task(tokio::spawn(async move {
             let mut beats = tokio::time::interval(ALIVE_EVERY);
+            // When each process with calls here last said it is still waiting for them.
+            let mut heard: HashMap<String, Instant> = HashMap::new();
             loop {
                 tokio::select! {
                     Some(m) = commands.next() => {
-                        let answer: &'static [u8] = match envelope(&m.payload).map(|e| hub.command(&room, e)) {
+                        let command = envelope(&m.payload);
+                        if let (Some(Envelope { command: Command::Call { call_id: Some(id), .. }, .. }), Some(from)) =
+                            (&command, sender(&m))
+                        {
+                            heard.insert(from.to_owned(), Instant::now());
+                            cluster.origins.add(&room, id.clone(), from.to_owned());
+                        }
+                        let answer: &'static [u8] = match command.map(|e| hub.command(&room, e)) {
                             Some(Ok(())) => b"ok",
                             Some(Err(_)) => b"gone",
                             None => b"bad",
@@ -179,18 +279,34 @@ impl Cluster {
                         };
                         reply(&client, &m, answer).await;
                     }
+                    Some(m) = asking.next() => {
+                        if let Some(from) = sender(&m) {
+                            heard.insert(from.to_owned(), Instant::now());
+                        }
+                    }
                     _ = beats.tick() => {
                         let _ = client.publish_with_headers(alive.clone(), node_header(&node), Vec::new().into()).await;
+                        // The process that made a call was killed, or NATS is gone: nobody is left to take its
+                        // result, so the app stops working on it.
+                        heard.retain(|_, at| at.elapsed() <= GONE_AFTER);
+                        for call_id in cluster.origins.orphans(&room, |n| heard.contains_key(n)) {
+                            let abort = Command::Abort {
+                                call_id,
+                                reason: Some("the process that made this call is gone (or the link to NATS)".into()),
+                            };
+                            let _ = hub.command(&room, Envelope { reference: Value::Null, command: abort });
+                        }
                     }
                     else => break,
                 }
             }
+            cluster.origins.forget(&room);
         })))
     }
 
     /// Subscribes to `room`'s subject `what` (`abp.<room>.<what>`), in effect once it returns.
     pub(crate) async fn subscribe(&self, room: &str, what: &str) -> Result<Subscriber, String> {
-        self.subscribed(subject(room, what)).await
+        self.subscribed(self.subject(room, what)).await
     }
 
     /// Subscribes to `subject`, in effect once it returns (the NATS server has it).
@@ -211,7 +327,7 @@ impl Cluster {
     /// largest message). One process's messages arrive in the order they were published.
     pub(crate) async fn publish(&self, room: &str, what: &str, payload: Vec<u8>) -> bool {
         self.client
-            .publish(subject(room, what), payload.into())
+            .publish(self.subject(room, what), payload.into())
             .await
             .is_ok()
     }
@@ -225,7 +341,7 @@ impl Cluster {
     ) -> Result<Option<Vec<u8>>, String> {
         match self
             .client
-            .request(subject(room, what), payload.into())
+            .request(self.subject(room, what), payload.into())
             .await
         {
             Ok(m) => Ok(Some(m.payload.to_vec())),
@@ -243,7 +359,7 @@ impl Cluster {
     pub(crate) async fn follow_holder(&self, room: &str) -> Result<Arc<Holder>, String> {
         let mut beats = self
             .client
-            .subscribe(subject(room, "alive"))
+            .subscribe(self.subject(room, "alive"))
             .await
             .map_err(|e| format!("NATS: {e}"))?;
         let holder = Arc::new(Holder::default());
@@ -260,8 +376,7 @@ impl Cluster {
 
     /// What other processes send this one under `what` (`abp.node.<this>.<what>`).
     pub(crate) async fn inbox(&self, what: &str) -> Result<Subscriber, String> {
-        self.subscribed(format!("abp.node.{}.{what}", self.node))
-            .await
+        self.subscribed(self.node_subject(&self.node, what)).await
     }
 
     /// Asks process `node` (its inbox `what`), and waits for its answer (at most [`GONE_AFTER`]).
@@ -273,7 +388,7 @@ impl Cluster {
     ) -> Result<Vec<u8>, String> {
         match self
             .client
-            .request(format!("abp.node.{node}.{what}"), payload.into())
+            .request(self.node_subject(node, what), payload.into())
             .await
         {
             Ok(m) => Ok(m.payload.to_vec()),
@@ -285,7 +400,7 @@ impl Cluster {
     pub(crate) async fn tell(&self, node: &str, what: &str, payload: String) {
         let _ = self
             .client
-            .publish(format!("abp.node.{node}.{what}"), payload.into())
+            .publish(self.node_subject(node, what), payload.into())
             .await;
     }
 
@@ -329,10 +444,13 @@ impl Cluster {
         // controller's own inbox, under the command's number.
         let inbox = self.client.new_inbox();
         let subscribed = async {
-            let events = self.client.subscribe(subject(&room, "events")).await?;
-            let alive = self.client.subscribe(subject(&room, "alive")).await?;
+            let events = self.client.subscribe(self.subject(&room, "events")).await?;
+            let alive = self.client.subscribe(self.subject(&room, "alive")).await?;
             let answers = self.client.subscribe(format!("{inbox}.*")).await?;
-            let controllers = self.client.subscribe(subject(&room, "controller")).await?;
+            let controllers = self
+                .client
+                .subscribe(self.subject(&room, "controller"))
+                .await?;
             Ok::<_, async_nats::SubscribeError>((events, alive, answers, controllers))
         };
         let (mut events, mut alive, mut answers, mut controllers) = match subscribed.await {
@@ -352,7 +470,7 @@ impl Cluster {
         let _ = self
             .client
             .publish_with_headers(
-                subject(&room, "controller"),
+                self.subject(&room, "controller"),
                 node_header(&self.node),
                 stamp.clone().into(),
             )
@@ -385,7 +503,12 @@ impl Cluster {
                     sent += 1;
                     let published = self
                         .client
-                        .publish_with_reply(subject(&room, "cmd"), format!("{inbox}.{sent}"), line.into())
+                        .publish_with_reply_and_headers(
+                            self.subject(&room, "cmd"),
+                            format!("{inbox}.{sent}"),
+                            node_header(&self.node),
+                            line.into(),
+                        )
                         .await;
                     let command = Sent { reference, call, at: Instant::now() };
                     match published {
@@ -437,6 +560,13 @@ impl Cluster {
                     }
                 }
                 _ = watch.tick() => {
+                    // The holder aborts the calls of a process it stops hearing this from.
+                    if !pending.is_empty() {
+                        let _ = self
+                            .client
+                            .publish_with_headers(self.subject(&room, "asking"), node_header(&self.node), Vec::new().into())
+                            .await;
+                    }
                     // Commands NATS did not answer for: they may have reached the app's process before NATS failed.
                     let late: Vec<u64> = unanswered
                         .iter()
@@ -574,8 +704,12 @@ mod tests {
 
     #[test]
     fn any_room_name_makes_a_subject() {
-        assert_eq!(subject("", "cmd"), "abp.r.cmd");
-        assert_eq!(subject("a.b *>", "events"), "abp.r612e62202a3e.events");
+        assert_eq!(subject("abp", "", "cmd"), "abp.r.cmd");
+        assert_eq!(
+            subject("abp", "a.b *>", "events"),
+            "abp.r612e62202a3e.events"
+        );
+        assert_eq!(subject("team.abp", "a", "cmd"), "team.abp.r61.cmd");
     }
 
     #[test]

@@ -73,6 +73,11 @@ pub(crate) fn slot(held: bool, pinned: Option<&str>, key: Option<&str>) -> Slot 
 pub(crate) struct NoAgent;
 
 impl Hub {
+    /// With `--nats`, while the link to the NATS server is down: a sentence that says so.
+    pub(crate) fn link_down(&self) -> Option<String> {
+        self.cluster.as_ref().and_then(|c| c.link_down())
+    }
+
     /// A hub whose rooms are shared with the other processes of `cluster`.
     pub(crate) fn clustered(cluster: Arc<Cluster>) -> Hub {
         Hub {

@@ -29,6 +29,7 @@ mod mcp;
 mod mcp_http;
 mod mcp_remote;
 mod mcp_tasks;
+mod nats;
 mod relay;
 mod relay_remote;
 mod security;
@@ -62,7 +63,7 @@ enum Mode {
     Discover(discover::Args),
     /// An MCP server on stdin/stdout (for an LLM host) whose tools are the capabilities of the browser app that
     /// joins ws://HOST:PORT/agent (or /agent/ROOM); logs on stderr.
-    Mcp(mcp::Args),
+    Mcp(Box<mcp::Args>),
 }
 
 /// The default mode: the native agent (`/agent`, `/control`) and the relay.
@@ -76,17 +77,17 @@ struct ServeArgs {
     /// A connection to /admin/exit (with the token) ends the process; tests use it to kill the server.
     #[arg(long)]
     allow_exit: bool,
-    /// Share rooms with the other abp-peer processes given the same NATS server (nats://HOST:PORT): a controller
-    /// on any of them reaches the app connected to any other.
-    #[arg(long, value_name = "URL")]
-    nats: Option<String>,
+    /// With --nats: a controller on any of the processes given the same NATS server reaches the app connected to
+    /// any other.
+    #[command(flatten)]
+    nats: nats::NatsArgs,
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Mode::Discover(args)) => discover::main(&args),
-        Some(Mode::Mcp(args)) => run(mcp::main(args), Threads::One),
+        Some(Mode::Mcp(args)) => run(mcp::main(*args), Threads::One),
         None => run(serve(cli.serve), Threads::Many),
     };
     std::process::exit(code);
@@ -135,18 +136,32 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         mcp_hosts: false,
     };
     let stop = server::stop_signal();
+    tokio::pin!(stop);
     let server = Server::bind(&args.server, &routes).await?;
     let token_file = server.token_file();
-    let hub = Arc::new(match &args.nats {
-        Some(url) => hub::Hub::clustered(cluster::Cluster::connect(url).await?),
-        None => hub::Hub::default(),
+    // Stopped while waiting for NATS too.
+    let cluster = tokio::select! {
+        joined = cluster::Cluster::join(&args.nats) => joined,
+        () = &mut stop => Ok(None),
+    };
+    let hub = Arc::new(match cluster {
+        Ok(Some(cluster)) => hub::Hub::clustered(cluster),
+        Ok(None) if args.nats.nats.is_some() => {
+            server::remove_token_file(token_file.as_deref());
+            return Ok(());
+        }
+        Ok(None) => hub::Hub::default(),
+        Err(e) => {
+            server::remove_token_file(token_file.as_deref());
+            return Err(e);
+        }
     });
     if args.stdin {
         control::serve_stdin(hub.clone());
     }
     let result = tokio::select! {
         r = server.run(routes, hub) => r.map_err(|e| format!("the server stopped: {e}")),
-        () = stop => Ok(()),
+        () = &mut stop => Ok(()),
     };
     server::remove_token_file(token_file.as_deref());
     result

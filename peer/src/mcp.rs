@@ -60,11 +60,11 @@ pub(crate) struct Args {
     /// that authenticates, or a test runner. Anything on this machine can then use the app.
     #[arg(long, requires = "http")]
     http_no_auth: bool,
-    /// Share the app with the other gateway processes given the same NATS server (nats://HOST:PORT): a host's
-    /// HTTP requests may reach any of them (behind a load balancer with no affinity), and the host on stdio
-    /// reaches the app wherever it joined.
-    #[arg(long, value_name = "URL")]
-    nats: Option<String>,
+    /// With --nats: the gateway processes given the same NATS server share the app. A host's HTTP requests may
+    /// reach any of them (behind a load balancer with no affinity), and the host on stdio reaches the app
+    /// wherever it joined.
+    #[command(flatten)]
+    nats: crate::nats::NatsArgs,
 }
 
 /// How long the host's going away waits for the app to confirm the cancels before the process exits.
@@ -200,7 +200,7 @@ impl Gateway {
         };
         let now = self.now();
         let joined = self.joined;
-        let text = no_app_text(&self.room);
+        let text = no_app_text(&self.room, self.hub.link_down());
         if self.task_request(host, &value) {
             self.publish_tasks();
             return;
@@ -780,7 +780,16 @@ fn error_result(code: &str, message: &str, error: Option<Value>) -> Value {
     })
 }
 
-fn no_app_text(room: &str) -> String {
+/// What a host is told when its call finds no app: with `--nats` and the link to NATS down, that (the app may well be
+/// open, on another process).
+fn no_app_text(room: &str, link_down: Option<String>) -> String {
+    if let Some(why) = link_down {
+        let mut why = why;
+        if let Some(first) = why.get_mut(..1) {
+            first.make_ascii_uppercase();
+        }
+        return why;
+    }
     let path = if room.is_empty() {
         "/agent".to_owned()
     } else {
@@ -970,9 +979,21 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         Err(e) => return Err(e.into()),
     };
     let token_file = server.token_file();
-    let cluster = match &args.nats {
-        Some(url) => Some(crate::cluster::Cluster::connect(url).await?),
-        None => None,
+    tokio::pin!(stop);
+    // Stopped while waiting for NATS too.
+    let cluster = tokio::select! {
+        joined = crate::cluster::Cluster::join(&args.nats) => joined,
+        () = &mut stop => {
+            crate::server::remove_token_file(token_file.as_deref());
+            return Ok(());
+        }
+    };
+    let cluster = match cluster {
+        Ok(cluster) => cluster,
+        Err(e) => {
+            crate::server::remove_token_file(token_file.as_deref());
+            return Err(e);
+        }
     };
     let hub = Arc::new(match &cluster {
         Some(c) => Hub::clustered(c.clone()),
@@ -1085,7 +1106,6 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let (stdio_back, mut from_elsewhere) = unbounded_channel::<String>();
     let stdio_follower = Follower::Stdio(StdioLines::new(stdio_back));
     let mut stdio_follow = Follow::default();
-    tokio::pin!(stop);
     loop {
         gateway.perform();
         let mut out = std::mem::take(&mut gateway.out);

@@ -57,6 +57,10 @@ pub(crate) struct Remote {
     /// Sessions of other processes served by this gateway: (process, session id) → its host here, and when that
     /// process last said the session was still there.
     sessions_here: Mutex<HashMap<(String, String), (u64, Instant)>>,
+    /// Requests other processes passed to this gateway and not answered yet: stream key → that process.
+    taken: Mutex<HashMap<String, String>>,
+    /// When each process that passed requests here last said it still waits for them (`asking`).
+    asking: Mutex<HashMap<String, Instant>>,
 }
 
 impl Remote {
@@ -75,6 +79,7 @@ impl Remote {
         let mut answers = cluster.inbox("lines").await?;
         let mut session_inputs = cluster.inbox("session").await?;
         let mut session_lines = cluster.inbox("session-lines").await?;
+        let mut asking = cluster.inbox("asking").await?;
         let remote = Arc::new(Remote {
             cluster,
             holder,
@@ -83,6 +88,16 @@ impl Remote {
             passed: Mutex::new(HashMap::new()),
             sessions_there: Mutex::new(HashMap::new()),
             sessions_here: Mutex::new(HashMap::new()),
+            taken: Mutex::new(HashMap::new()),
+            asking: Mutex::new(HashMap::new()),
+        });
+        let r = remote.clone();
+        tokio::spawn(async move {
+            while let Some(m) = asking.next().await {
+                if let Ok(from) = std::str::from_utf8(&m.payload) {
+                    lock(&r.asking).insert(from.to_owned(), Instant::now());
+                }
+            }
         });
         let r = remote.clone();
         tokio::spawn(async move {
@@ -117,6 +132,8 @@ impl Remote {
             loop {
                 watch.tick().await;
                 r.answer_the_abandoned(&streams, &lines);
+                r.still_asking().await;
+                r.cancel_the_orphans();
                 r.watch_sessions().await;
             }
         });
@@ -179,6 +196,9 @@ impl Remote {
             .and_then(|rest| rest.split_once('-'))
             .map(|(node, _)| node);
         if let Some(node) = node.filter(|n| *n != self.cluster.node()) {
+            if is_answer(&line) {
+                lock(&self.taken).remove(key);
+            }
             self.cluster.tell(node, "lines", line).await;
         }
     }
@@ -358,8 +378,64 @@ impl Remote {
             line: line.to_owned(),
         };
         match self.hub.to_mcp_gateway(&self.room, input) {
-            Ok(()) => "ok".into(),
+            Ok(()) => {
+                self.taken_from(line);
+                "ok".into()
+            }
             Err(_) => "no-app".into(),
+        }
+    }
+
+    /// Remembers a request passed here (not a notification) under the process whose stream key it carries.
+    fn taken_from(&self, line: &str) {
+        let Ok(head) = serde_json::from_str::<Head>(line) else {
+            return;
+        };
+        let (Some(_), Some(Value::String(key))) = (head.method, head.id) else {
+            return;
+        };
+        let node = key
+            .strip_prefix("http-")
+            .and_then(|rest| rest.split_once('-'))
+            .map(|(node, _)| node.to_owned());
+        if let Some(node) = node.filter(|n| n != self.cluster.node()) {
+            lock(&self.asking).insert(node.clone(), Instant::now());
+            lock(&self.taken).insert(key, node);
+        }
+    }
+
+    /// Tells each process this one passed requests to that their clients still wait.
+    async fn still_asking(&self) {
+        let nodes: HashSet<String> = lock(&self.passed).values().cloned().collect();
+        for node in nodes {
+            self.cluster
+                .tell(&node, "asking", self.cluster.node().to_owned())
+                .await;
+        }
+    }
+
+    /// Requests passed here by a process that stopped saying it waits for them (killed, or NATS is gone): nobody
+    /// is left to read their answers, so they are cancelled, which aborts their calls in the app.
+    fn cancel_the_orphans(&self) {
+        let mut asking = lock(&self.asking);
+        asking.retain(|_, at| at.elapsed() <= GONE_AFTER);
+        let mut orphans = Vec::new();
+        lock(&self.taken).retain(|key, node| {
+            let alive = asking.contains_key(node.as_str());
+            if !alive {
+                orphans.push(key.clone());
+            }
+            alive
+        });
+        drop(asking);
+        for key in orphans {
+            let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": { "requestId": key, "reason": "the process this request came through is gone" } });
+            let input = HostInput::Line {
+                host: HTTP,
+                line: line.to_string(),
+            };
+            let _ = self.hub.to_mcp_gateway(&self.room, input);
         }
     }
 
@@ -379,6 +455,18 @@ impl Remote {
             false
         });
     }
+}
+
+/// The head of a JSON-RPC message: whether it is a request (a method) and its id.
+#[derive(serde::Deserialize)]
+struct Head {
+    method: Option<serde::de::IgnoredAny>,
+    id: Option<Value>,
+}
+
+/// Whether `line` is a response (an id and no method), the last line of a request's answer.
+fn is_answer(line: &str) -> bool {
+    serde_json::from_str::<Head>(line).is_ok_and(|h| h.method.is_none() && h.id.is_some())
 }
 
 /// The id a replayed `initialize` goes with: its answer matches no request of the host, and is dropped.

@@ -1,70 +1,29 @@
 //! Rooms shared across `abp-peer` processes over NATS (`--nats`), with a real `nats-server` on a free 127.0.0.1
-//! port: a controller on one process drives the app connected to another (calls, progress, cancellation), no app
+//! port, locked as the docs deploy it (a user allowed `abp.>` only, TLS): a controller on one process drives the app connected to another (calls, progress, cancellation), no app
 //! anywhere is answered at once, the first app wins across processes, and calls pending elsewhere settle when the
 //! app leaves, when its process is killed, and when the NATS server restarts.
 
 use std::io::Read;
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 mod common;
+use common::nats::Nats;
 use common::{answer_initialize, next, send, until, Peer, Socket};
 
-/// `nats-server` on a free port of 127.0.0.1; killed when dropped.
-struct Nats {
-    child: Child,
-    port: u16,
+/// `--nats URL --nats-tlsca CA` of `nats`, as `&str`s for [`Peer::start`] and [`Gateway::start`].
+fn joined(nats: &Nats) -> Vec<String> {
+    nats.args()
 }
 
-impl Nats {
-    fn start() -> Nats {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        Nats::on(port)
-    }
-
-    fn on(port: u16) -> Nats {
-        // Debian installs it in /usr/sbin, which not every PATH has.
-        let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
-            .into_iter()
-            .find(|p| std::path::Path::new(p).exists())
-            .unwrap_or("nats-server");
-        let child = Command::new(bin)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server is not installed (apt-get install nats-server; npm test's setup installs it)");
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "nats-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Nats { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 fn peer(nats: &Nats) -> Peer {
-    Peer::start(&["--nats", &nats.url()])
+    Peer::start(&strs(&joined(nats)))
 }
 
 /// A hand-written ABP app at `path` of `peer`: connected and initialized.
@@ -303,15 +262,44 @@ fn calls_pending_elsewhere_settle_when_the_app_leaves_or_its_process_dies() {
     settles_disconnected(&mut control, Duration::from_millis(1600));
 }
 
+/// Waits for the app to be told to cancel a call (`capabilities/cancel`): how long after `since`.
+#[track_caller]
+fn cancelled_in_the_app(app: &mut Socket, since: Instant) -> Duration {
+    until(app, |m| m["type"] == "capabilities/cancel");
+    since.elapsed()
+}
+
+#[test]
+fn a_call_whose_controller_s_process_dies_is_cancelled_in_the_app() {
+    let nats = Nats::start();
+    let a = peer(&nats);
+    let mut b = peer(&nats);
+    let (mut app, _control) = pending_call(&a, &b, "orphan");
+    let t0 = Instant::now();
+    b.child.kill().expect("SIGKILL");
+    // Its process no longer says it waits (every 250 ms): a second of silence, and one more look.
+    let took = cancelled_in_the_app(&mut app, t0);
+    assert!(
+        took < Duration::from_secs(2),
+        "cancelled {took:?} after B died"
+    );
+}
+
 #[test]
 fn after_the_nats_server_restarts_new_calls_work_and_nothing_pending_hangs() {
-    let nats = Nats::start();
+    let mut nats = Nats::start();
     let (a, b) = (peer(&nats), peer(&nats));
     let (mut app, mut control) = pending_call(&a, &b, "n");
-    let port = nats.port;
-    drop(nats);
+    let t0 = Instant::now();
+    nats.kill();
     settles_disconnected(&mut control, Duration::from_millis(1600));
-    let _nats = Nats::on(port);
+    // A, holding the app, no longer hears from B: nobody can take the call's result, so the app stops it.
+    let took = cancelled_in_the_app(&mut app, t0);
+    assert!(
+        took < Duration::from_secs(2),
+        "cancelled {took:?} after NATS died"
+    );
+    nats.restart();
     // Both processes reconnect by themselves, and the app on A never left: B's `status` reaches its agent.
     let t0 = Instant::now();
     for n in 100.. {
@@ -348,8 +336,8 @@ use native_app::{App, AppEvent};
 
 /// Three gateway processes on one NATS server, the native app joined to the first.
 async fn three_gateways(nats: &Nats) -> ([Gateway; 3], App) {
-    let url = nats.url();
-    let start = || Gateway::start(&["--nats", &url]).0;
+    let args = joined(nats);
+    let start = || Gateway::start(&strs(&args)).0;
     let gateways = [start(), start(), start()];
     let mut app = App::join(&gateways[0].ws).await;
     assert!(matches!(
@@ -368,7 +356,7 @@ fn call(id: u64, name: &str, arguments: Value, meta: Value) -> Value {
 async fn an_mcp_host_uses_the_app_through_any_gateway_process() {
     let nats = Nats::start();
     // No app anywhere: the same answer as one process.
-    let lone = Gateway::start(&["--nats", &nats.url()]).0;
+    let lone = Gateway::start(&strs(&joined(&nats))).0;
     let echo = call(1, "echo", json!({ "text": "hi" }), meta());
     let (status, _, body) =
         blocking(|| post(&lone, &echo, modern_headers(&echo, "application/json"))).await;
@@ -519,6 +507,52 @@ async fn a_call_through_another_process_ends_when_the_app_leaves_or_its_process_
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_host_s_gateway_dies_or_loses_nats_is_cancelled_in_the_app() {
+    let mut nats = Nats::start();
+    let ([_a, b, c], mut app) = three_gateways(&nats).await;
+    let slow = call(1, "slow", json!({}), meta());
+    for (g, lose_nats) in [(b, false), (c, true)] {
+        listed(&g).await;
+        let pid = g.child.id();
+        let g = std::sync::Arc::new(g);
+        let (at, request) = (g.clone(), slow.clone());
+        // The host's request, passed to A's gateway (the host sees an error or a closed connection: not checked).
+        let pending = tokio::task::spawn_blocking(move || answer(request_to(&at, &request)));
+        let call_id = app.started_of("slow").await;
+        let t0 = Instant::now();
+        if lose_nats {
+            nats.kill();
+        } else {
+            let killed = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()
+                .expect("kill");
+            assert!(killed.success());
+        }
+        let took = app.aborted_after(&call_id, t0).await;
+        assert!(
+            took < Duration::from_secs(2),
+            "the handler aborted {took:?} after {}",
+            if lose_nats {
+                "NATS died"
+            } else {
+                "the host's gateway died"
+            }
+        );
+        if lose_nats {
+            nats.restart();
+        }
+        drop(pending);
+    }
+}
+
+/// Sends `message` to `g` as a 2026-07-28 request, and returns the connection to read its answer from.
+fn request_to(g: &Gateway, message: &Value) -> std::net::TcpStream {
+    let headers = modern_headers(message, "application/json");
+    request(g, "POST", "/mcp", &headers, &message.to_string())
+}
+
 /// A 2025-11-25 request of session `sid` to `g`: its status and JSON body.
 fn in_session(g: &Gateway, sid: &str, message: &Value) -> (u16, Value) {
     let (status, _, body) = post(g, message, legacy_headers(Some(sid), "application/json"));
@@ -528,10 +562,10 @@ fn in_session(g: &Gateway, sid: &str, message: &Value) -> (u16, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_11_25_session_on_a_process_without_the_app_follows_the_app() {
     let nats = Nats::start();
-    let url = nats.url();
+    let args = joined(&nats);
     let (mut a, b) = (
-        Gateway::start(&["--nats", &url]).0,
-        Gateway::start(&["--nats", &url]).0,
+        Gateway::start(&strs(&args)).0,
+        Gateway::start(&strs(&args)).0,
     );
     // The host opens its session at B before any app exists (as a host started before its app does); the app
     // then joins A, and the session reaches it.
@@ -649,7 +683,8 @@ impl StdioGateway {
         use std::io::BufRead;
         let dir = common::TempDir::new();
         let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
-            .args(["mcp", "--listen", "127.0.0.1:0", "--nats", &nats.url()])
+            .args(["mcp", "--listen", "127.0.0.1:0"])
+            .args(joined(nats))
             .arg("--token-file")
             .arg(dir.0.join("token"))
             .env("ABP_PEER_TOKEN", TOKEN)
@@ -716,7 +751,7 @@ impl Drop for StdioGateway {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_host_of_a_process_without_the_app_follows_the_app() {
     let nats = Nats::start();
-    let mut a = Gateway::start(&["--nats", &nats.url()]).0;
+    let mut a = Gateway::start(&strs(&joined(&nats))).0;
     let mut b = StdioGateway::start(&nats);
     // The host starts its gateway, B, before the app exists; the app then joins A, and the host reaches it.
     b.say(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
