@@ -6,8 +6,10 @@
 //     bench/mcp-http-app.html) that joined the gateway over WebSocket, in headless Chromium (BENCH_BROWSER=firefox:
 //     Firefox) started on the page with no test driver attached (bench/direct.mjs: a driver in this process would
 //     also be told of every WebSocket frame, and this process is the client being measured);
-//   - with nats-server installed (BENCH_NATS=0 leaves it out): both gateways run with `--nats`, and a third side
-//     calls a second `abp-peer mcp --http` process without the app, which passes each request to the first.
+//   - with nats-server installed (BENCH_NATS=0 leaves it out): both gateways run with `--nats` (a locked server: a
+//     user allowed abp.> only), and a third side calls a second `abp-peer mcp --http` process without the app, which
+//     passes each request to the first; a fourth does the same on a second pair of gateways whose NATS server is
+//     reached over TLS (with its own app page), so TLS's cost per call is read beside the plaintext one.
 // For each number of calls in flight (BENCH_CONCURRENCY, default 1,16): calls/s, p50 and p99 over BENCH_WINDOW
 // seconds (default 3, after half a second of warm-up), two rounds each, interleaved, with the CPU time the server
 // side used per call (the SDK server's process; the gateway's and all of the browser's) and the client's (this
@@ -66,7 +68,7 @@ function cpuMs(pids) {
 
 // The browser's processes: this process's children other than the servers.
 function browserPids() {
-  const ours = new Set([sdk.pid, gateway.pid, other?.pid, nats?.proc.pid]);
+  const ours = new Set([sdk.pid, gateway.pid, other?.pid, nats?.proc.pid, gatewayTls?.pid, otherTls?.pid, natsTls?.proc.pid]);
   return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -91,27 +93,30 @@ console.error('mcp-http: cargo build --release -p abp-peer');
 if (spawnSync('cargo', ['build', '--release', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) process.exit(1);
 // What the app page posts (bench/mcp-http-app.html): that it listens, and when a `slow` call's signal aborted.
 const pageAborted = new Map();
-let pageReady;
-const ready = new Promise((ok, fail) => { pageReady = { ok, fail }; });
+// Each app page reports under its own name (`report=app`, and `report=app-tls` for the TLS cluster's).
+const pageReady = new Map();
+const readyOf = (name) => new Promise((ok, fail) => { pageReady.set(name, { ok, fail }); });
 const pages = await serve(0, {
   onPost(url, body) {
     let r;
     try { r = JSON.parse(body); } catch { return; }
-    if (r?.error) pageReady.fail(new Error(`the app page failed: ${r.error}`));
-    else if (r?.ready) pageReady.ok();
+    const page = pageReady.get(String(url).includes('app-tls') ? 'app-tls' : 'app');
+    if (r?.error) page?.fail(new Error(`the app page failed: ${r.error}`));
+    else if (r?.ready) page?.ok();
     else if (typeof r?.aborted === 'string') pageAborted.set(r.aborted, Number(r.at));
   },
 });
 const pageOrigin = `http://127.0.0.1:${pages.address().port}`;
 const token = randomBytes(24).toString('hex');
+// Two NATS servers, locked as abp-peer requires (a user allowed abp.> only, a password): one plaintext, one with TLS,
+// each with its own pair of gateways and app page, so that TLS's cost per call is measured beside the plaintext.
 let nats;
-let natsArgs = [];
+let natsTls;
 if (natsInstalled() && process.env.BENCH_NATS !== '0') {
-  // Locked, as abp-peer requires (a user allowed abp.> only); BENCH_NATS_TLS=1 adds TLS.
-  nats = await startNats({ tls: process.env.BENCH_NATS_TLS === '1' });
-  natsArgs = nats.args;
+  nats = await startNats({ tls: false });
+  natsTls = await startNats({ tls: true });
 }
-const startGateway = (name) => {
+const startGateway = (name, natsArgs = []) => {
   const child = spawn('target/release/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
     '--allow-origin', pageOrigin, ...natsArgs, '--token-file', join(tmpdir(), `abp-bench-http-${process.pid}-${name}.token`)],
   { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -119,16 +124,20 @@ const startGateway = (name) => {
   child.stderr.on('data', (c) => { child.log += c; });
   return child;
 };
-const gateway = startGateway('a');
-const other = nats ? startGateway('b') : null;
+const gateway = startGateway('a', nats?.args);
+const other = nats ? startGateway('b', nats.args) : null;
+const gatewayTls = natsTls ? startGateway('a-tls', natsTls.args) : null;
+const otherTls = natsTls ? startGateway('b-tls', natsTls.args) : null;
 const log = () => gateway.log;
 const browserName = process.env.BENCH_BROWSER ?? 'chromium';
 const browserLabel = { chromium: 'Chromium', firefox: 'Firefox' }[browserName] ?? browserName;
 let browser;
+let browserTls;
 const clients = [];
 try {
   const ws = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(log())?.[1], 'the gateway');
   const gatewayUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log())?.[1], 'the HTTP endpoint');
+  const ready = readyOf('app');
   browser = launch(browserName, `${pageOrigin}/bench/mcp-http-app.html?report=app&ws=${encodeURIComponent(ws)}`);
   await Promise.race([ready, browser.exited,
     sleep(30000).then(() => { throw new Error(`${browserLabel}: the app page did not report ready within 30 s`); })]);
@@ -150,6 +159,18 @@ try {
     sides.push({ name: `abp-peer mcp --http on B → NATS → A → app in ${browserLabel}`,
       client: await connect(otherUrl, { Authorization: `Bearer ${token}` }), abortedAt: sides[1].abortedAt,
       pids: [other.pid, gateway.pid, nats.proc.pid, ...browserPids()] });
+  }
+  if (otherTls) {
+    // The TLS cluster's own app page, in a browser of its own (its CPU counted from that browser's process tree).
+    const wsTls = await until(() => /abp-peer listening on (ws:\/\/\S+)\r?\n/.exec(gatewayTls.log)?.[1], 'the TLS gateway');
+    const readyTls = readyOf('app-tls');
+    browserTls = launch(browserName, `${pageOrigin}/bench/mcp-http-app.html?report=app-tls&ws=${encodeURIComponent(wsTls)}`);
+    await Promise.race([readyTls, browserTls.exited,
+      sleep(30000).then(() => { throw new Error(`${browserLabel}: the TLS cluster's app page did not report ready within 30 s`); })]);
+    const otherTlsUrl = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(otherTls.log)?.[1], 'the TLS cluster\'s B');
+    sides.push({ name: `abp-peer mcp --http on B → NATS over TLS → A → app in ${browserLabel}`,
+      client: await connect(otherTlsUrl, { Authorization: `Bearer ${token}` }), abortedAt: sides[1].abortedAt,
+      pids: [otherTls.pid, gatewayTls.pid, natsTls.proc.pid, browserTls.child.pid] });
   }
   for (const side of sides.slice(1)) {
     await until(async () => (await side.client.listTools()).tools.some((t) => t.name === 'echo'), 'the app to join');
@@ -216,7 +237,7 @@ try {
   for (const side of sides) {
     const latencies = [];
     for (let i = 0; i < aborts; i++) {
-      const tag = `a${i}-${side.name.length}`;
+      const tag = `a${i}-${sides.indexOf(side)}`;
       const controller = new AbortController();
       const call = side.client.callTool({ name: 'slow', arguments: { tag } }, { signal: controller.signal }).catch(() => {});
       await sleep(50);
@@ -231,9 +252,10 @@ try {
 } finally {
   for (const c of clients) await c.close().catch(() => {});
   await browser?.close();
-  gateway.kill('SIGTERM');
-  other?.kill('SIGTERM');
+  await browserTls?.close();
+  for (const g of [gateway, other, gatewayTls, otherTls]) g?.kill('SIGTERM');
   nats?.stop();
+  natsTls?.stop();
   sdk.kill();
   pages.close();
 }

@@ -131,6 +131,8 @@ calls(`Calls through the MCP gateway (${r.windowSeconds} s × 2 rounds each, int
   'baseline: stdio MCP server answering itself', 'gateway: stdio → abp-peer mcp → ABP app on /agent');
 calls(`A controller's calls across two processes sharing rooms over NATS (${r.windowSeconds} s × 2 rounds each, interleaved; peer CPU is B's):`,
   r.cluster, 'one process: /control/R on A → app on A', 'two: /control/R on B → NATS → A → app on A');
+calls(`The cost of TLS to the NATS server: B's calls as above, against the same over a TLS server (${r.windowSeconds} s × 2 rounds each, interleaved; peer CPU is the TLS B's):`,
+  r.clusterTls, 'B → NATS (plaintext, user and password) → A', 'B → NATS (TLS, user and password) → A');
 
 const c = r.caps;
 if (c) {

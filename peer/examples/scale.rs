@@ -172,7 +172,9 @@ fn run(args: &RunArgs) -> Result<Value, String> {
         report["gateway"] = gateway(args, &token, tck)?;
     }
     if wants("cluster") {
-        report["cluster"] = cluster(args, &token, tck)?;
+        let (plain, tls) = cluster(args, &token, tck)?;
+        report["cluster"] = plain;
+        report["clusterTls"] = tls;
     }
     if wants("caps") {
         report["caps"] = caps(args, &token)?;
@@ -925,21 +927,116 @@ const CONTROL: Wire = Wire {
     },
 };
 
-/// `nats-server` on a free port of 127.0.0.1, killed when dropped.
-struct Nats(Child, u16);
+/// `nats-server` on a free port of 127.0.0.1, locked as abp-peer requires (a user allowed `abp.>` only), with TLS
+/// (a throwaway CA from openssl) or without; killed when dropped. `.1` is what an abp-peer needs to join it.
+struct Nats(Child, Vec<String>);
 
 impl Nats {
-    fn start() -> Result<Nats, String> {
+    fn start(tls: bool) -> Result<Nats, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
+        let dir =
+            std::env::temp_dir().join(format!("abp-peer-scale-nats-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut config = format!(
+            "listen: \"127.0.0.1:{port}\"\nauthorization {{ users = [ {{ user: abp, password: scale-pw, \
+             permissions: {{ publish: [\"abp.>\"], subscribe: [\"abp.>\"] }} }} ] }}\n"
+        );
+        let mut join = vec!["--nats".to_owned()];
+        if tls {
+            let ssl = |args: &[&str]| -> Result<(), String> {
+                let ok = Command::new("openssl")
+                    .args(args)
+                    .current_dir(&dir)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .map_err(|e| format!("openssl: {e}"))?
+                    .success();
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!("openssl {args:?} failed"))
+                }
+            };
+            let ec = [
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+            ];
+            ssl(&[
+                &["req", "-x509"],
+                &ec[..],
+                &[
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=scale CA",
+                ],
+            ]
+            .concat())?;
+            ssl(&[
+                &["req"],
+                &ec[..],
+                &[
+                    "-keyout",
+                    "server.key",
+                    "-out",
+                    "server.csr",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                ],
+            ]
+            .concat())?;
+            std::fs::write(dir.join("server.ext"), "subjectAltName=IP:127.0.0.1\n")
+                .map_err(|e| e.to_string())?;
+            ssl(&[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                "server.pem",
+                "-days",
+                "2",
+                "-extfile",
+                "server.ext",
+            ])?;
+            config += &format!(
+                "tls {{ cert_file: {:?}, key_file: {:?} }}\n",
+                dir.join("server.pem"),
+                dir.join("server.key")
+            );
+            join.extend([
+                format!("tls://abp:scale-pw@127.0.0.1:{port}"),
+                "--nats-tlsca".to_owned(),
+                dir.join("ca.pem").display().to_string(),
+            ]);
+        } else {
+            join.push(format!("nats://abp:scale-pw@127.0.0.1:{port}"));
+        }
+        std::fs::write(dir.join("nats.conf"), config).map_err(|e| e.to_string())?;
         let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
             .into_iter()
             .find(|p| Path::new(p).exists())
             .unwrap_or("nats-server");
         let child = Command::new(bin)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .arg("-c")
+            .arg(dir.join("nats.conf"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -952,7 +1049,7 @@ impl Nats {
             }
             thread::sleep(Duration::from_millis(20));
         }
-        Ok(Nats(child, port))
+        Ok(Nats(child, join))
     }
 }
 
@@ -994,16 +1091,23 @@ fn controller(addr: SocketAddr, path: &str, token: &str) -> Result<Ws, String> {
 
 /// A controller's calls to the app on process A: from A itself (baseline), and from B through NATS (subject). Both
 /// processes run with `--nats`; each side has a room of its own (and its own app), so neither hears the other.
-fn cluster(args: &RunArgs, token: &str, tck: f64) -> Result<Value, String> {
-    eprintln!("scale: a controller's calls, on the app's process and from another one over NATS");
-    let nats = Nats::start()?;
-    let url = format!("nats://127.0.0.1:{}", nats.1);
-    let a = Peer::start(&args.peer, &["--nats", &url], token, false)?;
-    let b = Peer::start(&args.peer, &["--nats", &url], token, false)?;
+/// Then the cost of TLS: B's calls over the plaintext server (baseline) against B's over a TLS one (subject), the
+/// same rooms and app process layout, interleaved.
+fn cluster(args: &RunArgs, token: &str, tck: f64) -> Result<(Value, Value), String> {
+    eprintln!("scale: a controller's calls, on the app's process and from another one over NATS (plain and TLS)");
+    let (plain, tls) = (Nats::start(false)?, Nats::start(true)?);
+    let strs = |n: &Nats| -> Vec<String> { n.1.clone() };
+    let (plain_args, tls_args) = (strs(&plain), strs(&tls));
+    let plain_args: Vec<&str> = plain_args.iter().map(String::as_str).collect();
+    let tls_args: Vec<&str> = tls_args.iter().map(String::as_str).collect();
+    let a = Peer::start(&args.peer, &plain_args, token, false)?;
+    let b = Peer::start(&args.peer, &plain_args, token, false)?;
+    let a_tls = Peer::start(&args.peer, &tls_args, token, false)?;
+    let b_tls = Peer::start(&args.peer, &tls_args, token, false)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut apps = Vec::new();
-    for room in ["here", "there"] {
-        let mut app = ws_connect(a.addr, &format!("/agent/{room}"), None)?;
+    for (addr, room) in [(a.addr, "here"), (a.addr, "there"), (a_tls.addr, "there")] {
+        let mut app = ws_connect(addr, &format!("/agent/{room}"), None)?;
         let init = ws_recv(&mut app)?;
         let answer = abp_answer(&init).ok_or_else(|| format!("not an initialize: {init}"))?;
         app.send(Message::text(answer)).map_err(|e| e.to_string())?;
@@ -1012,8 +1116,9 @@ fn cluster(args: &RunArgs, token: &str, tck: f64) -> Result<Value, String> {
             move || serve_app(app, stop)
         }));
     }
-    let mut baseline = WsPipe(controller(a.addr, "/control/here", token)?);
-    let mut subject = WsPipe(controller(b.addr, "/control/there", token)?);
+    let mut local = WsPipe(controller(a.addr, "/control/here", token)?);
+    let mut over_plain = WsPipe(controller(b.addr, "/control/there", token)?);
+    let mut over_tls = WsPipe(controller(b_tls.addr, "/control/there", token)?);
     let mut rounds = Rounds {
         wire: &CONTROL,
         next: 0,
@@ -1023,15 +1128,20 @@ fn cluster(args: &RunArgs, token: &str, tck: f64) -> Result<Value, String> {
     };
     let mut rows = Vec::new();
     for &c in &args.concurrency {
-        rows.push(compare(&mut rounds, &mut baseline, &mut subject, c)?);
+        rows.push(compare(&mut rounds, &mut local, &mut over_plain, c)?);
+    }
+    rounds.watch = b_tls.pid().to_string();
+    let mut tls_rows = Vec::new();
+    for &c in &args.concurrency {
+        tls_rows.push(compare(&mut rounds, &mut over_plain, &mut over_tls, c)?);
     }
     stop.store(true, Ordering::Relaxed);
-    drop((baseline, subject));
+    drop((local, over_plain, over_tls));
     for app in apps {
         let _ = app.join();
     }
-    drop((a, b, nats));
-    Ok(Value::Array(rows))
+    drop((a, b, a_tls, b_tls, plain, tls));
+    Ok((Value::Array(rows), Value::Array(tls_rows)))
 }
 
 // ---------------------------------------------------------------------------------------------------------------
