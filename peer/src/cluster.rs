@@ -578,13 +578,18 @@ impl Cluster {
                             if let Some(id) = &command.call {
                                 pending.remove(id);
                             }
-                            undelivered(&hub, &room, command, &mut given_up, &"no answer from NATS");
+                            let why = self.link_down().unwrap_or_else(|| "no answer from NATS".into());
+                            undelivered(&hub, &room, command, &mut given_up, &why);
                         }
                     }
                     if !pending.is_empty() && heard.elapsed() > GONE_AFTER {
+                        let why = match self.link_down() {
+                            Some(down) => format!("The call's result cannot come back: {down}"),
+                            None => "The process holding the app stopped answering before the call settled".into(),
+                        };
                         for (call_id, reference) in pending.drain() {
                             given_up.insert(call_id.clone());
-                            hub.emit(&room, lost(reference, call_id, "The process holding the app stopped answering before the call settled"));
+                            hub.emit(&room, lost(reference, call_id, &why));
                         }
                         hub.emit(&room, Event::Disconnected);
                     }

@@ -816,6 +816,41 @@ async fn a_stdio_host_of_a_process_without_the_app_follows_the_app() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_of_a_stdio_host_whose_process_dies_is_cancelled_in_the_app() {
+    let nats = Nats::start();
+    let a = Gateway::start(&strs(&joined(&nats))).0;
+    let mut b = StdioGateway::start(&nats);
+    let mut app = App::join(&a.ws).await;
+    assert!(matches!(app.next("joined").await, AppEvent::Joined));
+    b.say(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    b.answer(0);
+    b.say(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let t0 = Instant::now();
+    for id in 1.. {
+        b.say(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {} }));
+        if b.answer(id)["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "never listed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.say(&json!({ "jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": { "name": "slow", "arguments": {} } }));
+    let call_id = app.started_of("slow").await;
+    let t0 = Instant::now();
+    b.child.kill().expect("SIGKILL");
+    // The host's process no longer says its session is there: A's gateway lets the session go, with its call.
+    let took = app.aborted_after(&call_id, t0).await;
+    assert!(
+        took < Duration::from_secs(2),
+        "the handler aborted {took:?} after B died"
+    );
+}
+
 mod relay {
     //! The relay's two sides on two processes.
 
