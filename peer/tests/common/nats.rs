@@ -131,23 +131,7 @@ fn users(user: &str) -> String {
 impl Nats {
     /// Locked as the docs deploy it: user and password (allowed `abp.>` only), TLS.
     pub fn start() -> Nats {
-        let dir = TempDir::new();
-        let certs = certificates(&dir.0);
-        let config = format!(
-            "{}\ntls {{ cert_file: {:?}, key_file: {:?} }}",
-            users(&format!(
-                "{{ user: {USER}, password: {PASSWORD}, {ALLOWED} }}"
-            )),
-            certs.server.0,
-            certs.server.1
-        );
-        Nats::launch(
-            dir,
-            &config,
-            "tls",
-            &format!("{USER}:{PASSWORD}@"),
-            Some(certs.ca),
-        )
+        Nats::tls(false).0
     }
 
     /// A user and password (allowed `abp.>` only), without TLS.
@@ -208,24 +192,29 @@ impl Nats {
 
     /// Mutual TLS (`verify: true`) and a user and password; the client's certificate is in `certs`.
     pub fn mutual() -> (Nats, Certs) {
+        Nats::tls(true)
+    }
+
+    /// A user and password (allowed `abp.>` only) over TLS; with `verify`, the server also requires a client
+    /// certificate signed by the same CA.
+    fn tls(verify: bool) -> (Nats, Certs) {
         let dir = TempDir::new();
         let certs = certificates(&dir.0);
+        let verify = if verify {
+            format!(", ca_file: {:?}, verify: true", certs.ca)
+        } else {
+            String::new()
+        };
         let config = format!(
-            "{}\ntls {{ cert_file: {:?}, key_file: {:?}, ca_file: {:?}, verify: true }}",
+            "{}\ntls {{ cert_file: {:?}, key_file: {:?}{verify} }}",
             users(&format!(
                 "{{ user: {USER}, password: {PASSWORD}, {ALLOWED} }}"
             )),
             certs.server.0,
             certs.server.1,
-            certs.ca
         );
-        let nats = Nats::launch(
-            dir,
-            &config,
-            "tls",
-            &format!("{USER}:{PASSWORD}@"),
-            Some(certs.ca.clone()),
-        );
+        let login = format!("{USER}:{PASSWORD}@");
+        let nats = Nats::launch(dir, &config, "tls", &login, Some(certs.ca.clone()));
         (nats, certs)
     }
 
