@@ -60,6 +60,12 @@ pub(crate) struct Args {
     /// that authenticates, or a test runner. Anything on this machine can then use the app.
     #[arg(long, requires = "http")]
     http_no_auth: bool,
+    /// With --http: a 2025-11-25 session that has had no request and no open stream for this many seconds is
+    /// ended (as if its host had sent DELETE), so that hosts that crash without ending theirs do not fill the
+    /// gateway's session places.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, requires = "http",
+        value_parser = clap::value_parser!(u64).range(1..))]
+    http_session_idle: u64,
     /// With --nats: the gateway processes given the same NATS server share the app. A host's HTTP requests may
     /// reach any of them (behind a load balancer with no affinity), and the host on stdio reaches the app
     /// wherever it joined.
@@ -245,7 +251,7 @@ impl Gateway {
                     .and_then(|p| p.get("taskId"))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                self.task_method(method, task_id, params)
+                self.task_method(host, method, task_id, params)
                     .map_err(|(code, message)| (code, message, None))
             }
             "tools/call" => {
@@ -261,9 +267,21 @@ impl Gateway {
                     .and_then(Value::as_str);
                 match (mode, declared) {
                     (Some("optional" | "required"), true) if self.joined => {
-                        match self.start_task(name, p) {
-                            Some(created) => Ok(created),
-                            None => return false,
+                        if !self.tasks.has_room() {
+                            Err((
+                                -32603,
+                                format!(
+                                    "{} tasks are running in this gateway, the most it keeps: wait for one to \
+                                     end, or cancel one",
+                                    mcp_tasks::MAX_TASKS
+                                ),
+                                None,
+                            ))
+                        } else {
+                            match self.start_task(host, name, p) {
+                                Some(created) => Ok(created),
+                                None => return false,
+                            }
                         }
                     }
                     (Some("required"), false) => Err(missing_tasks()),
@@ -288,26 +306,28 @@ impl Gateway {
 
     /// What changed in the tasks goes to the hosts' listens that follow them.
     fn publish_tasks(&mut self) {
-        for (id, detailed) in self.tasks.take_changed() {
-            for h in &mut self.hosts {
+        for (id, detailed, owner) in self.tasks.take_changed() {
+            // Only the host the task belongs to hears of it.
+            for h in self.hosts.iter_mut().filter(|h| h.id == owner) {
                 h.conn.task_changed(&id, &detailed);
             }
         }
     }
 
-    /// `tasks/get`, `tasks/update` or `tasks/cancel` for the task `task_id`.
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` of `host` for its task `task_id`.
     fn task_method(
         &mut self,
+        host: u64,
         method: &str,
         task_id: &str,
         params: Option<&Value>,
     ) -> Result<Value, (i64, String)> {
         let ack = json!({ "resultType": "complete" });
         match method {
-            "tasks/get" => self.tasks.get(task_id),
+            "tasks/get" => self.tasks.get(task_id, host),
             "tasks/update" => {
                 let responses = params.and_then(|p| p.get("inputResponses"));
-                for (id, answer) in self.tasks.update(task_id, responses)? {
+                for (id, answer) in self.tasks.update(task_id, host, responses)? {
                     self.command(Command::Answer {
                         id,
                         answer: Some(answer),
@@ -316,7 +336,7 @@ impl Gateway {
                 Ok(ack)
             }
             _ => {
-                if let mcp_tasks::Cancel::Ask(abp_id) = self.tasks.cancel(task_id)? {
+                if let mcp_tasks::Cancel::Ask(abp_id) = self.tasks.cancel(task_id, host)? {
                     // ABP's acknowledged cancel: the app says whether the handler stopped or had finished, and
                     // the task ends as it did.
                     self.command(Command::Cancel {
@@ -329,9 +349,9 @@ impl Gateway {
         }
     }
 
-    /// Starts the ABP call of a task for `tools/call` `params`: its `CreateTaskResult`, or `None` when the app
-    /// is not there to take it (the call is then answered as any other).
-    fn start_task(&mut self, capability: &str, params: &Value) -> Option<Value> {
+    /// Starts the ABP call of a task of `host` for `tools/call` `params`: its `CreateTaskResult`, or `None` when
+    /// the app is not there to take it (the call is then answered as any other).
+    fn start_task(&mut self, host: u64, capability: &str, params: &Value) -> Option<Value> {
         self.next_call += 1;
         let abp_id = format!("mcp-{}", self.next_call);
         let sent = self.command(Command::Call {
@@ -348,7 +368,7 @@ impl Gateway {
         });
         sent.then(|| {
             self.tasks
-                .create(abp_id, mcp_tasks::declares_elicitation(Some(params)))
+                .create(abp_id, mcp_tasks::declares_elicitation(Some(params)), host)
         })
     }
 
@@ -1051,6 +1071,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             room: args.room.clone(),
             streams,
             sessions: std::sync::Mutex::new(HashMap::new()),
+            session_idle: Duration::from_secs(args.http_session_idle),
             param_headers: param_headers.clone(),
             remote: remote.clone(),
         });

@@ -50,6 +50,30 @@ pub(crate) const HTTP: u64 = u64::MAX;
 
 /// The largest request body read.
 const MAX_BODY: usize = 4 * 1024 * 1024;
+/// How long a request's body may take to arrive once its head has (the head has its own limit, in the server).
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request's whole body: at most [`MAX_BODY`], arrived within [`BODY_TIMEOUT`]; else the answer that says which.
+async fn read_body(body: Body) -> Result<Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Value::Null,
+            -32600,
+            "the request body is over 4 MiB, or could not be read",
+        )),
+        Err(_) => {
+            eprintln!("abp-peer mcp: 408: a request body did not arrive within 10 s");
+            Err(rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                Value::Null,
+                -32600,
+                "the request body did not arrive within 10 s",
+            ))
+        }
+    }
+}
 
 /// How often an SSE stream with nothing to say gets a `:` comment, so that a proxy or a client's idle timeout
 /// does not close it, and so that a client that went away is noticed (its write fails).
@@ -79,6 +103,8 @@ pub(crate) struct Session {
     /// With `--nats`: where it is served while the app is on another process (a session follows the app). Held
     /// while an input goes, so that a session's inputs keep their order.
     follow: tokio::sync::Mutex<Follow>,
+    /// When its host last sent a request (or anything else) to it.
+    used: Mutex<std::time::Instant>,
 }
 
 /// The sessions a gateway keeps at once; one more `initialize` is refused (503) until one ends.
@@ -123,6 +149,20 @@ impl Session {
 }
 
 impl Session {
+    /// Its host sent something.
+    fn touch(&self) {
+        *lock(&self.used) = std::time::Instant::now();
+    }
+
+    /// Unused for `idle`: no request for that long, none of its requests' streams open, and no GET stream.
+    fn idle_for(&self, idle: Duration) -> bool {
+        lock(&self.used).elapsed() >= idle
+            && lock(&self.requests).iter().all(|(_, tx)| tx.is_closed())
+            && lock(&self.listening)
+                .as_ref()
+                .is_none_or(|tx| tx.is_closed())
+    }
+
     /// The gateway serving this session stopped answering (its process was killed, or NATS went away): each
     /// request waiting is answered with an error. The session stays; its next request goes where the app is then.
     pub(crate) fn abandon(&self, why: &str) {
@@ -161,17 +201,46 @@ async fn to_session_host(e: &Endpoint, session: &Arc<Session>, line: String) -> 
     })
 }
 
-/// Routes a session's lines until the gateway lets it go, then forgets it.
+/// Routes a session's lines until the gateway lets it go, then forgets it. A session left unused for
+/// [`Endpoint::session_idle`] is ended here, as a DELETE would end it.
 async fn run_session(
     mut lines: UnboundedReceiver<String>,
     session: Arc<Session>,
     id: String,
     endpoint: Arc<Endpoint>,
 ) {
-    while let Some(line) = lines.recv().await {
-        session.route(line);
+    let mut check =
+        tokio::time::interval((endpoint.session_idle / 4).max(Duration::from_millis(250)));
+    loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                Some(line) => session.route(line),
+                None => break,
+            },
+            _ = check.tick() => {
+                if session.idle_for(endpoint.session_idle) {
+                    eprintln!(
+                        "abp-peer mcp: ended a 2025-11-25 session unused for {} s",
+                        endpoint.session_idle.as_secs()
+                    );
+                    end_session(&endpoint, &id, &session).await;
+                    break;
+                }
+            }
+        }
     }
     lock(&endpoint.sessions).remove(&id);
+}
+
+/// Ends session `id`: forgotten here, its calls cancelled in the app, and (with `--nats`) let go where it is served.
+async fn end_session(e: &Endpoint, id: &str, session: &Session) {
+    lock(&e.sessions).remove(id);
+    let _ = e
+        .hub
+        .to_mcp_gateway(&e.room, HostInput::Left { host: session.host });
+    if let Some(remote) = &e.remote {
+        session.follow.lock().await.end(remote, id).await;
+    }
 }
 
 /// The requests in flight, by the id the gateway knows them by (`http-<n>`, or with `--nats`
@@ -299,6 +368,8 @@ pub(crate) struct Endpoint {
     pub(crate) room: String,
     pub(crate) streams: Arc<Streams>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// How long a 2025-11-25 session may go unused (no request, no open stream) before it is ended.
+    pub(crate) session_idle: Duration,
     /// The app's tools' `x-mcp-header` parameters, kept by the gateway.
     pub(crate) param_headers: Arc<ParamHeaders>,
     /// With `--nats`: the gateway of the process holding the app, when another one does.
@@ -349,7 +420,7 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
         return rpc_error(r.status, Value::Null, -32600, &r.why);
     }
     if e.auth {
-        if let Err(r) = e.guard.authorize(&parts) {
+        if let Err(r) = e.guard.authorize(&parts, crate::security::Query::Refused) {
             // A missing or wrong bearer is 401 here, as MCP's authorization rules say.
             eprintln!("abp-peer mcp: 401 for {}: {}", parts.uri.path(), r.why);
             let mut answer = rpc_error(StatusCode::UNAUTHORIZED, Value::Null, -32600, &r.why);
@@ -397,16 +468,9 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
             .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
         return answer;
     }
-    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+    let bytes = match read_body(body).await {
         Ok(b) => b,
-        Err(_) => {
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Value::Null,
-                -32600,
-                "the request body is over 4 MiB, or could not be read",
-            )
-        }
+        Err(refused) => return refused,
     };
     let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
         return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, "Parse error");
@@ -877,6 +941,7 @@ async fn open_session(e: &Arc<Endpoint>, message: Value, headers: &HeaderMap) ->
         tokens: Mutex::new(HashMap::new()),
         listening: Mutex::new(None),
         follow: tokio::sync::Mutex::new(Follow::default()),
+        used: Mutex::new(std::time::Instant::now()),
     });
     let (out, lines) = unbounded_channel();
     if e.hub
@@ -913,6 +978,7 @@ async fn in_session(
     parts: axum::http::request::Parts,
     body: Body,
 ) -> Response {
+    session.touch();
     match parts.method {
         Method::GET => {
             let (tx, rx) = unbounded_channel();
@@ -920,23 +986,13 @@ async fn in_session(
             sse(rx, None, None)
         }
         Method::DELETE => {
-            lock(&e.sessions).remove(id);
-            let _ = e
-                .hub
-                .to_mcp_gateway(&e.room, HostInput::Left { host: session.host });
-            if let Some(remote) = &e.remote {
-                session.follow.lock().await.end(remote, id).await;
-            }
+            end_session(e, id, session).await;
             StatusCode::OK.into_response()
         }
         Method::POST => {
-            let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
-                return rpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    Value::Null,
-                    -32600,
-                    "the body is over 4 MiB",
-                );
+            let bytes = match read_body(body).await {
+                Ok(b) => b,
+                Err(refused) => return refused,
             };
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, "Parse error");

@@ -14,8 +14,13 @@
 //! passes (then it is cancelled in the app and ends `failed`); a task whose app leaves ends `failed` with a
 //! JSON-RPC error that says so. A task is kept until its `ttlMs` from creation, then forgotten.
 //!
-//! Tasks are the gateway's, not a host connection's: over HTTP any request may ask after any task (each task id
-//! is 128 random bits, and every holder of the launch token is one principal).
+//! A task belongs to the host that made it: the host on stdio, the HTTP endpoint (every holder of the launch token
+//! there is one principal), or a host joined through `/mcp-host`. Another host asking after its id is told that no
+//! such task exists, as for an unknown one (each task id is 128 random bits besides).
+//!
+//! Tasks are bounded: at most [`MAX_TASKS`] per gateway, and [`KEPT_BYTES`] for the results of finished ones. Past
+//! either, the oldest finished tasks are forgotten first (`tasks/get` of one is then "not found", as for a task
+//! whose `ttlMs` passed); a new task while [`MAX_TASKS`] still run is refused with a JSON-RPC error.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -28,6 +33,12 @@ pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// How long a task is kept from its creation (its `ttlMs`): one that still runs then is cancelled and fails.
 pub(crate) const TTL: Duration = Duration::from_secs(60 * 60);
+
+/// The most tasks a gateway keeps, running and finished.
+pub(crate) const MAX_TASKS: usize = 1024;
+
+/// The most bytes of finished tasks' results (their JSON) a gateway keeps.
+pub(crate) const KEPT_BYTES: usize = 64 * 1024 * 1024;
 
 /// How often a host should ask `tasks/get` (`pollIntervalMs`).
 const POLL_INTERVAL_MS: u64 = 500;
@@ -86,6 +97,10 @@ struct Task {
     elicitation: bool,
     /// It changed since its followers last heard of it.
     changed: bool,
+    /// The host it belongs to.
+    owner: u64,
+    /// When it ended (running: `None`), and the size of what it keeps (its outcome's JSON).
+    finished: Option<(Instant, usize)>,
 }
 
 impl Task {
@@ -145,11 +160,20 @@ pub(crate) struct Tasks {
     /// Some task changed since [`Self::take_changed`] last looked.
     dirty: bool,
     next_key: u64,
+    /// The bytes the finished tasks keep.
+    kept: usize,
 }
 
 impl Tasks {
-    /// A task for the ABP call `abp_id` starts: its `CreateTaskResult`.
-    pub(crate) fn create(&mut self, abp_id: String, elicitation: bool) -> Value {
+    /// Whether a new task may start: finished tasks are forgotten, oldest first, to make room; false when
+    /// [`MAX_TASKS`] still run.
+    pub(crate) fn has_room(&mut self) -> bool {
+        self.trim(1);
+        self.tasks.len() < MAX_TASKS
+    }
+
+    /// A task of host `owner` for the ABP call `abp_id` starts: its `CreateTaskResult`.
+    pub(crate) fn create(&mut self, abp_id: String, elicitation: bool, owner: u64) -> Value {
         let id = new_task_id();
         let now = SystemTime::now();
         let task = Task {
@@ -163,12 +187,43 @@ impl Tasks {
             outcome: None,
             elicitation,
             changed: false,
+            owner,
+            finished: None,
         };
         let mut created = task.shape(&id, false);
         created.insert("resultType".into(), json!("task"));
         self.by_call.insert(task.abp_id.clone(), id.clone());
         self.tasks.insert(id, task);
         Value::Object(created)
+    }
+
+    /// Forgets the oldest finished tasks until `room` more fit under [`MAX_TASKS`] and the kept results under
+    /// [`KEPT_BYTES`] (or no finished one is left).
+    fn trim(&mut self, room: usize) {
+        while self.tasks.len() + room > MAX_TASKS || self.kept > KEPT_BYTES {
+            let oldest = self
+                .tasks
+                .iter()
+                .filter_map(|(id, t)| t.finished.map(|(at, _)| (at, id)))
+                .min()
+                .map(|(_, id)| id.clone());
+            let Some(id) = oldest else { break };
+            self.forget(&id);
+        }
+    }
+
+    fn forget(&mut self, id: &str) {
+        if let Some((_, bytes)) = self.tasks.remove(id).and_then(|t| t.finished) {
+            self.kept -= bytes;
+        }
+    }
+
+    /// Host `owner`'s task `id` (another host's is as unknown as one that does not exist).
+    fn owned(&self, id: &str, owner: u64) -> Result<&Task, (i64, String)> {
+        self.tasks
+            .get(id)
+            .filter(|t| t.owner == owner)
+            .ok_or_else(|| not_found(id))
     }
 
     /// The running task of the ABP call `abp_id` (marked as changed: whoever asks is about to change it).
@@ -184,8 +239,8 @@ impl Tasks {
     }
 
     /// `tasks/get`: the task in detail, or the JSON-RPC error for an unknown one.
-    pub(crate) fn get(&self, id: &str) -> Result<Value, (i64, String)> {
-        let task = self.tasks.get(id).ok_or_else(|| not_found(id))?;
+    pub(crate) fn get(&self, id: &str, owner: u64) -> Result<Value, (i64, String)> {
+        let task = self.owned(id, owner)?;
         let mut shown = task.shape(id, true);
         shown.insert("resultType".into(), json!("complete"));
         Ok(Value::Object(shown))
@@ -196,8 +251,10 @@ impl Tasks {
     pub(crate) fn update(
         &mut self,
         id: &str,
+        owner: u64,
         responses: Option<&Value>,
     ) -> Result<Vec<(String, Value)>, (i64, String)> {
+        self.owned(id, owner)?;
         let task = self.tasks.get_mut(id).ok_or_else(|| not_found(id))?;
         self.dirty = true;
         let Some(responses) = responses.and_then(Value::as_object) else {
@@ -218,8 +275,8 @@ impl Tasks {
     }
 
     /// `tasks/cancel`.
-    pub(crate) fn cancel(&mut self, id: &str) -> Result<Cancel, (i64, String)> {
-        let task = self.tasks.get(id).ok_or_else(|| not_found(id))?;
+    pub(crate) fn cancel(&mut self, id: &str, owner: u64) -> Result<Cancel, (i64, String)> {
+        let task = self.owned(id, owner)?;
         Ok(if task.status.terminal() {
             Cancel::Ended
         } else {
@@ -300,11 +357,36 @@ impl Tasks {
         let Some(id) = self.by_call.remove(abp_id) else {
             return;
         };
-        let Some(task) = self.tasks.get_mut(&id) else {
+        self.end(&id, response, tool_error);
+        self.trim(0);
+    }
+
+    /// Task `id`'s final state, from its call's `response` (see [`Self::settled`]), and what it keeps counted.
+    fn end(
+        &mut self,
+        id: &str,
+        response: &Value,
+        tool_error: impl Fn(&str, &str, &Value) -> Value,
+    ) {
+        let Some(task) = self.tasks.get_mut(id) else {
             return;
         };
         self.dirty = true;
         task.inputs.clear();
+        task.conclude(response, tool_error);
+        let bytes = task
+            .outcome
+            .as_ref()
+            .map_or(0, |(_, v)| serde_json::to_vec(v).map_or(0, |b| b.len()));
+        task.finished = Some((Instant::now(), bytes));
+        self.kept += bytes;
+    }
+}
+
+impl Task {
+    /// Its status and outcome from its call's `response`.
+    fn conclude(&mut self, response: &Value, tool_error: impl Fn(&str, &str, &Value) -> Value) {
+        let task = self;
         if response.get("success") == Some(&Value::Bool(true)) {
             let data = response.get("data").cloned().unwrap_or(Value::Null);
             task.outcome = Some(("result", tool_result_of(data)));
@@ -343,7 +425,9 @@ impl Tasks {
             }
         }
     }
+}
 
+impl Tasks {
     /// The app left: what it still ran fails.
     pub(crate) fn app_left(&mut self) {
         let gone = self.running();
@@ -356,14 +440,14 @@ impl Tasks {
 
     /// The tasks that changed since this was last asked, each as `notifications/tasks` carries it (the task as
     /// `tasks/get` shows it).
-    pub(crate) fn take_changed(&mut self) -> Vec<(String, Value)> {
+    pub(crate) fn take_changed(&mut self) -> Vec<(String, Value, u64)> {
         if !std::mem::take(&mut self.dirty) {
             return Vec::new();
         }
         let mut changed = Vec::new();
         for (id, task) in &mut self.tasks {
             if std::mem::take(&mut task.changed) {
-                changed.push((id.clone(), Value::Object(task.shape(id, true))));
+                changed.push((id.clone(), Value::Object(task.shape(id, true)), task.owner));
             }
         }
         changed
@@ -382,6 +466,7 @@ impl Tasks {
     /// Forgets the tasks whose `ttlMs` has passed; returns the ABP calls of those still running, to cancel.
     pub(crate) fn expire(&mut self, now: Instant) -> Vec<String> {
         let mut running = Vec::new();
+        let mut freed = 0;
         self.tasks.retain(|_, t| {
             if t.expires > now {
                 return true;
@@ -389,8 +474,10 @@ impl Tasks {
             if !t.status.terminal() {
                 running.push(t.abp_id.clone());
             }
+            freed += t.finished.map_or(0, |(_, bytes)| bytes);
             false
         });
+        self.kept -= freed;
         let tasks = &self.tasks;
         self.by_call.retain(|_, id| tasks.contains_key(id));
         running
@@ -466,6 +553,9 @@ fn iso8601(t: SystemTime) -> String {
 mod tests {
     use super::*;
 
+    /// The host the tests' tasks belong to.
+    const HOST: u64 = 7;
+
     fn task_id(created: &Value) -> String {
         created["taskId"].as_str().unwrap_or_default().to_owned()
     }
@@ -482,7 +572,7 @@ mod tests {
     #[test]
     fn a_task_reports_its_progress_questions_and_end() {
         let mut tasks = Tasks::default();
-        let created = tasks.create("mcp-1".into(), true);
+        let created = tasks.create("mcp-1".into(), true, HOST);
         assert_eq!(created["resultType"], "task");
         assert_eq!(created["status"], "working");
         for absent in [
@@ -502,7 +592,7 @@ mod tests {
             "mcp-1",
             &json!({ "progress": 1, "message": "rendering page 1" }),
         );
-        let got = tasks.get(&id).expect("known");
+        let got = tasks.get(&id, HOST).expect("known");
         assert_eq!(
             (got["status"].as_str(), got["statusMessage"].as_str()),
             (Some("working"), Some("rendering page 1"))
@@ -515,14 +605,14 @@ mod tests {
             &json!({ "method": "elicitation/create", "key": "sure",
             "params": { "message": "Overwrite?", "requestedSchema": { "type": "object" } } })
         ));
-        let got = tasks.get(&id).expect("known");
+        let got = tasks.get(&id, HOST).expect("known");
         assert_eq!(got["status"], "input_required");
         assert_eq!(
             got["inputRequests"]["sure"]["params"]["message"],
             "Overwrite?"
         );
         let answers = tasks
-            .update(&id, Some(&json!({ "sure": { "action": "accept", "content": { "ok": true } }, "other": 1 })))
+            .update(&id, HOST, Some(&json!({ "sure": { "action": "accept", "content": { "ok": true } }, "other": 1 })))
             .expect("known");
         assert_eq!(
             answers,
@@ -531,50 +621,50 @@ mod tests {
                 json!({ "success": true, "data": { "ok": true } })
             )]
         );
-        assert_eq!(tasks.get(&id).expect("known")["status"], "working");
+        assert_eq!(tasks.get(&id, HOST).expect("known")["status"], "working");
 
         tasks.settled(
             "mcp-1",
             &json!({ "success": true, "data": { "pages": 3 } }),
             |_, _, _| Value::Null,
         );
-        let got = tasks.get(&id).expect("known");
+        let got = tasks.get(&id, HOST).expect("known");
         assert_eq!(got["status"], "completed");
         assert_eq!(got["result"]["structuredContent"], json!({ "pages": 3 }));
-        assert!(matches!(tasks.cancel(&id), Ok(Cancel::Ended)));
-        assert_eq!(tasks.get("nope").expect_err("unknown").0, -32602);
+        assert!(matches!(tasks.cancel(&id, HOST), Ok(Cancel::Ended)));
+        assert_eq!(tasks.get("nope", HOST).expect_err("unknown").0, -32602);
     }
 
     #[test]
     fn a_cancel_the_handler_honoured_is_cancelled_and_one_it_beat_is_completed() {
         let mut tasks = Tasks::default();
-        let a = task_id(&tasks.create("mcp-1".into(), false));
-        let b = task_id(&tasks.create("mcp-2".into(), false));
-        assert!(matches!(tasks.cancel(&a), Ok(Cancel::Ask(c)) if c == "mcp-1"));
+        let a = task_id(&tasks.create("mcp-1".into(), false, HOST));
+        let b = task_id(&tasks.create("mcp-2".into(), false, HOST));
+        assert!(matches!(tasks.cancel(&a, HOST), Ok(Cancel::Ask(c)) if c == "mcp-1"));
         tasks.settled(
             "mcp-1",
             &json!({ "success": false, "cancelled": true,
             "error": { "code": "CANCELLED", "message": "stop" } }),
             |_, _, _| Value::Null,
         );
-        assert_eq!(tasks.get(&a).expect("known")["status"], "cancelled");
-        assert!(matches!(tasks.cancel(&b), Ok(Cancel::Ask(_))));
+        assert_eq!(tasks.get(&a, HOST).expect("known")["status"], "cancelled");
+        assert!(matches!(tasks.cancel(&b, HOST), Ok(Cancel::Ask(_))));
         tasks.settled(
             "mcp-2",
             &json!({ "success": true, "data": "done" }),
             |_, _, _| Value::Null,
         );
-        assert_eq!(tasks.get(&b).expect("known")["status"], "completed");
+        assert_eq!(tasks.get(&b, HOST).expect("known")["status"], "completed");
         assert!(!tasks.ask("mcp-3", "e", &json!({})), "no task, no question");
     }
 
     #[test]
     fn the_app_leaving_fails_what_it_ran_with_an_error_that_says_so() {
         let mut tasks = Tasks::default();
-        let id = task_id(&tasks.create("mcp-1".into(), false));
-        let running = task_id(&tasks.create("mcp-2".into(), false));
+        let id = task_id(&tasks.create("mcp-1".into(), false, HOST));
+        let running = task_id(&tasks.create("mcp-2".into(), false, HOST));
         tasks.app_left();
-        let got = tasks.get(&id).expect("known");
+        let got = tasks.get(&id, HOST).expect("known");
         assert_eq!(got["status"], "failed");
         assert_eq!(got["error"]["code"], -32603);
         assert!(got["error"]["message"]
@@ -584,16 +674,79 @@ mod tests {
         assert!(tasks
             .expire(Instant::now() + TTL + Duration::from_secs(1))
             .is_empty());
-        assert!(tasks.get(&id).is_err(), "forgotten after its ttlMs");
-        assert!(tasks.get(&running).is_err());
+        assert!(tasks.get(&id, HOST).is_err(), "forgotten after its ttlMs");
+        assert!(tasks.get(&running, HOST).is_err());
 
         // One still running when its ttlMs passes is forgotten, and its call is to be cancelled in the app.
-        let late = task_id(&tasks.create("mcp-3".into(), false));
+        let late = task_id(&tasks.create("mcp-3".into(), false, HOST));
         assert!(tasks.expire(Instant::now()).is_empty(), "not yet");
         assert_eq!(
             tasks.expire(Instant::now() + TTL + Duration::from_secs(1)),
             ["mcp-3"]
         );
-        assert!(tasks.get(&late).is_err());
+        assert!(tasks.get(&late, HOST).is_err());
+    }
+
+    fn done(tasks: &mut Tasks, abp_id: &str, data: Value) {
+        let response = json!({ "success": true, "data": data });
+        tasks.settled(abp_id, &response, |_, _, _| Value::Null);
+    }
+
+    #[test]
+    fn another_host_s_task_is_unknown_to_it() {
+        let mut tasks = Tasks::default();
+        let id = task_id(&tasks.create("mcp-1".into(), false, HOST));
+        assert_eq!(tasks.get(&id, HOST + 1).expect_err("not its own").0, -32602);
+        assert!(tasks.cancel(&id, HOST + 1).is_err());
+        assert!(tasks.update(&id, HOST + 1, None).is_err());
+        assert!(tasks.get(&id, HOST).is_ok());
+        done(&mut tasks, "mcp-1", json!("report"));
+        assert!(tasks
+            .take_changed()
+            .iter()
+            .all(|(_, _, owner)| *owner == HOST));
+    }
+
+    #[test]
+    fn finished_tasks_are_forgotten_oldest_first_past_the_byte_budget() {
+        let mut tasks = Tasks::default();
+        let big = "x".repeat(1024 * 1024);
+        let ids: Vec<String> = (0..80)
+            .map(|n| {
+                let id = task_id(&tasks.create(format!("mcp-{n}"), false, HOST));
+                done(&mut tasks, &format!("mcp-{n}"), json!(big));
+                id
+            })
+            .collect();
+        assert!(tasks.kept <= KEPT_BYTES, "{} kept", tasks.kept);
+        assert!(tasks.get(&ids[0], HOST).is_err(), "the oldest is forgotten");
+        assert!(tasks.get(&ids[79], HOST).is_ok(), "the newest is kept");
+        // No more forgotten than needed: what is kept fills the budget but for less than two results.
+        assert!(
+            tasks.kept > KEPT_BYTES - 4 * big.len(),
+            "{} kept",
+            tasks.kept
+        );
+        let kept = ids.iter().filter(|id| tasks.get(id, HOST).is_ok()).count();
+        assert!(kept <= 64, "{kept} of 80 kept");
+    }
+
+    #[test]
+    fn at_most_max_tasks_and_running_ones_are_never_dropped() {
+        let mut tasks = Tasks::default();
+        let running = task_id(&tasks.create("mcp-run".into(), false, HOST));
+        for n in 0..MAX_TASKS + 10 {
+            assert!(tasks.has_room(), "finished tasks make room ({n})");
+            tasks.create(format!("mcp-{n}"), false, HOST);
+            done(&mut tasks, &format!("mcp-{n}"), json!(n));
+        }
+        assert!(tasks.tasks.len() <= MAX_TASKS);
+        assert!(tasks.get(&running, HOST).is_ok(), "a running task stays");
+        // All running: no room.
+        let mut full = Tasks::default();
+        for n in 0..MAX_TASKS {
+            full.create(format!("mcp-{n}"), false, HOST);
+        }
+        assert!(!full.has_room());
     }
 }

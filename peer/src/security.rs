@@ -333,8 +333,10 @@ impl Guard {
         Ok(())
     }
 
-    /// The token check of a [`Access::Driver`] endpoint: `Authorization: Bearer <token>` or `?token=<token>`.
-    pub(crate) fn authorize(&self, parts: &Parts) -> Result<(), Refusal> {
+    /// The token check of a [`Access::Driver`] endpoint: `Authorization: Bearer <token>` (the scheme in any case, as
+    /// RFC 9110 says) or, where `query` is [`Query::Allowed`] (a WebSocket, which a browser cannot give headers),
+    /// `?token=<token>`.
+    pub(crate) fn authorize(&self, parts: &Parts, query: Query) -> Result<(), Refusal> {
         let bearer = single(&parts.headers, header::AUTHORIZATION)
             .map_err(|n| {
                 refuse(
@@ -342,22 +344,48 @@ impl Guard {
                     format!("{n} Authorization headers"),
                 )
             })?
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim);
-        let query = parts.uri.query().unwrap_or("");
-        let in_query = query.split('&').find_map(|kv| kv.strip_prefix("token="));
-        match bearer.or(in_query) {
+            .and_then(|v| v.trim_start().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let in_query = parts
+            .uri
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("token="));
+        let token = match query {
+            Query::Allowed => bearer.or(in_query),
+            Query::Refused => bearer,
+        };
+        match token {
+            None if in_query.is_some() => Err(refuse(
+                StatusCode::UNAUTHORIZED,
+                "the launch token goes in the Authorization header (Bearer), never in the URL, where it would \
+                 reach logs and history"
+                    .to_owned(),
+            )),
             None => Err(refuse(
                 StatusCode::UNAUTHORIZED,
-                "this endpoint needs the launch token (Authorization: Bearer <token>, or ?token=<token>)".to_owned(),
+                match query {
+                    Query::Allowed => "this endpoint needs the launch token (Authorization: Bearer <token>, or \
+                                       ?token=<token>)",
+                    Query::Refused => "this endpoint needs the launch token (Authorization: Bearer <token>)",
+                }
+                .to_owned(),
             )),
             Some(t) if self.token.matches(t) => Ok(()),
             Some(_) => Err(refuse(StatusCode::FORBIDDEN, "wrong token".to_owned())),
         }
     }
+}
+
+/// Whether an endpoint takes the launch token from the query string too.
+#[derive(Clone, Copy)]
+pub(crate) enum Query {
+    /// WebSocket endpoints: a browser cannot set headers on a WebSocket.
+    Allowed,
+    /// `/mcp`: an MCP host always sends headers, and a token in a URL ends up in logs and history.
+    Refused,
 }
 
 /// A header that may appear at most once: its value (`None` if absent or not text), or how many there were.
@@ -452,8 +480,11 @@ mod tests {
     fn token_from_header_or_query() {
         let g = guard(&[]);
         let t = "t".repeat(64);
-        let status =
-            |h: &[(&str, &str)], uri: &str| g.authorize(&parts(h, uri)).err().map(|r| r.status);
+        let status = |h: &[(&str, &str)], uri: &str| {
+            g.authorize(&parts(h, uri), Query::Allowed)
+                .err()
+                .map(|r| r.status)
+        };
         assert_eq!(status(&[], "/control/x"), Some(StatusCode::UNAUTHORIZED));
         assert_eq!(
             status(&[], "/control/x?token=nope"),
@@ -472,5 +503,30 @@ mod tests {
             status(&[("authorization", "Basic x")], "/control/x"),
             Some(StatusCode::UNAUTHORIZED)
         );
+        // The scheme's name in any case (RFC 9110).
+        for scheme in ["BEARER", "bEaReR"] {
+            let h = format!("{scheme} {t}");
+            assert_eq!(
+                status(&[("authorization", &h)], "/control/x"),
+                None,
+                "{scheme}"
+            );
+        }
+    }
+
+    #[test]
+    fn mcp_takes_the_token_from_the_header_only() {
+        let g = guard(&[]);
+        let t = "t".repeat(64);
+        let status =
+            |h: &[(&str, &str)], uri: &str| g.authorize(&parts(h, uri), Query::Refused).err();
+        let refused = status(&[], &format!("/mcp?token={t}")).expect("refused");
+        assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+        assert!(
+            refused.why.contains("Authorization header"),
+            "{}",
+            refused.why
+        );
+        assert!(status(&[("authorization", &format!("bearer {t}"))], "/mcp").is_none());
     }
 }

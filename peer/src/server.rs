@@ -472,7 +472,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         return (StatusCode::NOT_FOUND, Body::from("not found\n")).into_response();
     };
     if endpoint.access() == Access::Driver {
-        if let Err(r) = s.guard.authorize(&parts) {
+        if let Err(r) = s.guard.authorize(&parts, crate::security::Query::Allowed) {
             return refused(&path, r);
         }
     }

@@ -47,6 +47,20 @@ fn refusals_as_the_transport_and_section_8_say() {
     let mut wrong = without("Authorization");
     wrong.push("Authorization: Bearer not-the-token-at-all-0123456789".to_owned());
     assert_eq!(post(&g, &list, wrong).0, 401, "a wrong token");
+    // The right token in the URL alone is refused (it would reach logs and history), and says where it goes.
+    let (status, _, body) = answer(request(
+        &g,
+        "POST",
+        &format!("/mcp?token={TOKEN}"),
+        &without("Authorization"),
+        &list.to_string(),
+    ));
+    assert_eq!(status, 401, "a token in the URL: {body}");
+    assert!(body.contains("Authorization header"), "{body}");
+    // The scheme's name in any case (RFC 9110).
+    let mut capitals = without("Authorization");
+    capitals.push(format!("Authorization: BEARER {TOKEN}"));
+    assert_eq!(post(&g, &list, capitals).0, 200, "BEARER");
     assert_eq!(
         post(&g, &list, with("Origin: https://evil.example")).0,
         403,
@@ -159,6 +173,88 @@ fn refusals_as_the_transport_and_section_8_say() {
     let mut h = modern_headers(&list, "application/json");
     h.retain(|h| !h.starts_with("Authorization"));
     assert_eq!(post(&open, &list, h).0, 200, "no token needed");
+}
+
+#[test]
+fn a_body_trickled_in_is_refused_after_10_s() {
+    let (g, _) = Gateway::start(&[]);
+    let list =
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": meta() } });
+    let mut s = TcpStream::connect(g.http).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", g.host());
+    for h in modern_headers(&list, "application/json") {
+        head += &h;
+        head += "\r\n";
+    }
+    head += "Content-Length: 1000\r\n\r\n{";
+    s.write_all(head.as_bytes()).expect("write");
+    let t0 = Instant::now();
+    // One byte every 2 s, as a slow client (or one that means harm) would send it.
+    let mut trickle = s.try_clone().expect("clone");
+    std::thread::spawn(move || {
+        while trickle.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    });
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(13),
+        "answered after {took:?}"
+    );
+}
+
+#[test]
+fn an_unused_2025_11_25_session_expires_and_frees_its_place() {
+    let (g, _) = Gateway::start(&["--http-session-idle", "1"]);
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
+    let in_use = |sid: &str| post(&g, &list, legacy_headers(Some(sid), "application/json")).0;
+    // Sessions whose hosts went without a DELETE: every place taken, and the next initialize refused.
+    let crashed: Vec<String> = (0..32).map(|_| legacy_session(&g)).collect();
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } });
+    assert_eq!(
+        post(&g, &init, legacy_headers(None, "application/json")).0,
+        503
+    );
+    // One of them keeps a GET stream open: in use, so it stays.
+    let mut listening = request(
+        &g,
+        "GET",
+        "/mcp",
+        &legacy_headers(Some(&crashed[0]), "text/event-stream"),
+        "",
+    );
+    let mut head = [0u8; 12];
+    listening
+        .read_exact(&mut head)
+        .expect("the GET stream's head");
+    assert_eq!(&head, b"HTTP/1.1 200");
+    // A session used within the limit stays too.
+    let busy = &crashed[1];
+    for _ in 0..6 {
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(in_use(busy), 200);
+    }
+    // The others have expired: their id is unknown (404), and their places are free again.
+    assert_eq!(in_use(&crashed[2]), 404, "an expired session");
+    assert_eq!(
+        in_use(&crashed[0]),
+        200,
+        "the session with its GET stream open"
+    );
+    legacy_session(&g);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
