@@ -1071,6 +1071,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             room: args.room.clone(),
             streams,
             sessions: std::sync::Mutex::new(HashMap::new()),
+            open: std::sync::Mutex::default(),
             session_idle: Duration::from_secs(args.http_session_idle),
             param_headers: param_headers.clone(),
             remote: remote.clone(),

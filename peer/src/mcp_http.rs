@@ -368,6 +368,8 @@ pub(crate) struct Endpoint {
     pub(crate) room: String,
     pub(crate) streams: Arc<Streams>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The requests open on `/mcp`.
+    pub(crate) open: Mutex<Open>,
     /// How long a 2025-11-25 session may go unused (no request, no open stream) before it is ended.
     pub(crate) session_idle: Duration,
     /// The app's tools' `x-mcp-header` parameters, kept by the gateway.
@@ -408,6 +410,88 @@ fn rpc_error(status: StatusCode, id: Value, code: i32, message: &str) -> Respons
         .into_response()
 }
 
+/// The most requests open at once on `/mcp`: each holds a connection while its answer is awaited or streamed (a
+/// call's SSE stream, a `subscriptions/listen`, a 2025-11-25 GET stream).
+const MAX_OPEN: usize = 1024;
+/// The share of [`MAX_OPEN`] one client may hold: the 2026-07-28 endpoint is one client (every holder of the
+/// token), each 2025-11-25 session another.
+const MAX_OPEN_PER_CLIENT: usize = MAX_OPEN / 2;
+
+/// The requests open on `/mcp`, in all and by client (`""`: the 2026-07-28 endpoint; else a session's id).
+#[derive(Default)]
+pub(crate) struct Open {
+    total: usize,
+    by_client: HashMap<String, usize>,
+}
+
+/// A request's place among the open ones; given back when it is dropped (with the response's body).
+struct Held {
+    endpoint: Arc<Endpoint>,
+    client: String,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut open = lock(&self.endpoint.open);
+        open.total -= 1;
+        if let Some(n) = open.by_client.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                open.by_client.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// A place for a request of `client`, or which limit it hit (503 when the gateway is full, 429 when this client
+/// holds its share) and why.
+fn hold(e: &Arc<Endpoint>, client: &str) -> Result<Held, (StatusCode, String)> {
+    let mut open = lock(&e.open);
+    let mine = open.by_client.get(client).copied().unwrap_or(0);
+    let refused = if mine >= MAX_OPEN_PER_CLIENT {
+        Some((
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "this client has {MAX_OPEN_PER_CLIENT} requests open on /mcp (streams and listens included), \
+                 the most one client may hold: close some"
+            ),
+        ))
+    } else if open.total >= MAX_OPEN {
+        Some((
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{MAX_OPEN} requests are open on /mcp, the most it serves at once: try again shortly"),
+        ))
+    } else {
+        None
+    };
+    if let Some(refused) = refused {
+        return Err(refused);
+    }
+    open.total += 1;
+    *open.by_client.entry(client.to_owned()).or_default() += 1;
+    Ok(Held {
+        endpoint: e.clone(),
+        client: client.to_owned(),
+    })
+}
+
+/// `response`, holding `held` until its body has been sent or dropped. A body of known length (a JSON answer) is
+/// complete already: the place is given back now, and the answer keeps its `Content-Length`.
+fn holding(response: Response, held: Held) -> Response {
+    if axum::body::HttpBody::size_hint(response.body())
+        .exact()
+        .is_some()
+    {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _ = &held;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
+}
+
 async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     if let Err(r) = e.guard.admit(&parts) {
@@ -443,6 +527,34 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    // A session's requests count as that session's; anything else (an unknown session's is answered at once) as
+    // the 2026-07-28 endpoint's.
+    let client = session_id
+        .as_deref()
+        .filter(|id| lock(&e.sessions).contains_key(*id))
+        .unwrap_or_default()
+        .to_owned();
+    let held = match hold(&e, &client) {
+        Ok(held) => held,
+        Err((status, why)) => {
+            eprintln!("abp-peer mcp: {}: {why}", status.as_u16());
+            let mut answer = rpc_error(status, Value::Null, -32603, &why);
+            answer
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return answer;
+        }
+    };
+    holding(serve_mcp(&e, parts, body, session_id).await, held)
+}
+
+/// A request to `/mcp` that passed the checks.
+async fn serve_mcp(
+    e: &Arc<Endpoint>,
+    parts: axum::http::request::Parts,
+    body: Body,
+    session_id: Option<String>,
+) -> Response {
     if let Some(id) = session_id {
         let session = lock(&e.sessions).get(&id).cloned();
         let Some(session) = session else {
@@ -453,7 +565,7 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
                 "no such session: initialize again",
             );
         };
-        return in_session(&e, &id, &session, parts, body).await;
+        return in_session(e, &id, &session, parts, body).await;
     }
     if parts.method != Method::POST {
         // This revision has no GET stream and no session to DELETE.
@@ -515,7 +627,7 @@ async fn handle(State(e): State<Arc<Endpoint>>, request: Request) -> Response {
     }
     let Some(version) = version else {
         if method == "initialize" {
-            return open_session(&e, message, &parts.headers).await;
+            return open_session(e, message, &parts.headers).await;
         }
         return rpc_error(
             StatusCode::BAD_REQUEST,

@@ -325,10 +325,16 @@ impl Server {
 }
 
 /// Serves `app` on every connection `listener` accepts until the process ends: hyper with a header-read timeout,
-/// and a bound on the connections still sending their request.
+/// and a bound on the connections still sending their first request's head. At that bound the server stops
+/// accepting until one of them has sent it (or timed out): the rest wait in the kernel's backlog instead of being
+/// closed, so a burst of clients reconnecting at once is taken in full, and a connection that has sent its head (a
+/// WebSocket, an SSE stream) no longer counts.
 pub(crate) async fn serve_connections(listener: TcpListener, app: Router) -> std::io::Result<()> {
-    let handshakes = Arc::new(AtomicUsize::new(0));
+    let heads = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKES));
     loop {
+        let Ok(permit) = heads.clone().acquire_owned().await else {
+            return Ok(());
+        };
         let tcp = match listener.accept().await {
             Ok((tcp, _)) => tcp,
             Err(e) => {
@@ -339,14 +345,14 @@ pub(crate) async fn serve_connections(listener: TcpListener, app: Router) -> std
                 continue;
             }
         };
-        if handshakes.fetch_add(1, Ordering::AcqRel) >= MAX_HANDSHAKES {
-            // Sockets that never finish their request would otherwise hold descriptors the user's app needs.
-            handshakes.fetch_sub(1, Ordering::AcqRel);
-            continue;
-        }
-        let handshake = Counted(handshakes.clone());
         let _ = tcp.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        let inner = TowerToHyperService::new(app.clone());
+        // Given back when the first request's head has arrived (or the connection ends without one).
+        let waiting = std::sync::Mutex::new(Some(permit));
+        let service = hyper::service::service_fn(move |request| {
+            drop(crate::hub::lock(&waiting).take());
+            hyper::service::Service::call(&inner, request)
+        });
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();
             // The timeout also closes a kept-alive connection that sends no next request. (Turning keep-alive
@@ -359,7 +365,6 @@ pub(crate) async fn serve_connections(listener: TcpListener, app: Router) -> std
                 .serve_connection(TokioIo::new(tcp), service)
                 .with_upgrades()
                 .await;
-            drop(handshake);
         });
     }
 }
@@ -368,7 +373,7 @@ pub(crate) async fn serve_connections(listener: TcpListener, app: Router) -> std
 /// closed.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How many connections may be sending their request at once; one more is closed as soon as it is accepted.
+/// How many connections may be sending their first request's head at once; the next waits to be accepted.
 const MAX_HANDSHAKES: usize = 256;
 
 /// Resolves when the process is told to stop (SIGINT, or SIGTERM on Unix); never, where signals cannot be had.

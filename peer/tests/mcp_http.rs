@@ -257,6 +257,77 @@ fn an_unused_2025_11_25_session_expires_and_frees_its_place() {
     legacy_session(&g);
 }
 
+/// The status line and head of what `s` answers first.
+fn head_of(s: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&got).contains("\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn one_client_s_streams_leave_room_for_another() {
+    let (g, _) = Gateway::start(&[]);
+    let listen = json!({ "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": { "notifications": { "toolsListChanged": true }, "_meta": meta() } });
+    let open_listen = || {
+        let mut s = request(
+            &g,
+            "POST",
+            "/mcp",
+            &modern_headers(&listen, "application/json, text/event-stream"),
+            &listen.to_string(),
+        );
+        let head = head_of(&mut s);
+        (s, head)
+    };
+    // The 2026-07-28 endpoint (every holder of the token) opens 256 listens, and keeps them open.
+    let mut listens: Vec<TcpStream> = (0..256)
+        .map(|n| {
+            let (s, head) = open_listen();
+            assert!(head.starts_with("HTTP/1.1 200"), "listen {n}: {head}");
+            s
+        })
+        .collect();
+    // Another host still gets in: a 2025-11-25 session, and its requests.
+    let sid = legacy_session(&g);
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {} });
+    assert_eq!(
+        post(&g, &list, legacy_headers(Some(&sid), "application/json")).0,
+        200
+    );
+    // Up to its share (half of the 1,024 requests /mcp holds open at once); past it, 429 with Retry-After.
+    for n in 256..512 {
+        let (s, head) = open_listen();
+        assert!(head.starts_with("HTTP/1.1 200"), "listen {n}: {head}");
+        listens.push(s);
+    }
+    let (_, head) = open_listen();
+    assert!(head.starts_with("HTTP/1.1 429"), "{head}");
+    assert!(head.to_lowercase().contains("retry-after: 1"), "{head}");
+    // The session is another client: it still gets in.
+    assert_eq!(
+        post(&g, &list, legacy_headers(Some(&sid), "application/json")).0,
+        200
+    );
+    // A listen closed gives its place back.
+    drop(listens.pop());
+    let t0 = Instant::now();
+    loop {
+        let (_, head) = open_listen();
+        if head.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "{head}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
     let (g, mut app) = with_app().await;
