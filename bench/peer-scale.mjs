@@ -14,7 +14,7 @@
 // Environment: CARGO_TARGET_DIR (default target/), PEER_SCALE_STEPS (idle connections held, cumulative, default
 // 1000,5000,10000,15000), PEER_SCALE_CONCURRENCY (calls in flight, default 1,64), PEER_SCALE_WINDOW (seconds per
 // round, default 3), PEER_SCALE_CYCLES (times all are closed and opened again, default 2), PEER_SCALE_ONLY
-// (idle,relay,gateway,cluster,caps), PEER_SCALE_JSON=1 (also print the raw JSON).
+// (idle,relay,gateway,cluster,caps,burst), PEER_SCALE_BURST (apps in the reconnect storm, default 10000), PEER_SCALE_JSON=1 (also print the raw JSON).
 import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,7 +37,7 @@ const generator = path.join(target, 'release', 'examples', 'scale');
 
 const args = ['run', '--peer', peerBin, '--deadline', String(deadline)];
 const pass = { PEER_SCALE_STEPS: '--steps', PEER_SCALE_CONCURRENCY: '--concurrency', PEER_SCALE_WINDOW: '--window',
-  PEER_SCALE_ONLY: '--only', PEER_SCALE_CYCLES: '--reopen-cycles' };
+  PEER_SCALE_ONLY: '--only', PEER_SCALE_CYCLES: '--reopen-cycles', PEER_SCALE_BURST: '--burst' };
 for (const [name, flag] of Object.entries(pass)) if (process.env[name]) args.push(flag, process.env[name]);
 
 // The soft limit on open files up to the hard one (each process holds one descriptor per connection); said, and
@@ -147,4 +147,12 @@ if (c) {
     ['1,000 silent sockets', '–', '–', kib(c.silentSockets.memory.rssKiB), kib(c.silentSockets.memory.peakKiB)],
     ['all closed', '–', '–', kib(c.afterClosing.rssKiB), kib(c.afterClosing.peakKiB)],
   ]);
+}
+
+const b = r.burst;
+if (b) {
+  console.log(`\nA reconnect storm: ${f(b.apps)} relay apps connecting at once (50 threads, each connecting and sending its upgrade without waiting, then reading the answers):`);
+  table(['apps', 'in (101)', 'refused or closed', 'could not connect', 'until the last was in', 'peer RSS then'],
+    [[f(b.apps), f(b.accepted), f(b.refusedOrClosed), f(b.failedToConnect), `${b.secondsToLast.toFixed(2)} s`, kib(b.memory.rssKiB)]]);
+  if (b.firstError) console.log(`  first error: ${b.firstError}`);
 }

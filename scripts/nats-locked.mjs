@@ -58,20 +58,23 @@ export async function startNats({ tls = true } = {}) {
     '}',
     ...(certs ? [`tls { cert_file: "${certs.cert}", key_file: "${certs.key}" }`] : []),
   ].join('\n'));
-  const proc = spawn(natsBin, ['-c', config], { stdio: 'ignore' });
-  const stop = (signal = 'SIGTERM') => { proc.kill(signal); };
+  const server = { proc: spawn(natsBin, ['-c', config], { stdio: 'ignore' }) };
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   for (const t0 = Date.now(); !(await listening(port));) {
-    if (Date.now() - t0 > 10000 || proc.exitCode !== null) throw new Error('nats-server did not start');
+    if (Date.now() - t0 > 10000 || server.proc.exitCode !== null) throw new Error('nats-server did not start');
     await new Promise((r) => setTimeout(r, 20));
   }
   const scheme = certs ? 'tls' : 'nats';
   const url = `${scheme}://abp:${password}@127.0.0.1:${port}`;
   return {
-    proc, port, url, stop, tls: !!certs,
+    /** The server running now (`restart` starts another). */
+    get proc() { return server.proc; },
+    port, url, tls: !!certs,
     shown: `${scheme}://abp:***@127.0.0.1:${port}`,
     args: ['--nats', url, ...(certs ? ['--nats-tlsca', certs.ca] : [])],
+    /** Stops the server running now (a child left running would keep this Node process alive). */
+    stop: (signal = 'SIGTERM') => { server.proc.kill(signal); },
     /** Starts it again on the same port with the same configuration (after `stop`). */
-    restart: () => spawn(natsBin, ['-c', config], { stdio: 'ignore' }),
+    restart: () => { server.proc = spawn(natsBin, ['-c', config], { stdio: 'ignore' }); },
   };
 }

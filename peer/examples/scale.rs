@@ -17,7 +17,7 @@
 //! read has a timeout, and a watchdog ends everything (the peers too) at the deadline.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -83,13 +83,16 @@ struct RunArgs {
     /// Everything ends after this many seconds, finished or not.
     #[arg(long, default_value_t = 300.0)]
     deadline: f64,
-    /// Only these parts (idle, relay, gateway, cluster, caps).
+    /// Only these parts (idle, relay, gateway, cluster, caps, burst).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "idle,relay,gateway,cluster,caps"
+        default_value = "idle,relay,gateway,cluster,caps,burst"
     )]
     only: Vec<String>,
+    /// The apps of the reconnect storm (`burst`), all connecting at once.
+    #[arg(long, default_value_t = 10_000)]
+    burst: u64,
 }
 
 type Ws = WebSocket<TcpStream>;
@@ -178,6 +181,9 @@ fn run(args: &RunArgs) -> Result<Value, String> {
     }
     if wants("caps") {
         report["caps"] = caps(args, &token)?;
+    }
+    if wants("burst") {
+        report["burst"] = burst(args, &token, soft)?;
     }
     report["loadAverageAtEnd"] = json!(load_average());
     Ok(report)
@@ -1390,5 +1396,106 @@ fn caps(args: &RunArgs, token: &str) -> Result<Value, String> {
         "emptyRoom": { "framesSent": sent_alone, "sendersClosed": closed_alone, "memory": nobody },
         "silentSockets": { "opened": 1000, "memory": heads },
         "afterClosing": rss(&pid),
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A reconnect storm: every app of a relay connecting at once.
+
+/// What one thread of the storm saw: apps in, refused or closed, its first error, when its last was answered, and
+/// the sockets it keeps open until the peer's memory is read.
+struct StormThread {
+    ok: u64,
+    refused: u64,
+    first_error: Option<String>,
+    done: Duration,
+    _kept: Vec<TcpStream>,
+}
+
+/// `args.burst` apps (relay app sides, a room each) all connect at once, as after a network blip, from 50 threads
+/// that each connect and send their upgrade without waiting, then read the answers: how many got in (101), how
+/// many were refused or closed, and how long until the last was in.
+fn burst(args: &RunArgs, token: &str, soft_fds: u64) -> Result<Value, String> {
+    const THREADS: u64 = 50;
+    let n = args.burst.min(soft_fds.saturating_sub(SPARE_FDS));
+    eprintln!("scale: a reconnect storm of {n} apps at once");
+    let peer = Peer::start(&args.peer, &[], token, false)?;
+    let pid = peer.pid().to_string();
+    let addr = peer.addr;
+    let per = n.div_ceil(THREADS);
+    let start = Arc::new(std::sync::Barrier::new(THREADS as usize));
+    let t0 = Instant::now();
+    let results: Vec<StormThread> = thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|w| {
+                let start = start.clone();
+                s.spawn(move || {
+                    let (from, to) = ((w * per).min(n), ((w + 1) * per).min(n));
+                    let mut sent = Vec::new();
+                    let mut first_error = None;
+                    start.wait();
+                    for i in from..to {
+                        let request = format!(
+                            "GET /relay/storm{i}/app HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\n\
+                             Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+                             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                        );
+                        let opened = TcpStream::connect_timeout(&addr, Duration::from_secs(60))
+                            .and_then(|mut c| c.write_all(request.as_bytes()).map(|()| c));
+                        match opened {
+                            Ok(c) => sent.push(c),
+                            Err(e) => {
+                                first_error.get_or_insert_with(|| format!("connect: {e}"));
+                            }
+                        }
+                    }
+                    let (mut ok, mut refused) = (0u64, 0u64);
+                    let mut kept = Vec::new();
+                    for mut c in sent {
+                        let _ = c.set_read_timeout(Some(Duration::from_secs(60)));
+                        let mut head = [0u8; 12];
+                        match c.read_exact(&mut head) {
+                            Ok(()) if &head == b"HTTP/1.1 101" => {
+                                ok += 1;
+                                kept.push(c);
+                            }
+                            Ok(()) => {
+                                refused += 1;
+                                first_error.get_or_insert_with(|| String::from_utf8_lossy(&head).into_owned());
+                            }
+                            Err(e) => {
+                                refused += 1;
+                                first_error.get_or_insert_with(|| format!("read: {e}"));
+                            }
+                        }
+                    }
+                    StormThread {
+                        ok,
+                        refused,
+                        first_error,
+                        done: t0.elapsed(),
+                        _kept: kept,
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().filter_map(|w| w.join().ok()).collect()
+    });
+    let accepted: u64 = results.iter().map(|r| r.ok).sum();
+    let refused: u64 = results.iter().map(|r| r.refused).sum();
+    let last = results.iter().map(|r| r.done).max().unwrap_or_default();
+    let first_error = results.iter().find_map(|r| r.first_error.clone());
+    thread::sleep(Duration::from_secs(1));
+    let memory = rss(&pid);
+    drop(results);
+    drop(peer);
+    Ok(json!({
+        "apps": n,
+        "accepted": accepted,
+        "refusedOrClosed": refused,
+        "failedToConnect": n - accepted - refused,
+        "firstError": first_error,
+        "secondsToLast": last.as_secs_f64(),
+        "memory": memory,
     }))
 }
