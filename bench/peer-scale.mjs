@@ -14,7 +14,7 @@
 // Environment: CARGO_TARGET_DIR (default target/), PEER_SCALE_STEPS (idle connections held, cumulative, default
 // 1000,5000,10000,15000), PEER_SCALE_CONCURRENCY (calls in flight, default 1,64), PEER_SCALE_WINDOW (seconds per
 // round, default 3), PEER_SCALE_CYCLES (times all are closed and opened again, default 2), PEER_SCALE_ONLY
-// (idle,relay,gateway,cluster,caps,burst), PEER_SCALE_BURST (apps in the reconnect storm, default 10000), PEER_SCALE_JSON=1 (also print the raw JSON).
+// (idle,relay,gateway,cluster,caps,burst,tasks), PEER_SCALE_BURST (apps in the reconnect storm, default 10000), PEER_SCALE_JSON=1 (also print the raw JSON).
 import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -155,4 +155,11 @@ if (b) {
   table(['apps', 'in (101)', 'refused or closed', 'could not connect', 'until the last was in', 'peer RSS then'],
     [[f(b.apps), f(b.accepted), f(b.refusedOrClosed), f(b.failedToConnect), `${b.secondsToLast.toFixed(2)} s`, kib(b.memory.rssKiB)]]);
   if (b.firstError) console.log(`  first error: ${b.firstError}`);
+}
+
+const t = r.tasks;
+if (t) {
+  console.log(`\n${f(t.tasks)} MCP tasks through abp-peer mcp on stdio, each finishing with a ${t.resultBytes / 1024} KiB result (made in ${t.secondsToMake.toFixed(1)} s):`);
+  table(['gateway RSS before', 'once all finished', 'peak', 'tasks/get finds, first 100', 'last 100'],
+    [[kib(t.before.rssKiB), kib(t.after.rssKiB), kib(t.after.peakKiB), t.firstHundredFound, t.lastHundredFound]]);
 }

@@ -83,11 +83,11 @@ struct RunArgs {
     /// Everything ends after this many seconds, finished or not.
     #[arg(long, default_value_t = 300.0)]
     deadline: f64,
-    /// Only these parts (idle, relay, gateway, cluster, caps, burst).
+    /// Only these parts (idle, relay, gateway, cluster, caps, burst, tasks).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "idle,relay,gateway,cluster,caps,burst"
+        default_value = "idle,relay,gateway,cluster,caps,burst,tasks"
     )]
     only: Vec<String>,
     /// The apps of the reconnect storm (`burst`), all connecting at once.
@@ -184,6 +184,9 @@ fn run(args: &RunArgs) -> Result<Value, String> {
     }
     if wants("burst") {
         report["burst"] = burst(args, &token, soft)?;
+    }
+    if wants("tasks") {
+        report["tasks"] = tasks(args, &token)?;
     }
     report["loadAverageAtEnd"] = json!(load_average());
     Ok(report)
@@ -431,9 +434,15 @@ fn ws_recv(ws: &mut Ws) -> Result<String, String> {
     }
 }
 
-/// The one capability the bench app offers.
+/// The capability the bench app's calls use.
 fn echo_capability() -> Value {
     json!({ "name": "echo", "description": "Answers with its params", "inputSchema": { "type": "object" } })
+}
+
+/// The same, run as an MCP task when the host takes one (the `tasks` part).
+fn job_capability() -> Value {
+    json!({ "name": "job", "description": "Answers with its params, as a task", "inputSchema": { "type": "object" },
+        "task": "optional" })
 }
 
 /// What a minimal ABP app answers: `initialize` with its one capability, `capabilities/call` with its params.
@@ -442,7 +451,8 @@ fn abp_answer(text: &str) -> Option<String> {
     let id = v.get("id")?;
     let answer = match v.get("type")?.as_str()? {
         "initialize" => json!({ "type": "initialize-result", "id": id, "timestamp": 0,
-            "payload": { "sessionId": "bench", "protocolVersion": "0.1", "capabilities": [echo_capability()],
+            "payload": { "sessionId": "bench", "protocolVersion": "0.1",
+                "capabilities": [echo_capability(), job_capability()],
                 "app": { "id": "bench", "name": "peer-scale", "version": "1" } } }),
         "capabilities/call" => {
             let p = &v["payload"];
@@ -1497,5 +1507,85 @@ fn burst(args: &RunArgs, token: &str, soft_fds: u64) -> Result<Value, String> {
         "firstError": first_error,
         "secondsToLast": last.as_secs_f64(),
         "memory": memory,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// MCP tasks under their bounds.
+
+/// 10,000 MCP tasks through `abp-peer mcp` on stdio (revision 2026-07-28, the tasks extension declared), each
+/// finishing with a 64 KiB result, against a native app: the gateway's RSS before, and once all have finished
+/// (it keeps at most 1,024 tasks and 64 MiB of results); and how many of the first and last 100 `tasks/get` still
+/// finds.
+fn tasks(args: &RunArgs, token: &str) -> Result<Value, String> {
+    const TASKS: usize = 10_000;
+    eprintln!("scale: {TASKS} MCP tasks with 64 KiB results");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut peer = Peer::start(&args.peer, &["mcp"], token, true)?;
+    let pid = peer.pid().to_string();
+    let mut mcp = Mcp::new(
+        peer.stdin.take().ok_or("no stdin")?,
+        peer.stdout.take().ok_or("no stdout")?,
+    );
+    let app = ws_connect(peer.addr, "/agent", None)?;
+    let serving = thread::spawn({
+        let stop = stop.clone();
+        move || serve_app(app, stop)
+    });
+    mcp.initialize()?;
+    mcp.wait_for_echo()?;
+    let before = rss(&pid);
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "peer-scale", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } } });
+    let blob = "x".repeat(64 * 1024);
+    let t0 = Instant::now();
+    let mut ids = Vec::with_capacity(TASKS);
+    for n in 0..TASKS {
+        let created = mcp.request(
+            &format!("task-{n}"),
+            "tools/call",
+            json!({ "name": "job", "arguments": { "blob": blob, "n": n }, "_meta": meta }),
+        )?;
+        let id = created["taskId"]
+            .as_str()
+            .ok_or_else(|| format!("not a CreateTaskResult: {created}"))?;
+        ids.push(id.to_owned());
+    }
+    let made = t0.elapsed();
+    let get = |mcp: &mut Mcp, n: usize, id: &str| {
+        mcp.request(
+            &format!("get-{n}"),
+            "tasks/get",
+            json!({ "taskId": id, "_meta": meta }),
+        )
+    };
+    // Until the last one has finished.
+    let deadline = Instant::now() + IO_TIMEOUT;
+    while get(&mut mcp, 0, &ids[TASKS - 1])?["status"] != "completed" {
+        if Instant::now() > deadline {
+            return Err("the last task did not finish within 10 s".into());
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_secs(1));
+    let after = rss(&pid);
+    let found = |mcp: &mut Mcp, range: std::ops::Range<usize>| {
+        range.filter(|&n| get(mcp, n, &ids[n]).is_ok()).count()
+    };
+    let first = found(&mut mcp, 0..100);
+    let last = found(&mut mcp, TASKS - 100..TASKS);
+    stop.store(true, Ordering::Relaxed);
+    drop(mcp);
+    let _ = serving.join();
+    drop(peer);
+    Ok(json!({
+        "tasks": TASKS,
+        "resultBytes": blob.len(),
+        "secondsToMake": made.as_secs_f64(),
+        "before": before,
+        "after": after,
+        "firstHundredFound": first,
+        "lastHundredFound": last,
     }))
 }
