@@ -317,6 +317,7 @@ impl Server {
             app_ping: self.app_ping,
             max_connections: self.max_connections,
             open: Arc::new(AtomicUsize::new(0)),
+            apps_open: Arc::new(AtomicUsize::new(0)),
         });
         let app = Router::new().fallback(handle).with_state(state);
         eprintln!("abp-peer listening on ws://{}", self.addr);
@@ -430,6 +431,15 @@ struct Served {
     max_connections: usize,
     /// WebSocket connections open now.
     open: Arc<AtomicUsize>,
+    /// Those of apps (the endpoints that take no token), which may not take the places kept for the token's
+    /// holders ([`app_places`]).
+    apps_open: Arc<AtomicUsize>,
+}
+
+/// How many of `max_connections` apps may hold: all but an eighth, kept for the controllers, agents and MCP hosts
+/// that hold the token, so that apps (which anybody allowed may open) cannot lock them out.
+fn app_places(max_connections: usize) -> usize {
+    max_connections - max_connections / 8
 }
 
 /// One open WebSocket connection, counted while it lives.
@@ -545,6 +555,26 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     }
     // Given back when this ends, however it ends (a refused app too).
     let counted = Counted(s.open.clone());
+    let app_counted = if endpoint.access() == Access::App {
+        if s.apps_open.fetch_add(1, Ordering::AcqRel) >= app_places(s.max_connections) {
+            s.apps_open.fetch_sub(1, Ordering::AcqRel);
+            let why = format!(
+                "{} app connections are open, the most apps may hold (the rest of --max-connections is kept for \
+                 those with the token)",
+                app_places(s.max_connections)
+            );
+            return refused(
+                &path,
+                Refusal {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    why,
+                },
+            );
+        }
+        Some(Counted(s.apps_open.clone()))
+    } else {
+        None
+    };
     // An app's place in its room is taken now, before the upgrade is answered: a refused app gets its status,
     // and of two apps racing for a room only one is told yes.
     let place = match &endpoint {
@@ -601,7 +631,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         .max_message_size(s.max_message_bytes)
         .max_frame_size(s.max_message_bytes)
         .on_upgrade(move |socket| async move {
-            let _counted = counted;
+            let _counted = (counted, app_counted);
             match (endpoint, place) {
                 (Endpoint::Agent { room }, Place::Agent(registration)) => {
                     let dialect = dialect_of(chosen);
@@ -675,6 +705,18 @@ fn room_key(query: Option<&str>) -> Result<Option<String>, String> {
 pub(crate) fn remove_token_file(file: Option<&std::path::Path>) {
     if let Some(file) = file {
         let _ = std::fs::remove_file(file);
+    }
+}
+
+#[cfg(test)]
+mod places {
+    use super::app_places;
+
+    #[test]
+    fn apps_leave_an_eighth_to_the_token_s_holders() {
+        assert_eq!(app_places(1024), 896);
+        // A cap too small to share is the apps' in full.
+        assert_eq!(app_places(3), 3);
     }
 }
 

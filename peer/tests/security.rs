@@ -525,6 +525,21 @@ fn the_first_app_wins_its_room_and_a_silent_one_is_let_go() {
 }
 
 #[test]
+fn apps_cannot_take_the_places_kept_for_the_token_s_holders() {
+    // 16 places: apps may hold 14, the other 2 are kept for controllers, agents and MCP hosts.
+    let p = Peer::start(&["--max-connections", "16"]);
+    let apps: Vec<_> = (0..14)
+        .map(|i| p.connect(&format!("/relay/app{i}/app")))
+        .collect();
+    let refused = upgrade(p.addr, &host(&p), "/agent/one-more", &[]);
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert!(refused.text.contains("the most apps may hold"), "{}", refused.text);
+    // A controller with the token still gets in.
+    let _control = p.connect("/control/r");
+    drop(apps);
+}
+
+#[test]
 fn connections_are_capped_and_a_room_holds_no_more_than_a_mebibyte_for_nobody() {
     let p = Peer::start(&["--max-connections", "3"]);
     let mut held: Vec<_> = (0..3)
