@@ -533,7 +533,11 @@ fn apps_cannot_take_the_places_kept_for_the_token_s_holders() {
         .collect();
     let refused = upgrade(p.addr, &host(&p), "/agent/one-more", &[]);
     assert_eq!(refused.status, 503, "{}", refused.text);
-    assert!(refused.text.contains("the most apps may hold"), "{}", refused.text);
+    assert!(
+        refused.text.contains("the most apps may hold"),
+        "{}",
+        refused.text
+    );
     // A controller with the token still gets in.
     let _control = p.connect("/control/r");
     drop(apps);
