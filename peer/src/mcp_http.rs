@@ -1037,12 +1037,19 @@ async fn open_session(e: &Arc<Endpoint>, message: Value, headers: &HeaderMap) ->
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() || lock(&e.sessions).len() >= MAX_SESSIONS {
-        return rpc_error(
+        let mut answer = rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             id,
             -32603,
-            "no more sessions now: end one first",
+            &format!(
+                "no more sessions now: {MAX_SESSIONS} are open, the most this gateway keeps (end one with DELETE; \
+                 an unused one ends by itself)"
+            ),
         );
+        answer
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return answer;
     }
     let session_id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let host = e.hub.next_id() + 1;

@@ -468,12 +468,19 @@ const SERVED: [DialectKind; 3] = [DialectKind::Abp, DialectKind::Mcp, DialectKin
 
 fn refused(path: &str, r: Refusal) -> Response {
     eprintln!("abp-peer: {} for {path}: {}", r.status.as_u16(), r.why);
-    (
+    let mut answer = (
         r.status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         format!("{}\n", r.why),
     )
-        .into_response()
+        .into_response();
+    // A full server: the client may try again in a moment.
+    if r.status == StatusCode::SERVICE_UNAVAILABLE {
+        answer
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    answer
 }
 
 /// Every request: checks, route, token, upgrade, in that order.

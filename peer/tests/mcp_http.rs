@@ -224,10 +224,10 @@ fn an_unused_2025_11_25_session_expires_and_frees_its_place() {
     let crashed: Vec<String> = (0..32).map(|_| legacy_session(&g)).collect();
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } });
-    assert_eq!(
-        post(&g, &init, legacy_headers(None, "application/json")).0,
-        503
-    );
+    let (status, head, body) = post(&g, &init, legacy_headers(None, "application/json"));
+    assert_eq!(status, 503, "{body}");
+    assert!(head.to_lowercase().contains("retry-after: 1"), "{head}");
+    assert!(body.contains("32 are open"), "{body}");
     // One of them keeps a GET stream open: in use, so it stays.
     let mut listening = request(
         &g,

@@ -534,6 +534,11 @@ fn apps_cannot_take_the_places_kept_for_the_token_s_holders() {
     let refused = upgrade(p.addr, &host(&p), "/agent/one-more", &[]);
     assert_eq!(refused.status, 503, "{}", refused.text);
     assert!(
+        refused.text.to_lowercase().contains("retry-after: 1"),
+        "{}",
+        refused.text
+    );
+    assert!(
         refused.text.contains("the most apps may hold"),
         "{}",
         refused.text
