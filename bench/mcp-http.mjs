@@ -89,8 +89,11 @@ sdk.stderr.on('data', (c) => {
 const sdkUrl = `http://127.0.0.1:${await until(() => /listening (\d+)/.exec(sdkLog)?.[1], 'the SDK server')}/mcp`;
 
 // ---- the subject: abp-peer mcp --http, and the app in headless Chromium --------------------------------------
-console.error('mcp-http: cargo build --release -p abp-peer');
-if (spawnSync('cargo', ['build', '--release', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) process.exit(1);
+// BENCH_PEER=path measures another abp-peer binary (a build before a change, say), built by whoever gave it.
+const peerBin = process.env.BENCH_PEER ?? 'target/release/abp-peer';
+if (!process.env.BENCH_PEER) console.error('mcp-http: cargo build --release -p abp-peer');
+if (!process.env.BENCH_PEER
+  && spawnSync('cargo', ['build', '--release', '-q', '-p', 'abp-peer'], { stdio: 'inherit' }).status !== 0) process.exit(1);
 // What the app page posts (bench/mcp-http-app.html): that it listens, and when a `slow` call's signal aborted.
 const pageAborted = new Map();
 // Each app page reports under its own name (`report=app`, and `report=app-tls` for the TLS cluster's).
@@ -117,7 +120,7 @@ if (natsInstalled() && process.env.BENCH_NATS !== '0') {
   natsTls = await startNats({ tls: true });
 }
 const startGateway = (name, natsArgs = []) => {
-  const child = spawn('target/release/abp-peer', ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+  const child = spawn(peerBin, ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
     '--allow-origin', pageOrigin, ...natsArgs, '--token-file', join(tmpdir(), `abp-bench-http-${process.pid}-${name}.token`)],
   { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
   child.log = '';
