@@ -41,7 +41,7 @@ pub(crate) const GONE_AFTER: Duration = Duration::from_secs(1);
 const NODE: &str = "Abp-Node";
 
 pub(crate) struct Cluster {
-    client: Client,
+    /// The connection to the NATS server, its subject prefix and how its URL may be shown.
     link: Link,
     /// This process, among those on the NATS server (random).
     node: String,
@@ -153,7 +153,6 @@ impl Cluster {
             link.shown, link.prefix
         );
         Ok(Arc::new(Cluster {
-            client: link.client.clone(),
             link,
             node,
             events,
@@ -198,6 +197,7 @@ impl Cluster {
     pub(crate) async fn claim(&self, room: &str, key: Option<&str>) -> Result<Slot, String> {
         let ask = json!({ "key": key }).to_string();
         match self
+            .link
             .client
             .request(self.subject(room, "hold"), ask.into())
             .await
@@ -224,22 +224,25 @@ impl Cluster {
     ) -> Result<Task, String> {
         let fail = |e: &dyn std::fmt::Display| format!("NATS: {e}");
         let mut commands = self
+            .link
             .client
             .subscribe(self.subject(&room, "cmd"))
             .await
             .map_err(|e| fail(&e))?;
         let mut asks = self
+            .link
             .client
             .subscribe(self.subject(&room, "hold"))
             .await
             .map_err(|e| fail(&e))?;
         let mut asking = self
+            .link
             .client
             .subscribe(self.subject(&room, "asking"))
             .await
             .map_err(|e| fail(&e))?;
-        self.client.flush().await.map_err(|e| fail(&e))?;
-        let client = self.client.clone();
+        self.link.client.flush().await.map_err(|e| fail(&e))?;
+        let client = self.link.client.clone();
         let alive = self.subject(&room, "alive");
         let node = self.node.clone();
         let cluster = self.clone();
@@ -312,11 +315,13 @@ impl Cluster {
     /// Subscribes to `subject`, in effect once it returns (the NATS server has it).
     async fn subscribed(&self, subject: String) -> Result<Subscriber, String> {
         let s = self
+            .link
             .client
             .subscribe(subject)
             .await
             .map_err(|e| format!("NATS: {e}"))?;
-        self.client
+        self.link
+            .client
             .flush()
             .await
             .map_err(|e| format!("NATS: {e}"))?;
@@ -326,7 +331,8 @@ impl Cluster {
     /// Publishes on `room`'s subject `what`; false when NATS did not take it (gone, or `payload` over its
     /// largest message). One process's messages arrive in the order they were published.
     pub(crate) async fn publish(&self, room: &str, what: &str, payload: Vec<u8>) -> bool {
-        self.client
+        self.link
+            .client
             .publish(self.subject(room, what), payload.into())
             .await
             .is_ok()
@@ -340,6 +346,7 @@ impl Cluster {
         payload: Vec<u8>,
     ) -> Result<Option<Vec<u8>>, String> {
         match self
+            .link
             .client
             .request(self.subject(room, what), payload.into())
             .await
@@ -358,6 +365,7 @@ impl Cluster {
     /// Follows which process holds `room`'s app (for as long as the process runs).
     pub(crate) async fn follow_holder(&self, room: &str) -> Result<Arc<Holder>, String> {
         let mut beats = self
+            .link
             .client
             .subscribe(self.subject(room, "alive"))
             .await
@@ -387,6 +395,7 @@ impl Cluster {
         payload: String,
     ) -> Result<Vec<u8>, String> {
         match self
+            .link
             .client
             .request(self.node_subject(node, what), payload.into())
             .await
@@ -399,6 +408,7 @@ impl Cluster {
     /// Tells process `node` (its inbox `what`); what one process tells another arrives in order.
     pub(crate) async fn tell(&self, node: &str, what: &str, payload: String) {
         let _ = self
+            .link
             .client
             .publish(self.node_subject(node, what), payload.into())
             .await;
@@ -408,6 +418,7 @@ impl Cluster {
     pub(crate) async fn answer(&self, m: &Message, answer: &[u8]) {
         if let Some(to) = &m.reply {
             let _ = self
+                .link
                 .client
                 .publish(to.clone(), answer.to_vec().into())
                 .await;
@@ -442,12 +453,21 @@ impl Cluster {
         // Commands are published one after another without waiting for their answers (NATS keeps one
         // connection's messages in order, and the holder answers them in order); each answer comes to this
         // controller's own inbox, under the command's number.
-        let inbox = self.client.new_inbox();
+        let inbox = self.link.client.new_inbox();
         let subscribed = async {
-            let events = self.client.subscribe(self.subject(&room, "events")).await?;
-            let alive = self.client.subscribe(self.subject(&room, "alive")).await?;
-            let answers = self.client.subscribe(format!("{inbox}.*")).await?;
+            let events = self
+                .link
+                .client
+                .subscribe(self.subject(&room, "events"))
+                .await?;
+            let alive = self
+                .link
+                .client
+                .subscribe(self.subject(&room, "alive"))
+                .await?;
+            let answers = self.link.client.subscribe(format!("{inbox}.*")).await?;
             let controllers = self
+                .link
                 .client
                 .subscribe(self.subject(&room, "controller"))
                 .await?;
@@ -463,11 +483,12 @@ impl Cluster {
                 return;
             }
         };
-        let _ = self.client.flush().await;
+        let _ = self.link.client.flush().await;
         // Controllers joining at once on two processes both hear each other: the later stamp (then the greater
         // process name) stays.
         let stamp = format!("{:020} {}", unix_nanos(), self.node);
         let _ = self
+            .link
             .client
             .publish_with_headers(
                 self.subject(&room, "controller"),
@@ -502,6 +523,7 @@ impl Cluster {
                     let line = json!({ "ref": envelope.reference, "command": envelope.command }).to_string();
                     sent += 1;
                     let published = self
+                        .link
                         .client
                         .publish_with_reply_and_headers(
                             self.subject(&room, "cmd"),
@@ -563,6 +585,7 @@ impl Cluster {
                     // The holder aborts the calls of a process it stops hearing this from.
                     if !pending.is_empty() {
                         let _ = self
+                            .link
                             .client
                             .publish_with_headers(self.subject(&room, "asking"), node_header(&self.node), Vec::new().into())
                             .await;

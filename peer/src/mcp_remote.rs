@@ -191,11 +191,7 @@ impl Remote {
     /// A line of this gateway's answers for a stream that is not open here: to the process it belongs to, if its
     /// key names another one.
     pub(crate) async fn send_back(&self, key: &str, line: String) {
-        let node = key
-            .strip_prefix("http-")
-            .and_then(|rest| rest.split_once('-'))
-            .map(|(node, _)| node);
-        if let Some(node) = node.filter(|n| *n != self.cluster.node()) {
+        if let Some(node) = node_of(key).filter(|n| *n != self.cluster.node()) {
             if is_answer(&line) {
                 lock(&self.taken).remove(key);
             }
@@ -394,11 +390,8 @@ impl Remote {
         let (Some(_), Some(Value::String(key))) = (head.method, head.id) else {
             return;
         };
-        let node = key
-            .strip_prefix("http-")
-            .and_then(|rest| rest.split_once('-'))
-            .map(|(node, _)| node.to_owned());
-        if let Some(node) = node.filter(|n| n != self.cluster.node()) {
+        if let Some(node) = node_of(&key).filter(|n| *n != self.cluster.node()) {
+            let node = node.to_owned();
             lock(&self.asking).insert(node.clone(), Instant::now());
             lock(&self.taken).insert(key, node);
         }
@@ -455,6 +448,13 @@ impl Remote {
             false
         });
     }
+}
+
+/// The process a stream key (`http-<node>-<n>`) belongs to.
+fn node_of(key: &str) -> Option<&str> {
+    key.strip_prefix("http-")
+        .and_then(|rest| rest.split_once('-'))
+        .map(|(node, _)| node)
 }
 
 /// The head of a JSON-RPC message: whether it is a request (a method) and its id.

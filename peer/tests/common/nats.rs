@@ -136,16 +136,7 @@ impl Nats {
 
     /// A user and password (allowed `abp.>` only), without TLS.
     pub fn plain() -> Nats {
-        let config = users(&format!(
-            "{{ user: {USER}, password: {PASSWORD}, {ALLOWED} }}"
-        ));
-        Nats::launch(
-            TempDir::new(),
-            &config,
-            "nats",
-            &format!("{USER}:{PASSWORD}@"),
-            None,
-        )
+        Nats::prefixed("abp")
     }
 
     /// A user and password allowed `<prefix>.>` only, without TLS.
