@@ -5,7 +5,9 @@
 //! `subscriptions/listen` when the client accepts it and the gateway has something to say before the response,
 //! as an SSE stream scoped to it: its progress, then its response (a listen's stream stays open with its change
 //! notifications). A notification is 202. Closing a request's stream, or dropping its connection before the
-//! answer, cancels it: the app's `ctx.signal` aborts, and nothing more is written for it.
+//! answer, cancels it: the app's `ctx.signal` aborts, and nothing more is written for it. So does a POSTed
+//! `notifications/cancelled` (which bridges for stdio hosts send) naming exactly one request in flight from the
+//! same sender: that request's stream then ends with no response.
 //!
 //! All HTTP requests share one MCP connection of the gateway (one host, [`HTTP`]), so a call that asked the user
 //! something (an `InputRequiredResult`) is resumed by its retry, which comes as another POST. Each request's id
@@ -84,12 +86,19 @@ const VERSION_HEADER: &str = "MCP-Protocol-Version";
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 
-/// A request on its way: where its lines go, and what the client called it.
+/// A request on its way: where its lines go, what the client called it, and who sent it.
 struct Route {
     stream: UnboundedSender<String>,
     id: Value,
     progress_token: Option<Value>,
+    /// The credentials it came with (its `Authorization` header), so that a cancel notice reaches only the
+    /// requests of whoever sent it.
+    principal: String,
 }
+
+/// What a request's stream is sent when a cancel notice took its request: its answer ends there, with no
+/// response (no JSON-RPC message is ever an empty line).
+const ENDED_BY_NOTICE: &str = "";
 
 /// A 2025-11-25 session: its host in the gateway, the streams of its requests (by the id as the client wrote it,
 /// in JSON), its progress tokens, and the GET stream.
@@ -281,6 +290,23 @@ impl Streams {
 
     pub(crate) fn is_open(&self, id: &str) -> bool {
         lock(&self.routes).contains_key(id)
+    }
+
+    /// The request in flight that `principal` calls `id`, taken, and its stream told to end with no response;
+    /// none when no request or more than one answers to that id (a cancel notice must name one request).
+    fn take_named(&self, principal: &str, id: &Value) -> Option<String> {
+        let mut routes = lock(&self.routes);
+        let mut named = routes
+            .iter()
+            .filter(|(_, r)| r.principal == principal && &r.id == id)
+            .map(|(key, _)| key);
+        let key = named.next()?.clone();
+        if named.next().is_some() {
+            return None;
+        }
+        let route = routes.remove(&key)?;
+        let _ = route.stream.send(ENDED_BY_NOTICE.to_owned());
+        Some(key)
     }
 
     /// Sends `message` (its own id given back) on `id`'s stream; false when no such stream is open here.
@@ -601,7 +627,12 @@ async fn serve_mcp(
         );
     };
     let Some(id) = id.filter(|i| i.is_string() || i.is_number()) else {
-        // A notification: nothing of this revision's is sent over HTTP (a stream closing is the cancel).
+        // A notification. This revision sends none over HTTP (a stream closing is the cancel), but bridges that
+        // speak it for stdio hosts POST their host's `notifications/cancelled` and keep the stream open: the
+        // request it names, if it names exactly one of this sender's, is cancelled as a closed stream would be.
+        if method == "notifications/cancelled" {
+            cancel_by_notice(e, &parts.headers, &message);
+        }
         return StatusCode::ACCEPTED.into_response();
     };
     let version = message
@@ -654,6 +685,7 @@ async fn serve_mcp(
         stream,
         id: id.clone(),
         progress_token: progress_token.clone(),
+        principal: principal_of(&parts.headers),
     });
     message["id"] = json!(key);
     if progress_token.is_some() {
@@ -713,6 +745,9 @@ async fn json_or_sse(mut lines: UnboundedReceiver<String>, guard: Cancel) -> Res
         Ok(None) => return stopped(),
         Err(_) => return sse(lines, Some(guard), Some(":\n\n".to_owned())),
     };
+    if first == ENDED_BY_NOTICE {
+        return ended_by_notice();
+    }
     match serde_json::from_str::<Value>(&first) {
         Ok(m) if m.get("method").is_none() => {
             drop(guard);
@@ -730,6 +765,17 @@ fn json_response(message: &Value, line: String) -> Response {
         _ => StatusCode::OK,
     };
     (status, [(header::CONTENT_TYPE, "application/json")], line).into_response()
+}
+
+/// The answer to a request that a cancel notice took before anything was written for it: a stream that ends
+/// at once, with no response in it (nothing more may be sent for a cancelled request).
+fn ended_by_notice() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        "",
+    )
+        .into_response()
 }
 
 fn stopped() -> Response {
@@ -955,26 +1001,71 @@ struct Cancel {
 impl Drop for Cancel {
     fn drop(&mut self) {
         if self.endpoint.streams.take(&self.key).is_some() {
-            let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": { "requestId": self.key, "reason": "the client closed the request's stream" } });
-            let remote = self.endpoint.remote.as_ref();
-            if remote.is_some_and(|r| r.cancel(&self.key, line.to_string())) {
-                return;
-            }
-            let _ = self.endpoint.hub.to_mcp_gateway(
-                &self.endpoint.room,
-                HostInput::Line {
-                    host: HTTP,
-                    line: line.to_string(),
-                },
+            cancel_in_gateway(
+                &self.endpoint,
+                &self.key,
+                "the client closed the request's stream",
             );
         }
     }
 }
 
+/// Cancels request `key` (already taken from the streams) where it runs: in this gateway, or in the one it was
+/// passed to.
+fn cancel_in_gateway(e: &Endpoint, key: &str, reason: &str) {
+    let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": key, "reason": reason } });
+    if e.remote.as_ref().is_some_and(|r| r.cancel(key, line.to_string())) {
+        return;
+    }
+    let _ = e.hub.to_mcp_gateway(
+        &e.room,
+        HostInput::Line {
+            host: HTTP,
+            line: line.to_string(),
+        },
+    );
+}
+
+/// Who sent a request, as far as cancelling goes: its `Authorization` credentials (the same bearer is the same
+/// sender, however the scheme's name is spelled).
+fn principal_of(headers: &HeaderMap) -> String {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .trim();
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim().to_owned(),
+        _ => value.to_owned(),
+    }
+}
+
+/// A POSTed `notifications/cancelled`: cancels the one request in flight from the same sender with that id.
+/// An id that names none, or more than one, is ignored, as the notice's own rules say of ids it cannot match.
+fn cancel_by_notice(e: &Endpoint, headers: &HeaderMap, message: &Value) {
+    let Some(id) = message
+        .pointer("/params/requestId")
+        .filter(|i| i.is_string() || i.is_number())
+    else {
+        return;
+    };
+    let Some(key) = e.streams.take_named(&principal_of(headers), id) else {
+        return;
+    };
+    let reason = message
+        .pointer("/params/reason")
+        .and_then(Value::as_str)
+        .unwrap_or("the client sent notifications/cancelled");
+    cancel_in_gateway(e, &key, reason);
+}
+
 /// The request's response as one JSON body (whatever came before it is not for a JSON answer).
 async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
     while let Some(line) = lines.recv().await {
+        if line == ENDED_BY_NOTICE {
+            return ended_by_notice();
+        }
         match serde_json::from_str::<Value>(&line) {
             Ok(m) if m.get("method").is_none() => {
                 // A 2025-11-25 session's request (no guard) keeps 200 for its errors, as that revision answers.
@@ -1010,6 +1101,9 @@ fn sse(lines: UnboundedReceiver<String>, guard: Option<Cancel>, first: Option<St
         futures_util::stream::iter(first.map(|f| Ok::<Bytes, Infallible>(Bytes::from(f))));
     let events = futures_util::stream::unfold((lines, guard), |(mut lines, guard)| async move {
         let frame = match tokio::time::timeout(KEEP_ALIVE, lines.recv()).await {
+            // A cancel notice took the request: the stream ends with no response, and nothing is cancelled
+            // again when the guard goes.
+            Ok(Some(line)) if line == ENDED_BY_NOTICE => return None,
             Ok(Some(line)) => sse_frame(&line),
             // The response went (its sender was dropped after it): the stream ends, nothing is cancelled.
             Ok(None) => {

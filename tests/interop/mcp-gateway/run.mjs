@@ -17,10 +17,15 @@
 // over its StreamableHTTPClientTransport (2026-07-28: its abort closes the request's SSE stream, no
 // notifications/cancelled), and the SDK 1 client over its own (a 2025-11-25 session: Mcp-Session-Id, its abort a
 // POSTed notifications/cancelled); the same checks, and the host going away is SIGTERM.
-// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2|http|http1]   (abp-peer built;
-// scripts/mcp-gateway.sh)
+// One more run per browser puts mcp-remote (the bridge many desktop hosts use for servers reached by URL) between
+// the SDK 1 client on stdio and `abp-peer mcp --http`, with `--protocol auto`: it speaks 2026-07-28 to the gateway,
+// and on a cancel POSTs the host's notifications/cancelled while it keeps the request's stream open; the same
+// checks, the handler aborted by that notice.
+// Usage: node tests/interop/mcp-gateway/run.mjs [chrome|firefox ...] [--sdk=1|2|http|http1|remote]   (abp-peer
+// built; scripts/mcp-gateway.sh)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
@@ -44,7 +49,9 @@ const browsers = named.length ? named : ['chrome', 'firefox'];
 const sdkArg = process.argv.find((a) => a.startsWith('--sdk='))?.slice(6);
 // 'http': SDK 2 over its StreamableHTTPClientTransport, to `abp-peer mcp --http` (which this script starts).
 // 'http1': SDK 1 over its StreamableHTTPClientTransport, a 2025-11-25 session (initialize, Mcp-Session-Id).
-const sdks = sdkArg ? [sdkArg.startsWith('http') ? sdkArg : Number(sdkArg)] : [1, 2, 'http', 'http1'];
+// 'remote': SDK 1 on stdio to mcp-remote --protocol auto, which reaches `abp-peer mcp --http` at 2026-07-28.
+const sdks = sdkArg ? [/^\d+$/.test(sdkArg) ? Number(sdkArg) : sdkArg] : [1, 2, 'http', 'http1', 'remote'];
+const mcpRemote = join(root, 'tests', 'interop', 'node_modules', 'mcp-remote', 'dist', 'proxy.js');
 const ABORT_ROUNDS = 20;
 const ECHO_ROUNDS = 100;
 const baselineServer = join(dirname(fileURLToPath(import.meta.url)), 'sdk-server.mjs');
@@ -95,7 +102,7 @@ function clientOf(sdk, listen, origin, onChanged, onAsked) {
   }
   let client;
   let callTool;
-  if (sdk === 'http1') {
+  if (sdk === 'http1' || sdk === 'remote') {
     client = new ClientV1(info, { capabilities: { elicitation: {} } });
     client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged);
     client.setRequestHandler(ElicitRequestSchema, async (request) => onAsked(request.params));
@@ -116,20 +123,41 @@ function clientOf(sdk, listen, origin, onChanged, onAsked) {
     { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   gateway.stderr.on('data', (c) => { log += c; });
+  // mcp-remote keeps what it learns about servers in a folder of its own: a fresh one, removed at the end.
+  const remoteState = sdk === 'remote' ? mkdtempSync(join(tmpdir(), 'abp-mcp-remote-')) : undefined;
   const connect = async () => {
     const url = await until(() => /abp-peer mcp on (http:\/\/\S+)\r?\n/.exec(log)?.[1], 'the gateway\'s HTTP endpoint', 10000);
+    if (sdk === 'remote') {
+      const bridge = new StdioV1({ command: process.execPath,
+        args: [mcpRemote, url, '--header', `Authorization:Bearer ${token}`, '--protocol', 'auto'],
+        env: { ...process.env, MCP_REMOTE_CONFIG_DIR: remoteState }, stderr: 'pipe' });
+      let said = '';
+      bridge.stderr.on('data', (c) => { said += c; });
+      try {
+        await client.connect(bridge);
+      } catch (e) {
+        throw new Error(`mcp-remote did not connect: ${e.message}\n${said.split('\n').slice(-15).join('\n')}`);
+      }
+      return;
+    }
     const requestInit = { headers: { Authorization: `Bearer ${token}` } };
     await client.connect(sdk === 'http' ? new StreamableHTTPClientTransport(new URL(url), { requestInit })
       : new HttpV1(new URL(url), { requestInit }));
   };
-  return { client, stderr: gateway.stderr, pid: () => gateway.pid, connect, goAway: () => gateway.kill('SIGTERM'), callTool };
+  const goAway = async () => {
+    gateway.kill('SIGTERM');
+    if (remoteState) rmSync(remoteState, { recursive: true, force: true });
+  };
+  return { client, stderr: gateway.stderr, pid: () => gateway.pid, connect, goAway, callTool };
 }
 
 async function run(browser, sdk) {
-  const http = sdk === 'http' || sdk === 'http1';
+  const http = sdk === 'http' || sdk === 'http1' || sdk === 'remote';
   const modern = sdk === 2 || sdk === 'http';
   const over = { http: 'SDK 2 client over Streamable HTTP (abp-peer mcp --http)',
-    http1: 'SDK 1 client over Streamable HTTP, a 2025-11-25 session (abp-peer mcp --http)' }[sdk] ?? `SDK ${sdk} client`;
+    http1: 'SDK 1 client over Streamable HTTP, a 2025-11-25 session (abp-peer mcp --http)',
+    remote: 'SDK 1 client on stdio through mcp-remote --protocol auto (2026-07-28 to abp-peer mcp --http)' }[sdk]
+    ?? `SDK ${sdk} client`;
   console.log(`== abp-peer mcp: the official MCP ${over}, the app in headless ${browser}`);
   // The page's port stays held until the page starts, so the gateway's own port cannot be it.
   const held = await holdPort();
@@ -235,7 +263,11 @@ async function run(browser, sdk) {
       if ((await settled) !== 'rejected') throw new Error('failed: the client did not settle its aborted call');
       const seen = await until(async () => (await events(callTool)).find((e) => e.tag === tag && e.event === 'aborted'), 'the handler signal to abort', 5000);
       latencies.push(seen.at - abortedAt);
-      if (i === 0) {
+      if (i === 0 && sdk === 'remote') {
+        // The stream stays open (mcp-remote keeps it): only the POSTed notice can have cancelled the call.
+        check(/user pressed stop|notifications\/cancelled/.test(seen.reason) && !/closed the request's stream/.test(seen.reason),
+          `mcp-remote POSTed the host's notifications/cancelled → ctx.signal aborted (reason: ${seen.reason})`);
+      } else if (i === 0) {
         check(/user pressed stop|cancelled|closed the request's stream/.test(seen.reason), sdk === 'http'
           ? `the request's SSE stream closed → ctx.signal aborted (reason: ${seen.reason})`
           : `notifications/cancelled → ctx.signal aborted (reason: ${seen.reason})`);
@@ -244,6 +276,7 @@ async function run(browser, sdk) {
     const m = median(latencies);
     console.log(`  figure: client AbortSignal → browser handler ctx.signal${http ? ` over HTTP (${modern ? 'modern' : 'legacy'})` : ''}, median ${m.toFixed(2)} ms over ${ABORT_ROUNDS} (min ${Math.min(...latencies).toFixed(2)}, max ${Math.max(...latencies).toFixed(2)}) [${browser}]`);
     if (sdk === 'http') check(Math.max(...latencies) < 500, 'every stream closed → its handler aborted within 500 ms');
+    if (sdk === 'remote') check(Math.max(...latencies) < 500, 'every notice → its handler aborted within 500 ms');
 
     const confirmed = await callTool({ name: 'confirm', arguments: { message: 'Delete the draft?' } });
     check(asked.length === 1 && asked[0].message === 'Delete the draft?' && asked[0].requestedSchema?.type === 'object'
