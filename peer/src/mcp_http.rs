@@ -1015,7 +1015,10 @@ impl Drop for Cancel {
 fn cancel_in_gateway(e: &Endpoint, key: &str, reason: &str) {
     let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": { "requestId": key, "reason": reason } });
-    if e.remote.as_ref().is_some_and(|r| r.cancel(key, line.to_string())) {
+    if e.remote
+        .as_ref()
+        .is_some_and(|r| r.cancel(key, line.to_string()))
+    {
         return;
     }
     let _ = e.hub.to_mcp_gateway(

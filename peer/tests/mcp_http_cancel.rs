@@ -46,7 +46,13 @@ async fn slow_call(
     meta["progressToken"] = json!("p");
     let slow = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": { "name": "slow", "arguments": { "progress": opened }, "_meta": meta } });
-    let mut stream = request(g, "POST", "/mcp", &headers_as(&slow, bearer), &slow.to_string());
+    let mut stream = request(
+        g,
+        "POST",
+        "/mcp",
+        &headers_as(&slow, bearer),
+        &slow.to_string(),
+    );
     let call_id = app.started_of("slow").await;
     if opened {
         let mut seen = String::new();
@@ -64,7 +70,9 @@ async fn slow_call(
 async fn notice(g: &Gateway, id: Value, bearer: &str) -> u16 {
     let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": { "requestId": id, "reason": "the user pressed stop" } });
-    blocking(|| post(g, &cancel, headers_as(&cancel, bearer))).await.0
+    blocking(|| post(g, &cancel, headers_as(&cancel, bearer)))
+        .await
+        .0
 }
 
 /// The rest of a request's answer, read to its end (the gateway closes: `Connection: close`).
@@ -103,7 +111,10 @@ async fn a_posted_cancel_notice_cancels_the_one_request_it_names() {
     let sent = Instant::now();
     assert_eq!(notice(&g, json!(7), "alice").await, 202);
     let took = app.aborted_after(&call_id, sent).await;
-    assert!(took < Duration::from_millis(500), "aborted {took:?} after the notice");
+    assert!(
+        took < Duration::from_millis(500),
+        "aborted {took:?} after the notice"
+    );
     let rest = rest(stream).await;
     assert!(
         events(&rest).iter().all(|m| m.get("id").is_none()),
@@ -115,7 +126,10 @@ async fn a_posted_cancel_notice_cancels_the_one_request_it_names() {
     let sent = Instant::now();
     assert_eq!(notice(&g, json!("call-1"), "alice").await, 202);
     let took = app.aborted_after(&call_id, sent).await;
-    assert!(took < Duration::from_millis(500), "aborted {took:?} after the notice");
+    assert!(
+        took < Duration::from_millis(500),
+        "aborted {took:?} after the notice"
+    );
     let (status, head, body) = answer(stream);
     assert_eq!(status, 200, "{head}\n{body}");
     assert!(
