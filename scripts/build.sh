@@ -95,6 +95,36 @@ if [ -n "$wasm_only" ]; then
   exit 0
 fi
 
+# pkg/ is rebuilt only when something it is made from changed. The build knows by a fingerprint: the SHA-256 of
+# every file the build reads (the crate's sources and manifests, this script and the steps it runs, the golden
+# typings and the README it checks, the npm lockfile that pins wasm-opt, esbuild and tsc), of the toolchain's and
+# wasm-pack's versions and of the mode, and of pkg/ itself as the last build left it. target/pkg.fingerprint holds
+# the last build's; when both halves match, nothing is rebuilt. A failed build writes none, so the next one builds.
+fingerprint_of_inputs() {
+  local toolchain=${SIZE_TOOLCHAIN}
+  [ "$mode" = size ] || toolchain=$(rustup show active-toolchain 2>/dev/null | cut -d' ' -f1)
+  {
+    echo "mode=$mode toolchain=$toolchain wasm-opt-g=${ABP_WASM_OPT_G:-}"
+    rustc "+$toolchain" --version 2>/dev/null || true
+    wasm-pack --version
+    find src tests/golden tests/types .cargo -type f 2>/dev/null | LC_ALL=C sort | xargs -d '\n' sha256sum
+    sha256sum Cargo.toml Cargo.lock package-lock.json README.md LICENSE scripts/build.sh scripts/setup.sh \
+      scripts/full-features.sh scripts/short-names.mjs scripts/bundle-js.mjs scripts/finish-pkg.mjs \
+      scripts/minify-js.mjs scripts/check-link.mjs scripts/check-dts.mjs scripts/readme-ts.mjs scripts/sizes.mjs
+  } | sha256sum | cut -d' ' -f1
+}
+fingerprint_of_pkg() {
+  [ -d pkg ] || { echo none; return; }
+  find pkg -type f | LC_ALL=C sort | xargs -d '\n' sha256sum | sha256sum | cut -d' ' -f1
+}
+stamp=target/pkg.fingerprint
+inputs=$(fingerprint_of_inputs)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$inputs $(fingerprint_of_pkg)" ]; then
+  echo "build: pkg/ is up to date (nothing it is made from changed since it was built; $stamp)"
+  exit 0
+fi
+rm -f "$stamp"
+
 # The full package (every role and dialect), then the role builds as subpath exports: `abp-wasm/agent`
 # (AbpClient and the transports) and `abp-wasm/app` (AbpApp, window.abp and the transports), ABP only, each its
 # own wasm; and the discovery build, which the full package's `discover()` loads on its first call (the full
@@ -139,6 +169,8 @@ echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"
 # So do the README's TypeScript examples, as written (its ```ts blocks; scripts/readme-ts.mjs).
 node scripts/readme-ts.mjs
 node scripts/sizes.mjs
+mkdir -p target
+echo "$inputs $(fingerprint_of_pkg)" >"$stamp"
 if [ "$mode" = stable ]; then
   echo "build: pkg/ holds the plain stable build (--stable); \`npm run build\` builds the package as shipped"
 fi

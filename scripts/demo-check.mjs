@@ -4,29 +4,58 @@
 // client (plain HTTP) runs "Render report" as a task, polls it, cancels it (the page stops rendering, the task
 // ends cancelled) and runs a short one to completion. Saves screenshots to target/demo-running.png and
 // target/demo-stopped.png. Needs `npm run build` first (pkg/) and /usr/bin/chromium; builds abp-peer itself.
+// The demo is started as the README says (`npm run demo`, on a free port): with pkg/ already built and nothing
+// changed, it must not build again (scripts/build.sh's fingerprint), and the time to its URL is printed.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { serve } from '../www/serve.mjs';
 
-const server = await serve(0);
-const { port } = server.address();
-const url = `http://127.0.0.1:${port}/www/`;
+const fail = (msg) => { throw new Error(`demo-check: ${msg}`); };
+const t0 = performance.now();
+const demo = spawn('npm', ['run', '--silent', 'demo'], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+  detached: true });
+let said = '';
+demo.stdout.on('data', (c) => { said += c; });
+demo.stderr.on('data', (c) => { said += c; });
+const stopDemo = () => { try { process.kill(-demo.pid, 'SIGTERM'); } catch {} };
+const url = await new Promise((ok, bad) => {
+  const timer = setInterval(() => {
+    const found = /abp-wasm demo: (http:\/\/\S+)/.exec(said)?.[1];
+    if (found) { clearInterval(timer); ok(found); }
+    if (performance.now() - t0 > 600000 || demo.exitCode !== null) { clearInterval(timer); bad(new Error(`demo-check: npm run demo printed no URL:\n${said}`)); }
+  }, 20);
+}).catch((e) => { stopDemo(); throw e; });
+const port = new URL(url).port;
+// A headed browser asks each page for /favicon.ico (headless Chromium does not), and its 404 is an error in the
+// console: each page of the demo names an empty icon instead.
+for (const html of readdirSync('www').filter((f) => f.endsWith('.html'))) {
+  if (!/<link rel="icon" href="data:,">/.test(readFileSync(join('www', html), 'utf8'))) {
+    stopDemo();
+    fail(`www/${html} names no icon: a browser asks for /favicon.ico and logs its 404`);
+  }
+}
+console.log(`demo-check: npm run demo printed its URL ${((performance.now() - t0) / 1000).toFixed(1)} s after it started`);
+if (!/build: pkg\/ is up to date/.test(said) || /wasm-pack|Compiling/.test(said)) {
+  stopDemo();
+  fail(`npm run demo built pkg/ again though nothing had changed since the last build:\n${said}`);
+}
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
   args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync',
     // The app offers its capability to the browser's own agents too (app.exposeWebMCP()).
     '--enable-features=WebMCP'],
-});
-const fail = (msg) => { throw new Error(`demo-check: ${msg}`); };
+}).catch((e) => { stopDemo(); throw e; });
 try {
   const page = await browser.newPage({ viewport: { width: 980, height: 560 } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  // Nothing the demo's pages ask for may be missing.
+  const missing = [];
+  page.on('response', (r) => { if (r.status() >= 400) missing.push(`${r.status()} ${r.url()}`); });
   await page.goto(url);
   await page.waitForSelector('#start:not([disabled])', { timeout: 15000 });
   const session = await page.textContent('#session');
@@ -80,11 +109,12 @@ try {
   await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('done'), null, { timeout: 10000 });
   console.log(`demo-check: short job: "${await page.textContent('#status')}"`);
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
+  if (missing.length) fail(`the demo's pages asked for what is not there: ${missing.join('; ')}`);
   await fromAnMcpHost(browser, `http://127.0.0.1:${port}`);
   console.log('demo-check: ok (screenshots in target/demo-running.png, target/demo-stopped.png)');
 } finally {
   await browser.close();
-  server.close();
+  stopDemo();
 }
 
 /** "Render report" as an MCP task: the app page joins `abp-peer mcp --http`; a 2026-07-28 client that declares the
@@ -106,6 +136,10 @@ async function fromAnMcpHost(browser, origin) {
     const url = logged(/mcp on (http:\/\/\S+)/);
     const page = await browser.newPage();
     await page.goto(`${origin}/www/app.html?gateway=${encodeURIComponent(ws)}`);
+    // The app says it is joined, not that it waits for an agent.
+    await page.waitForFunction(() => /^joined /.test(document.getElementById('state').textContent), null, { timeout: 10000 })
+      .catch(async () => fail(`the app page joined to the gateway says "${await page.textContent('#state')}"`));
+    console.log(`demo-check: the app page joined to the gateway says "${await page.textContent('#state')}"`);
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
       'io.modelcontextprotocol/clientInfo': { name: 'demo-check', version: '1' },
       'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
