@@ -126,6 +126,11 @@ async fn iframe_removed_mid_call() {
 }
 
 #[wasm_bindgen_test]
+async fn a_wrong_target_origin_is_named_at_once_and_in_the_timeout() {
+    check("aWrongTargetOriginIsNamedAtOnceAndInTheTimeout").await;
+}
+
+#[wasm_bindgen_test]
 async fn iframe_reloaded_mid_call_then_reconnect() {
     check("iframeReloadedMidCallThenReconnect").await;
 }

@@ -32,7 +32,14 @@ pub struct AgentConfig {
     pub heartbeat: Option<f64>,
     /// The dialect's rules (ABP by default).
     pub policy: Policy,
+    /// Whether the transport comes back once lost (a WebSocket with `reconnect`). When it does not, this
+    /// client's DISCONNECTED errors are not retryable and say to connect again: no retry on it can succeed.
+    pub reconnects: bool,
 }
+
+/// The TIMEOUT message of a handshake the app never answered. The browser shell adds the usual cause for a frame
+/// or window (a `targetOrigin` that is not the app page's origin), which only it can see.
+pub const NO_ANSWER_TO_INITIALIZE: &str = "The app did not answer initialize before connectTimeout";
 
 /// The call id heartbeat probes cancel: never used for a real call, and always the same, so that the app
 /// remembers it once rather than once per probe.
@@ -54,6 +61,7 @@ impl Default for AgentConfig {
             resend_interval: 10.0,
             heartbeat: None,
             policy: Policy::ABP,
+            reconnects: false,
         }
     }
 }
@@ -412,12 +420,27 @@ impl<P: Wire> AgentCore<P> {
     /// retry on the same client).
     fn not_ready_error(&self) -> AbpError<P> {
         match self.state {
-            State::Closed { by_user: false } => AbpError::disconnected(),
+            State::Closed { by_user: false } => self.lost_error(),
             State::Closed { by_user: true } => AbpError::new(
                 ErrorCode::PreconditionFailed,
                 "This client was shut down: connect a new one",
             ),
             _ => AbpError::not_initialized(),
+        }
+    }
+
+    /// DISCONNECTED as this client says it: retryable when its transport comes back, else not, with what to do.
+    fn lost_error(&self) -> AbpError<P> {
+        if self.config.reconnects {
+            return AbpError::disconnected();
+        }
+        AbpError {
+            retryable: false,
+            ..AbpError::new(
+                ErrorCode::Disconnected,
+                "The connection to the other side was lost (the frame or window is gone, or the app closed it), and \
+                 this client does not reconnect: connect again (AbpClient.connect) to call the app",
+            )
         }
     }
 
@@ -650,16 +673,28 @@ impl<P: Wire> AgentCore<P> {
             State::Connecting { .. } | State::Listing { .. } | State::Idle
         ) {
             self.out
-                .push_back(AgentOutput::ConnectFailed(AbpError::disconnected()));
+                .push_back(AgentOutput::ConnectFailed(self.lost_error()));
         }
         self.state = State::Closed { by_user };
+        // What was still pending ends DISCONNECTED; after shutdown() too (the app may have sent what it had).
+        let lost = if by_user {
+            AbpError {
+                retryable: false,
+                ..AbpError::new(
+                    ErrorCode::Disconnected,
+                    "This client was shut down before the app answered: connect again to call the app",
+                )
+            }
+        } else {
+            self.lost_error()
+        };
         let mut calls: Vec<(u64, String)> = self.calls.drain().map(|(id, c)| (c.seq, id)).collect();
         calls.sort_unstable();
         for (_, call_id) in calls {
             self.out.push_back(AgentOutput::Settled {
                 call_id,
                 settlement: Settlement::Local {
-                    error: AbpError::disconnected(),
+                    error: lost.clone(),
                     cancelled: false,
                 },
             });
@@ -670,7 +705,7 @@ impl<P: Wire> AgentCore<P> {
                     handle,
                     answer: CancelAnswer::Local {
                         call_id: req.call_id,
-                        error: AbpError::disconnected(),
+                        error: lost.clone(),
                     },
                 });
             }
@@ -1229,8 +1264,7 @@ impl<P: Wire> AgentCore<P> {
                 fast_until,
             } => {
                 if *deadline <= now {
-                    return self
-                        .connect_failed("The app did not answer initialize before connectTimeout");
+                    return self.connect_failed(NO_ANSWER_TO_INITIALIZE);
                 }
                 if self.config.policy.resend_initialize && *next_resend <= now {
                     if *fast_until <= now {

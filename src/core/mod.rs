@@ -24,6 +24,7 @@ mod tests;
 
 pub use agent::{
     AbortKind, AgentConfig, AgentCore, AgentOutput, CallRequest, CancelAnswer, Settlement,
+    NO_ANSWER_TO_INITIALIZE,
 };
 pub use app::{AppConfig, AppConn, AppOutput};
 pub use capability::Registry;

@@ -25,7 +25,7 @@ use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
 use crate::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
-    ElicitAnswer, ErrorCode, Sent, Settlement, Transmit,
+    ElicitAnswer, ErrorCode, Sent, Settlement, Transmit, NO_ANSWER_TO_INITIALIZE,
 };
 
 #[wasm_bindgen(module = "/src/web/client.js")]
@@ -276,6 +276,22 @@ impl AbpClient {
             config.cancel_grace = g;
         }
         let target = take_target(transport, "AbpClient.connect")?;
+        config.reconnects = target.comes_back();
+        if let Some((at, wanted)) = target.src_elsewhere() {
+            // It keeps trying: the frame may yet navigate to targetOrigin. Said now rather than after the timeout.
+            console_warn(&text(&[
+                "abp-wasm: AbpClient.connect: the iframe's src is at ",
+                &at,
+                " but targetOrigin is ",
+                &wanted,
+                ". The browser delivers no message to a page of another origin, so connect waits for the frame to \
+                 reach ",
+                &wanted,
+                " until connectTimeout. Give targetOrigin '",
+                &at,
+                "' if that is the app.",
+            ]));
+        }
         let hooks = Hooks {
             on_progress: opt_function(&options, connect::ON_PROGRESS.name),
             on_notification: opt_function(&options, connect::ON_NOTIFICATION.name),
@@ -643,10 +659,16 @@ impl ClientInner {
                     );
                 }
             }
-            AgentOutput::ConnectFailed(error) => {
+            AgentOutput::ConnectFailed(mut error) => {
                 let connect = self.js.borrow_mut().connect.take();
                 match connect {
                     Some(connected) => {
+                        if error.message == NO_ANSWER_TO_INITIALIZE {
+                            let why = self.link.borrow().as_ref().and_then(|l| l.why_unanswered());
+                            if let Some(why) = why {
+                                error.message = text(&[&error.message, ". ", &why, "."]);
+                            }
+                        }
                         connected.reject(&js_error(&error));
                         self.drop_link();
                     }

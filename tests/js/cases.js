@@ -152,7 +152,8 @@ export async function heartbeatSettlesCallsToASilentPort() {
   const t0 = performance.now();
   const r = await abp.call('work', {});
   const elapsed = performance.now() - t0;
-  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', true], 'the call settles');
+  // A port does not come back: no retry on this client can succeed.
+  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', false], 'the call settles');
   assert(elapsed >= 350 && elapsed < 1500, `after silence + an unanswered probe: ${elapsed.toFixed(0)} ms`);
   eq([calls, abp.connected, abp.pendingCalls], [1, false, 0], 'the call was sent; now disconnected');
   port1.close();
@@ -476,11 +477,63 @@ export async function iframeRemovedMidCall() {
   t.iframe.remove();
   const [r, r2] = await Promise.all([p, q]);
   const elapsed = performance.now() - t0;
-  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', true], 'disconnected');
+  // The frame is gone for good: DISCONNECTED is not retryable on this client, and says to connect again.
+  eq([r.success, r.error.code, r.error.retryable], [false, 'DISCONNECTED', false], 'disconnected');
+  assert(/connect again/.test(r.error.message), `it says what to do: ${r.error.message}`);
   eq(r2.error.code, 'DISCONNECTED', 'every pending call');
   assert(elapsed < 1000, `within 1 s (took ${elapsed} ms)`);
   eq(t.abp.pendingCalls, 0, 'nothing pending');
-  eq((await t.abp.call('echo', {})).error.code, 'DISCONNECTED', 'later calls say so too');
+  const later = await t.abp.call('echo', {});
+  eq([later.error.code, later.error.retryable], ['DISCONNECTED', false], 'later calls say so too');
+  assert(/connect again/.test(later.error.message), later.error.message);
+}
+
+export async function aWrongTargetOriginIsNamedAtOnceAndInTheTimeout() {
+  // The frame loads the app from the other origin, while the agent names this one: the browser drops every
+  // message to it. The client warns at connect, naming both, and its TIMEOUT says the same.
+  const iframe = frame(`?allowed=${encodeURIComponent(ORIGIN)}`, OTHER);
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => { warnings.push(args.join(' ')); };
+  let error = null;
+  let warnedBeforeTimeout;
+  try {
+    const connecting = AbpClient.connect(PostMessageTransport.toIframe(iframe, { targetOrigin: ORIGIN }), { ...AGENT, connectTimeout: 500 });
+    warnedBeforeTimeout = warnings.length;
+    await connecting;
+  } catch (e) {
+    error = e;
+  } finally {
+    console.warn = warn;
+  }
+  eq(warnedBeforeTimeout, 1, `connect warned at once: ${JSON.stringify(warnings)}`);
+  assert(warnings[0].includes(`src is at ${OTHER}`) && warnings[0].includes(`targetOrigin is ${ORIGIN}`),
+    `the warning names both origins: ${warnings[0]}`);
+  eq(error?.code, 'TIMEOUT', 'connect still ends at connectTimeout (the frame could have navigated there)');
+  assert(error.message.startsWith('The app did not answer initialize before connectTimeout')
+    && error.message.includes(`src is at ${OTHER}`) && error.message.includes(`targetOrigin '${OTHER}'`),
+  `the timeout names the cause and the fix: ${error.message}`);
+
+  // Where the frame's page is not known to be elsewhere (the same origin, but its app refuses this page), the
+  // timeout still names the usual causes, and nothing is said at connect.
+  const silent = frame('?allowed=https://trusted.example');
+  await appsLoaded(silent);
+  silent.contentWindow.console.warn = () => {};
+  warnings.length = 0;
+  console.warn = (...args) => { warnings.push(args.join(' ')); };
+  let second = null;
+  try {
+    await AbpClient.connect(PostMessageTransport.toIframe(silent, { targetOrigin: ORIGIN }), { ...AGENT, connectTimeout: 300 });
+  } catch (e) {
+    second = e;
+  } finally {
+    console.warn = warn;
+  }
+  eq([second?.code, warnings.length], ['TIMEOUT', 0], 'TIMEOUT, no warning');
+  assert(second.message.includes(`targetOrigin ('${ORIGIN}')`) && second.message.includes('listen()'),
+    `the usual causes: ${second.message}`);
+  iframe.remove();
+  silent.remove();
 }
 
 export async function iframeReloadedMidCallThenReconnect() {
@@ -911,7 +964,7 @@ export async function popupWindowAndItsClosing() {
     win.close();
     const r = await p;
     const elapsed = performance.now() - t0;
-    eq(r.error.code, 'DISCONNECTED', 'closing the window disconnects');
+    eq([r.error.code, r.error.retryable], ['DISCONNECTED', false], 'closing the window disconnects, for good');
     assert(elapsed < 1000, `within 1 s (took ${elapsed} ms)`);
   } finally {
     if (!win.closed) win.close();
@@ -1272,6 +1325,7 @@ const cases = {
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
   windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
   mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides, thePrivateChannelAnswersAsWindowMessagesDo,
+  aWrongTargetOriginIsNamedAtOnceAndInTheTimeout,
 };
 
 /** Runs one case; a case that hangs fails after 40 s instead of stalling the whole browser run. */

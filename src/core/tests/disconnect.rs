@@ -18,10 +18,12 @@ fn losing_the_transport_settles_everything_as_disconnected() {
     p.agent.transport_lost();
     p.app.transport_lost();
     p.drain();
+    // This client's transport does not come back (an iframe removed): no retry on it can succeed, so the
+    // error is not retryable and says what to do.
     for c in ["c1", "c2"] {
         assert_eq!(
             local(p.settled(c)[0]),
-            (ErrorCode::Disconnected, false, true)
+            (ErrorCode::Disconnected, false, false)
         );
     }
     assert!(p.agent_events.iter().any(|e| matches!(e,
@@ -29,18 +31,51 @@ fn losing_the_transport_settles_everything_as_disconnected() {
     assert_eq!(p.aborted(), ["c1", "c2"]);
     assert_eq!(p.agent.pending_calls(), 0);
     assert_eq!(p.app.active_calls(), 0);
+    let later = p
+        .agent
+        .start_call(
+            CallRequest {
+                params: json!(null),
+                ..request("c3", "echo")
+            },
+            p.now,
+        )
+        .unwrap_err();
     assert_eq!(
-        p.agent
-            .start_call(
-                CallRequest {
-                    params: json!(null),
-                    ..request("c3", "echo")
-                },
-                p.now
-            )
-            .unwrap_err()
-            .code,
-        ErrorCode::Disconnected
+        (later.code, later.retryable),
+        (ErrorCode::Disconnected, false)
+    );
+    assert!(later.message.contains("connect again"), "{}", later.message);
+}
+
+#[test]
+fn a_transport_that_comes_back_leaves_disconnected_retryable() {
+    let mut p = Pair::new();
+    p.new_agent(
+        AgentConfig {
+            reconnects: true,
+            ..AgentConfig::default()
+        },
+        "r-",
+    );
+    p.agent.connect(p.now);
+    p.run();
+    assert!(p.agent.is_ready());
+    p.call("c1", "echo", json!({}));
+    p.run();
+    p.agent.transport_lost();
+    p.drain();
+    assert_eq!(
+        local(p.settled("c1")[0]),
+        (ErrorCode::Disconnected, false, true)
+    );
+    let later = p
+        .agent
+        .start_call(request("c2", "echo"), p.now)
+        .unwrap_err();
+    assert_eq!(
+        (later.code, later.retryable),
+        (ErrorCode::Disconnected, true)
     );
 }
 
@@ -133,7 +168,7 @@ fn heartbeat_settles_pending_calls_when_the_app_goes_silent() {
     p.drain();
     assert_eq!(
         local(p.settled("c1")[0]),
-        (ErrorCode::Disconnected, false, true)
+        (ErrorCode::Disconnected, false, false)
     );
     assert!(p.agent.is_lost());
 }

@@ -208,9 +208,14 @@ impl Link {
         }))
     }
 
+    /// Why the app may not have answered the handshake (a frame or window), for the connect timeout's message.
+    pub(crate) fn why_unanswered(&self) -> Option<String> {
+        self.target.why_unanswered()
+    }
+
     /// A WebSocket link that opens a new socket when one is lost.
     pub(crate) fn reconnects(&self) -> bool {
-        matches!(&self.target, Target::Socket(s) if s.reconnects())
+        self.target.comes_back()
     }
 
     /// Drops the current socket of a reconnecting WebSocket link, so that a new one is opened.

@@ -41,6 +41,59 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// Whether a lost connection comes back by itself: a WebSocket with `reconnect` opens a new socket; a frame
+    /// removed, a window closed, a port closed or a socket without it stay gone.
+    pub(crate) fn comes_back(&self) -> bool {
+        matches!(self, Target::Socket(s) if s.reconnects())
+    }
+
+    /// An iframe whose `src` is at another origin than `targetOrigin`: (the `src`'s origin, `targetOrigin`). The
+    /// browser delivers nothing sent to `targetOrigin` while the frame holds a page of another origin.
+    pub(crate) fn src_elsewhere(&self) -> Option<(String, String)> {
+        let Target::Iframe { iframe, origin, .. } = self else {
+            return None;
+        };
+        let wanted = match origin.as_str() {
+            "*" => return None,
+            "/" => window()?.location().origin().ok()?,
+            o => o.to_owned(),
+        };
+        let src = web_sys::Url::new(&iframe.src()).ok()?;
+        if !matches!(src.protocol().as_str(), "http:" | "https:") {
+            return None;
+        }
+        let at = src.origin();
+        (at != wanted).then_some((at, wanted))
+    }
+
+    /// Why a frame or window may not have answered the handshake, as far as this side can see: the iframe's
+    /// `src` at another origin, else a `targetOrigin` that may not be the app page's. None for a port or socket.
+    pub(crate) fn why_unanswered(&self) -> Option<String> {
+        if let Some((at, wanted)) = self.src_elsewhere() {
+            return Some(text(&[
+                "The iframe's src is at ",
+                &at,
+                " but targetOrigin is ",
+                &wanted,
+                ", and the browser delivers no message to a page of another origin: give targetOrigin '",
+                &at,
+                "' (or load the app from ",
+                &wanted,
+                ")",
+            ]));
+        }
+        let origin = match self {
+            Target::Iframe { origin, .. } | Target::Window { origin, .. } => origin,
+            _ => return None,
+        };
+        Some(text(&[
+            "The usual cause is a targetOrigin ('",
+            origin,
+            "') that is not the origin of the app's page, whose messages the browser then drops; else the app \
+             never called listen(), or its allowedOrigins leave this page out (its console says so)",
+        ]))
+    }
+
     /// What the connection's policy needs to know of it: a frame or window may not be listening yet; a port
     /// queues what is sent before the other end listens, and a socket is open.
     pub(crate) fn carrier(&self) -> Carrier {
