@@ -30,7 +30,8 @@ trap '[ -z "$page_pid" ] || kill "$page_pid" 2>/dev/null || true; [ -z "$gateway
 for browser in ${CONFORMANCE_BROWSERS:-chrome firefox}; do
   echo "== MCP conformance: abp-peer mcp --http, the app in headless $browser"
   log="target/conformance-gateway-$browser.log"
-  target/debug/abp-peer mcp --listen 127.0.0.1:0 --http 127.0.0.1:0 --http-no-auth \
+  # Its launch token (for /mcp-host, which the suite does not use) in a state folder of its own, not the user's.
+  XDG_STATE_HOME="$PWD/target/conformance-state" target/debug/abp-peer mcp --listen 127.0.0.1:0 --http 127.0.0.1:0 --http-no-auth \
     --allow-origin "http://$WASM_BINDGEN_TEST_ADDRESS" --token-file target/conformance.token 2> "$log" &
   gateway_pid=$!
   ws= url=

@@ -9,7 +9,8 @@
 //! - `/admin/exit` (only with `--allow-exit`): the process exits at once, as if killed. For tests.
 //!
 //! Every request passes the checks of [`security`] first (see [`server`]): `/control`, `/relay/…/agent` and
-//! `/admin/exit` need the launch token.
+//! `/admin/exit` need the launch token, which is kept in the user's state folder and so stays the same across
+//! restarts until `--new-token` (see [`token`]).
 //!
 //! `abp-peer discover URL` instead runs ABP discovery on a page and prints the `DiscoveryResult` (see
 //! [`discover`]).
@@ -34,6 +35,7 @@ mod relay;
 mod relay_remote;
 mod security;
 mod server;
+mod token;
 mod ws;
 
 use std::sync::Arc;

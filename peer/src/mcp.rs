@@ -1086,12 +1086,17 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
                 "abp-peer mcp: warning: --http-no-auth: any program on this machine (and any page on an allowed \
                  origin) can call the app's tools at http://{bound}/mcp"
             );
-        } else if let Some(file) = &token_file {
+        } else {
+            let token = match server.token().source() {
+                crate::token::Source::Stored { path, .. } => format!(
+                    "the token kept in {} (the same at every start until {})",
+                    path.display(),
+                    crate::token::NEW_TOKEN_FLAG
+                ),
+                crate::token::Source::Env => format!("the token from {}", crate::token::TOKEN_ENV),
+            };
             eprintln!(
-                "abp-peer mcp: http://{bound}/mcp needs Authorization: Bearer TOKEN, the token in {} (or set {} \
-                 before starting)",
-                file.display(),
-                crate::security::TOKEN_ENV
+                "abp-peer mcp: http://{bound}/mcp needs Authorization: Bearer TOKEN, {token}"
             );
         }
         eprintln!("abp-peer mcp on http://{bound}/mcp");

@@ -3,12 +3,12 @@
 //! [`Guard::admit`] before anything is routed or upgraded; docs/peer.md's security model says what each check stops.
 
 use std::fmt;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use axum::http::{header, request::Parts, HeaderMap, StatusCode};
-use subtle::ConstantTimeEq;
+
+use crate::token::{Source, Token, NEW_TOKEN_FLAG};
 
 /// An origin as browsers send it in the `Origin` header: scheme, host and port, compared exactly (the default
 /// port of http and https is spelled out, so `http://localhost` and `http://localhost:80` are the same).
@@ -96,99 +96,6 @@ fn split_host_port(text: &str) -> Option<(&str, Option<u16>)> {
         None => None,
     };
     Some((host, port))
-}
-
-/// The launch secret: minted from the OS RNG (or taken from `ABP_PEER_TOKEN`), never printed but once.
-#[derive(Clone)]
-pub(crate) struct Token(String);
-
-/// The environment variable a supervisor sets to give every restart of the peer the same secret.
-pub(crate) const TOKEN_ENV: &str = "ABP_PEER_TOKEN";
-
-impl Token {
-    /// 32 bytes from the operating system's RNG, as 64 hex digits; or `ABP_PEER_TOKEN` when it is set (at least
-    /// 32 characters of `A-Z a-z 0-9 . _ ~ -`, so it travels in a URL unchanged).
-    pub(crate) fn mint() -> Result<Token, String> {
-        if let Some(given) = std::env::var_os(TOKEN_ENV) {
-            let given = given
-                .into_string()
-                .map_err(|_| format!("{TOKEN_ENV} is not valid UTF-8"))?;
-            let ok = given.len() >= 32
-                && given
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
-            if !ok {
-                return Err(format!(
-                    "{TOKEN_ENV} must be at least 32 characters of A-Z a-z 0-9 . _ ~ - (or unset, to mint one)"
-                ));
-            }
-            if !looks_random(&given) {
-                return Err(format!(
-                    "{TOKEN_ENV} is too easy to guess (too few different characters, or a run of one): use a \
-                     random one, such as `od -An -N32 -tx1 /dev/urandom | tr -d ' \\n'`, or unset it"
-                ));
-            }
-            return Ok(Token(given));
-        }
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| format!("the OS random number generator failed: {e}"))?;
-        Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether it came from [`TOKEN_ENV`] (then it is not printed: it is the supervisor's, in its own config).
-    pub(crate) fn from_env() -> bool {
-        std::env::var_os(TOKEN_ENV).is_some()
-    }
-
-    /// Constant-time comparison (the length is not secret).
-    fn matches(&self, candidate: &str) -> bool {
-        bool::from(self.0.as_bytes().ct_eq(candidate.as_bytes()))
-    }
-
-    /// Writes the token to `path`, readable and writable by this user only (mode 0600 on Unix). A file already
-    /// there is replaced, never written through (it could be a link somewhere else).
-    pub(crate) fn write_to(&self, path: &Path) -> Result<(), String> {
-        let fail =
-            |e: std::io::Error| format!("cannot write the token file {}: {e}", path.display());
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.exists() {
-                let mut builder = std::fs::DirBuilder::new();
-                builder.recursive(true);
-                #[cfg(unix)]
-                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-                builder.create(dir).map_err(fail)?;
-            }
-        }
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(fail(e)),
-        }
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(path).map_err(fail)?;
-        writeln!(file, "{}", self.0).map_err(fail)
-    }
-}
-
-/// A token a person did not type: at least 12 different characters, and no character eight times in a row
-/// (32 zeros, `aaaa…`, `abcabc…` are refused; 32 random bytes in hex pass, but for about one in five million).
-fn looks_random(token: &str) -> bool {
-    let bytes = token.as_bytes();
-    let mut seen = [false; 256];
-    for &b in bytes {
-        seen[usize::from(b)] = true;
-    }
-    let distinct = seen.iter().filter(|s| **s).count();
-    let run = bytes.windows(8).any(|w| w.iter().all(|b| *b == w[0]));
-    distinct >= 12 && !run
 }
 
 /// Where the token goes without `--token-file`: `$XDG_RUNTIME_DIR/abp-peer/<port>.token` (a per-user tmpfs on
@@ -283,6 +190,11 @@ impl Guard {
         Guard::new(listen, bound, extra_hosts, all, self.token.clone())
     }
 
+    /// The launch token these checks ask for.
+    pub(crate) fn token(&self) -> &Token {
+        &self.token
+    }
+
     /// The `Host` and `Origin` checks, which every request passes before its path is even looked at.
     pub(crate) fn admit(&self, parts: &Parts) -> Result<(), Refusal> {
         let headers = &parts.headers;
@@ -335,7 +247,7 @@ impl Guard {
 
     /// The token check of a [`Access::Driver`] endpoint: `Authorization: Bearer <token>` (the scheme in any case, as
     /// RFC 9110 says) or, where `query` is [`Query::Allowed`] (a WebSocket, which a browser cannot give headers),
-    /// `?token=<token>`.
+    /// `?token=<token>`. A missing token and a wrong one are both 401, with a line saying which.
     pub(crate) fn authorize(&self, parts: &Parts, query: Query) -> Result<(), Refusal> {
         let bearer = single(&parts.headers, header::AUTHORIZATION)
             .map_err(|n| {
@@ -357,24 +269,33 @@ impl Guard {
             Query::Allowed => bearer.or(in_query),
             Query::Refused => bearer,
         };
+        // 401 for a missing token and for a wrong one alike (RFC 6750: an invalid token is 401, as a missing one);
+        // the text says which, and where the right one is, since a client that had it before (across a restart,
+        // say) otherwise learns nothing.
+        let unauthorized = |why: String| Err(refuse(StatusCode::UNAUTHORIZED, why));
         match token {
-            None if in_query.is_some() => Err(refuse(
-                StatusCode::UNAUTHORIZED,
+            None if in_query.is_some() => unauthorized(
                 "the launch token goes in the Authorization header (Bearer), never in the URL, where it would \
                  reach logs and history"
                     .to_owned(),
-            )),
-            None => Err(refuse(
-                StatusCode::UNAUTHORIZED,
+            ),
+            None => unauthorized(format!(
+                "no token: send Authorization: Bearer TOKEN{}, TOKEN being {}",
                 match query {
-                    Query::Allowed => "this endpoint needs the launch token (Authorization: Bearer <token>, or \
-                                       ?token=<token>)",
-                    Query::Refused => "this endpoint needs the launch token (Authorization: Bearer <token>)",
-                }
-                .to_owned(),
+                    Query::Allowed => " (or ?token=TOKEN)",
+                    Query::Refused => "",
+                },
+                self.token.whereabouts()
             )),
             Some(t) if self.token.matches(t) => Ok(()),
-            Some(_) => Err(refuse(StatusCode::FORBIDDEN, "wrong token".to_owned())),
+            Some(_) => unauthorized(match self.token.source() {
+                Source::Stored { .. } => format!(
+                    "wrong token: this abp-peer takes {} (it changes only with {NEW_TOKEN_FLAG}, and an abp-peer \
+                     already running keeps the one it started with)",
+                    self.token.whereabouts()
+                ),
+                Source::Env => format!("wrong token: this abp-peer takes {}", self.token.whereabouts()),
+            }),
         }
     }
 }
@@ -426,7 +347,13 @@ mod tests {
             .map(|o| Origin::parse(o).expect("an origin"))
             .collect();
         let bound: SocketAddr = "127.0.0.1:4000".parse().expect("an address");
-        Guard::new("127.0.0.1:0", bound, &[], origins, Token("t".repeat(64)))
+        Guard::new(
+            "127.0.0.1:0",
+            bound,
+            &[],
+            origins,
+            Token::stored_for_tests(&"t".repeat(64), "/state/abp-peer/token"),
+        )
     }
 
     #[test]
@@ -480,34 +407,40 @@ mod tests {
     fn token_from_header_or_query() {
         let g = guard(&[]);
         let t = "t".repeat(64);
-        let status = |h: &[(&str, &str)], uri: &str| {
+        let refusal = |h: &[(&str, &str)], uri: &str| {
             g.authorize(&parts(h, uri), Query::Allowed)
                 .err()
-                .map(|r| r.status)
+                .map(|r| (r.status, r.why))
         };
-        assert_eq!(status(&[], "/control/x"), Some(StatusCode::UNAUTHORIZED));
+        let missing = |h: &[(&str, &str)], uri: &str| {
+            let (status, why) = refusal(h, uri).expect("refused");
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{uri}");
+            assert!(why.starts_with("no token: "), "{why}");
+            assert!(why.contains("/state/abp-peer/token"), "{why}");
+        };
+        let wrong = |h: &[(&str, &str)], uri: &str| {
+            let (status, why) = refusal(h, uri).expect("refused");
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{uri}");
+            assert!(why.starts_with("wrong token: "), "{why}");
+            assert!(
+                why.contains("/state/abp-peer/token") && why.contains("--new-token"),
+                "{why}"
+            );
+        };
+        missing(&[], "/control/x");
+        wrong(&[], "/control/x?token=nope");
+        assert_eq!(refusal(&[], &format!("/control/x?a=1&token={t}")), None);
         assert_eq!(
-            status(&[], "/control/x?token=nope"),
-            Some(StatusCode::FORBIDDEN)
-        );
-        assert_eq!(status(&[], &format!("/control/x?a=1&token={t}")), None);
-        assert_eq!(
-            status(&[("authorization", &format!("Bearer {t}"))], "/control/x"),
+            refusal(&[("authorization", &format!("Bearer {t}"))], "/control/x"),
             None
         );
-        assert_eq!(
-            status(&[("authorization", "Bearer x")], "/control/x"),
-            Some(StatusCode::FORBIDDEN)
-        );
-        assert_eq!(
-            status(&[("authorization", "Basic x")], "/control/x"),
-            Some(StatusCode::UNAUTHORIZED)
-        );
+        wrong(&[("authorization", "Bearer x")], "/control/x");
+        missing(&[("authorization", "Basic x")], "/control/x");
         // The scheme's name in any case (RFC 9110).
         for scheme in ["BEARER", "bEaReR"] {
             let h = format!("{scheme} {t}");
             assert_eq!(
-                status(&[("authorization", &h)], "/control/x"),
+                refusal(&[("authorization", &h)], "/control/x"),
                 None,
                 "{scheme}"
             );

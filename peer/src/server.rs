@@ -1,4 +1,4 @@
-//! The WebSocket server every mode runs: binds (loopback unless told otherwise), mints the launch token, and
+//! The WebSocket server every mode runs: binds (loopback unless told otherwise), takes the launch token, and
 //! answers each request in one place ([`handle`]): the `Host` and `Origin` checks, then the mode's routes (a
 //! path it does not serve is a 404), then the token for endpoints that drive, and only then the upgrade.
 //!
@@ -25,7 +25,8 @@ use tokio::net::TcpListener;
 
 use crate::control::Envelope;
 use crate::hub::{Hub, Registration, Slot};
-use crate::security::{default_token_file, Access, Guard, Origin, Refusal, Token, TOKEN_ENV};
+use crate::security::{default_token_file, Access, Guard, Origin, Refusal};
+use crate::token::{Source, Token, NEW_TOKEN_FLAG, TOKEN_ENV};
 
 /// What every server mode accepts on its command line.
 #[derive(Args, Clone, Debug)]
@@ -44,10 +45,14 @@ pub(crate) struct ServerOptions {
     /// Allow listening on an address that is not loopback (anyone on the network can then connect).
     #[arg(long)]
     pub(crate) allow_non_loopback: bool,
-    /// Where to write the launch token (mode 0600) [default: $XDG_RUNTIME_DIR/abp-peer/PORT.token, else
-    /// ~/.local/state/abp-peer/PORT.token].
+    /// Where to write this process's launch token too (mode 0600; removed when it stops) [default:
+    /// $XDG_RUNTIME_DIR/abp-peer/PORT.token, else ~/.local/state/abp-peer/PORT.token].
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
+    /// Mint another launch token and keep it in place of the stored one ($XDG_STATE_HOME/abp-peer/token, else
+    /// ~/.local/state/abp-peer/token), which is otherwise the same at every start. An error with ABP_PEER_TOKEN.
+    #[arg(long)]
+    pub(crate) new_token: bool,
     /// Largest frame accepted; a bigger one closes that connection.
     #[arg(long, value_name = "N", default_value_t = 16 * 1024 * 1024)]
     pub(crate) max_message_bytes: usize,
@@ -154,6 +159,64 @@ impl Routes {
     }
 }
 
+/// The start-up line about the token: where it is kept (or that it came from `ABP_PEER_TOKEN`) and which of
+/// this mode's endpoints need it. The token itself is printed only where a person reads stderr: an MCP host keeps
+/// `abp-peer mcp`'s stderr in its logs, and a supervisor's token is already in its own configuration.
+fn token_line(routes: &Routes, token: &Token, file: &std::path::Path) -> String {
+    let mut needs = Vec::new();
+    if routes.control {
+        needs.push("/control");
+    }
+    if routes.relay {
+        needs.push("/relay/…/agent");
+    }
+    if routes.exit {
+        needs.push("/admin/exit");
+    }
+    if routes.mcp_hosts {
+        needs.push("/mcp-host");
+    }
+    let mut needs = match needs.as_slice() {
+        [one] => format!("{one} needs it"),
+        [first @ .., last] => format!("{} and {last} need it", first.join(", ")),
+        [] => String::new(),
+    };
+    needs += " as Authorization: Bearer TOKEN or ?token=TOKEN";
+    if routes.mcp_hosts {
+        needs += ": another host's abp-peer mcp joins with it";
+    }
+    let also = format!("also in {} while this process runs", file.display());
+    match token.source() {
+        Source::Env => format!("abp-peer: token from {TOKEN_ENV}, not stored ({also}; {needs})"),
+        Source::Stored { path, minted } => {
+            let kept = format!(
+                "kept in {}, the same at every start until {NEW_TOKEN_FLAG}{}",
+                path.display(),
+                if *minted { "; made at this start" } else { "" }
+            );
+            if routes.control || routes.relay || routes.exit {
+                format!(
+                    "abp-peer: token: {} ({kept}; {also}; {needs})",
+                    token.as_str()
+                )
+            } else {
+                format!("abp-peer: token {kept} ({also}; {needs})")
+            }
+        }
+    }
+}
+
+/// Whether two paths name one file: the same name in the same folder, however the folders are spelled (a
+/// folder that does not exist yet is compared as written).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let folder = |p: &std::path::Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let parent = parent.unwrap_or(std::path::Path::new("."));
+        std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_owned())
+    };
+    a.file_name() == b.file_name() && folder(a) == folder(b)
+}
+
 /// Why a server could not start.
 #[derive(Debug)]
 pub(crate) enum BindError {
@@ -197,8 +260,9 @@ async fn bind_patiently(addrs: &[SocketAddr]) -> std::io::Result<TcpListener> {
 }
 
 impl Server {
-    /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`) and mints the token;
-    /// where `routes` has endpoints that need it, writes it to its file and prints it once on stderr.
+    /// Binds `--listen` (refusing a non-loopback address without `--allow-non-loopback`) and takes the token
+    /// ([`Token::launch`]); where `routes` has endpoints that need it, writes it to its file and says on stderr
+    /// where it is kept.
     pub(crate) async fn bind(
         options: &ServerOptions,
         routes: &Routes,
@@ -221,7 +285,19 @@ impl Server {
             )
             .into());
         }
-        let token = Token::mint()?;
+        // The token file is removed when this process stops, and the stored token must outlive it.
+        let stored = crate::token::state_dir().map(|dir| dir.join(crate::token::FILE_NAME));
+        if let (Some(file), Ok(stored)) = (&options.token_file, &stored) {
+            if same_file(file, stored) {
+                return Err(format!(
+                    "--token-file {} is where the launch token is kept: give another path",
+                    file.display()
+                )
+                .into());
+            }
+        }
+        // Before the port, which may be waited for: a stored token that cannot be used is said at once.
+        let token = Token::launch(options.new_token)?;
         let listener = bind_patiently(&addrs).await.map_err(|e| {
             let why = format!("cannot listen on {}: {e}", options.listen);
             if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -245,28 +321,7 @@ impl Server {
                 .clone()
                 .unwrap_or_else(|| default_token_file(addr.port()));
             token.write_to(&file)?;
-            if Token::from_env() {
-                // The supervisor's own secret, already in its configuration: never echoed into a log.
-                eprintln!(
-                    "abp-peer: token from {TOKEN_ENV} (also in {}; /control, /relay/…/agent and /admin/exit need it \
-                     as Authorization: Bearer TOKEN or ?token=TOKEN)",
-                    file.display()
-                );
-            } else if routes.control || routes.relay || routes.exit {
-                eprintln!(
-                    "abp-peer: token: {} (also in {}; /control, /relay/…/agent and /admin/exit need it as \
-                     Authorization: Bearer TOKEN or ?token=TOKEN)",
-                    token.as_str(),
-                    file.display()
-                );
-            } else {
-                // `abp-peer mcp`: only another copy of it reads the token, from the file; an MCP host keeps this
-                // process's stderr in its logs, so the token is not printed there.
-                eprintln!(
-                    "abp-peer: token in {} (another host's abp-peer mcp joins with it)",
-                    file.display()
-                );
-            }
+            eprintln!("{}", token_line(routes, &token, &file));
             Some(file)
         } else {
             None
@@ -299,6 +354,11 @@ impl Server {
     ) -> Guard {
         self.guard
             .beside(listen, bound, &options.allow_hosts, origins)
+    }
+
+    /// This process's launch token.
+    pub(crate) fn token(&self) -> &Token {
+        self.guard.token()
     }
 
     /// Where the token was written, if it was (the mode removes it when it stops).
@@ -474,6 +534,12 @@ fn refused(path: &str, r: Refusal) -> Response {
         format!("{}\n", r.why),
     )
         .into_response();
+    // A 401 names the scheme that would get in (RFC 9110).
+    if r.status == StatusCode::UNAUTHORIZED {
+        answer
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
     // A full server: the client may try again in a moment.
     if r.status == StatusCode::SERVICE_UNAVAILABLE {
         answer

@@ -63,6 +63,7 @@ impl Joined {
             .args(["mcp", "--listen", &first.addr.to_string(), "--token-file"])
             .arg(&first.token_file)
             .env_remove("ABP_PEER_TOKEN")
+            .env("XDG_STATE_HOME", &first.state)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

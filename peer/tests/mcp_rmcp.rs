@@ -99,25 +99,53 @@ struct Gateway {
     /// `ws://127.0.0.1:PORT`.
     url: String,
     port: u16,
+    /// The gateway's state and runtime folders, shared with a second host's copy that joins it.
+    dir: Arc<Dir>,
+}
+
+/// A directory under the system temp dir for a gateway's `XDG_STATE_HOME` (its stored launch token) and
+/// `XDG_RUNTIME_DIR` (the token file a second copy reads), so that the tests never read or change the user's own;
+/// removed when the last gateway using it is dropped.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new() -> Arc<Dir> {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("abp-peer-rmcp-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        Arc::new(Dir(dir))
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Gateway {
     /// `abp-peer mcp --listen 127.0.0.1:0`, started by rmcp, initialized, its address read off its stderr.
     async fn start() -> Gateway {
-        Gateway::start_on("127.0.0.1:0", "abp-peer listening on ").await
+        Gateway::start_on("127.0.0.1:0", "abp-peer listening on ", Dir::new()).await
     }
 
-    /// A second host's `abp-peer mcp --listen 127.0.0.1:PORT` on the port a first one serves: it joins that one.
-    async fn join(port: u16) -> Gateway {
-        let listen = format!("127.0.0.1:{port}");
-        Gateway::start_on(&listen, "abp-peer mcp: another host's abp-peer mcp serves ").await
+    /// A second host's `abp-peer mcp --listen 127.0.0.1:PORT` on the port `first` serves: it joins that one.
+    async fn join(first: &Gateway) -> Gateway {
+        let listen = format!("127.0.0.1:{}", first.port);
+        let ready = "abp-peer mcp: another host's abp-peer mcp serves ";
+        Gateway::start_on(&listen, ready, first.dir.clone()).await
     }
 
     /// `abp-peer mcp --listen LISTEN`, started by rmcp and initialized once its stderr has a line starting with
     /// `ready` (the address follows it).
-    async fn start_on(listen: &str, ready: &str) -> Gateway {
+    async fn start_on(listen: &str, ready: &str, dir: Arc<Dir>) -> Gateway {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_abp-peer"));
-        command.args(["mcp", "--listen", listen]);
+        command
+            .args(["mcp", "--listen", listen])
+            .env_remove("ABP_PEER_TOKEN")
+            .env("XDG_STATE_HOME", dir.0.join("state"))
+            .env("XDG_RUNTIME_DIR", dir.0.join("run"));
         let (process, stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::piped())
             .spawn()
@@ -172,6 +200,7 @@ impl Gateway {
             wire,
             url,
             port,
+            dir,
         }
     }
 
@@ -526,7 +555,7 @@ async fn a_second_app_in_the_room_is_refused_and_the_first_keeps_the_hosts_calls
 async fn a_second_host_joins_the_first_gateway_and_both_use_the_app() {
     let (first, mut app) = joined().await;
     // A second host, configured the same way (same port), starts its own copy: it joins the first.
-    let second = Gateway::join(first.port).await;
+    let second = Gateway::join(&first).await;
     let expected: Vec<String> = TOOLS.iter().map(|(n, d)| format!("{n}: {d}")).collect();
     assert_eq!(
         second.tools().await,

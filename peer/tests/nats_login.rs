@@ -72,6 +72,7 @@ impl Process {
             .arg(dir.0.join("token"))
             .args(args)
             .env_remove("ABP_PEER_TOKEN")
+            .env("XDG_STATE_HOME", dir.0.join("state"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -109,6 +109,8 @@ fn stdin_drives_the_agent_and_stdout_carries_only_events() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
         .args(["--listen", "127.0.0.1:0", "--stdin", "--token-file"])
         .arg(dir.0.join("token"))
+        .env_remove("ABP_PEER_TOKEN")
+        .env("XDG_STATE_HOME", dir.0.join("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

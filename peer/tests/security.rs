@@ -1,9 +1,10 @@
 //! Who may open what on a running `abp-peer`, with raw HTTP requests over TCP on 127.0.0.1 (so every header is
 //! exactly what a browser, an attacker's page or a rebinding DNS name would send): a forged `Host` → 403; an
-//! `Origin` not in `--allow-origin` → 403 on every kind of endpoint, with or without the token; no token → 401
-//! and a wrong one → 403 on `/control`, `/relay/…/agent` and `/admin/exit`; the right one (header or query) →
-//! the upgrade; app endpoints open without it; unknown paths → 404; the token file is the user's alone;
-//! `ABP_PEER_TOKEN`; a non-loopback address needs `--allow-non-loopback`.
+//! `Origin` not in `--allow-origin` → 403 on every kind of endpoint, with or without the token; no token and a
+//! wrong one → 401 on `/control`, `/relay/…/agent` and `/admin/exit`; the right one (header or query) → the
+//! upgrade; app endpoints open without it; unknown paths → 404; the token file is the user's alone;
+//! `ABP_PEER_TOKEN`; a non-loopback address needs `--allow-non-loopback`. tests/token.rs covers where the token
+//! is kept across restarts.
 
 use std::time::Duration;
 
@@ -142,28 +143,31 @@ fn driver_endpoints_need_the_token() {
     for path in ["/control", "/control/t", "/relay/t/agent", "/admin/exit"] {
         let a = upgrade(p.addr, &host(&p), path, &[]);
         assert_eq!(a.status, 401, "{path} without a token: {}", a.text);
-        assert!(a.text.contains("token"), "says why: {}", a.text);
-        let wrong = "0".repeat(p.token.len());
-        assert_eq!(
-            status(&p, &format!("{path}?token={wrong}"), &[]),
-            403,
-            "{path}, wrong token in the query"
+        assert!(a.text.contains("no token"), "says why: {}", a.text);
+        assert!(
+            a.text.to_lowercase().contains("www-authenticate: bearer"),
+            "{}",
+            a.text
         );
+        let wrong = "0".repeat(p.token.len());
+        let a = upgrade(p.addr, &host(&p), &format!("{path}?token={wrong}"), &[]);
+        assert_eq!(a.status, 401, "{path}, wrong token in the query");
+        assert!(a.text.contains("wrong token"), "says why: {}", a.text);
         assert_eq!(
             status(&p, &format!("{path}?token="), &[]),
-            403,
+            401,
             "{path}, empty token"
         );
         let short = &p.token[..p.token.len() - 1];
         assert_eq!(
             status(&p, &format!("{path}?token={short}"), &[]),
-            403,
+            401,
             "{path}, a prefix of the token"
         );
         let bearer = format!("Authorization: Bearer {wrong}");
         assert_eq!(
             status(&p, path, &[&bearer]),
-            403,
+            401,
             "{path}, wrong bearer token"
         );
         assert_eq!(
@@ -214,13 +218,13 @@ fn driver_endpoints_need_the_token() {
 }
 
 #[test]
-fn each_start_mints_another_token() {
+fn each_state_folder_has_its_own_token() {
     let a = Peer::start(&[]);
     let b = Peer::start(&[]);
     assert_ne!(a.token, b.token);
     assert_eq!(
         status(&b, &format!("/control/x?token={}", a.token), &[]),
-        403
+        401
     );
 }
 
@@ -442,7 +446,7 @@ fn the_mcp_gateway_checks_the_same_and_serves_only_its_app_endpoint() {
             "/mcp-host/r",
             &["Authorization: Bearer wrong-token-wrong-token-wrong-token"]
         ),
-        403
+        401
     );
     assert_eq!(
         status(&p, "/mcp-host/r", &[&auth, &format!("Origin: {GOOD}")]),

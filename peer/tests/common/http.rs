@@ -21,13 +21,28 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn start(extra: &[&str]) -> (Gateway, String) {
+        Gateway::start_with(extra, &[("ABP_PEER_TOKEN", Some(TOKEN))])
+    }
+
+    /// As [`Gateway::start`], with `env` set (`Some`) or removed (`None`) instead of `ABP_PEER_TOKEN=TOKEN`; its
+    /// `XDG_STATE_HOME` is a fresh directory unless `env` names one.
+    pub fn start_with(extra: &[&str], env: &[(&str, Option<&str>)]) -> (Gateway, String) {
         let dir = TempDir::new();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_abp-peer"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_abp-peer"));
+        command
             .args(["mcp", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"])
             .args(extra)
             .arg("--token-file")
             .arg(dir.0.join("token"))
-            .env("ABP_PEER_TOKEN", TOKEN)
+            .env_remove("ABP_PEER_TOKEN")
+            .env("XDG_STATE_HOME", dir.0.join("state"));
+        for (k, v) in env {
+            match v {
+                Some(v) => command.env(k, v),
+                None => command.env_remove(k),
+            };
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

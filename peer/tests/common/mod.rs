@@ -1,5 +1,6 @@
-//! `abp-peer` as a process for the tests: started on 127.0.0.1 with a free port and its token file in a
-//! fresh directory, killed when dropped; plus WebSocket and raw HTTP clients.
+//! `abp-peer` as a process for the tests: started on 127.0.0.1 with a free port, and its token file and state
+//! folder (`XDG_STATE_HOME`, where the launch token is kept) in a fresh directory, so that no test reads or
+//! changes the user's own token; killed when dropped; plus WebSocket and raw HTTP clients.
 // Each test binary uses its own part of this.
 #![allow(dead_code)]
 
@@ -50,6 +51,8 @@ pub struct Peer {
     /// The token as printed on stderr.
     pub token: String,
     pub token_file: PathBuf,
+    /// Its `XDG_STATE_HOME`: the launch token is kept in `abp-peer/token` there.
+    pub state: PathBuf,
     /// What it printed on stderr up to the listening line.
     pub banner: String,
     /// Every stderr line after the listening line.
@@ -74,7 +77,7 @@ impl Peer {
     }
 
     /// Starts it with `args` (after `--listen 127.0.0.1:0 --token-file <fresh dir>/token`, unless `args` has its
-    /// own `--listen` / `--token-file`) and the environment `env`.
+    /// own `--listen` / `--token-file`) and the environment `env` (after `XDG_STATE_HOME=<fresh dir>/state`).
     pub fn try_start(args: &[&str], env: &[(&str, &str)]) -> Started {
         Peer::launch(args, env, true)
     }
@@ -84,6 +87,10 @@ impl Peer {
         let dir = TempDir::new();
         let default_file = token_file;
         let token_file = dir.0.join("token");
+        let state = env
+            .iter()
+            .find(|(k, _)| *k == "XDG_STATE_HOME")
+            .map_or_else(|| dir.0.join("state"), |(_, v)| PathBuf::from(v));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_abp-peer"));
         // A mode's name comes first.
         let (mode, args) = match args.split_first() {
@@ -97,7 +104,9 @@ impl Peer {
         if default_file && !args.contains(&"--token-file") {
             cmd.arg("--token-file").arg(&token_file);
         }
-        cmd.args(args).env_remove("ABP_PEER_TOKEN");
+        cmd.args(args)
+            .env_remove("ABP_PEER_TOKEN")
+            .env("XDG_STATE_HOME", &state);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -159,6 +168,7 @@ impl Peer {
             addr,
             token,
             token_file,
+            state,
             banner: before,
             log,
             stdin,

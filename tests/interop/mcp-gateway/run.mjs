@@ -92,8 +92,10 @@ async function freePort() {
 function clientOf(sdk, listen, origin, onChanged, onAsked) {
   const info = { name: 'abp-gateway-test', version: '1.0.0' };
   const args = ['mcp', '--listen', listen, '--allow-origin', origin];
+  // The gateway keeps its launch token in a state folder: its own, so that the user's stays untouched.
+  const env = { ...process.env, XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'abp-gateway-state-')) };
   if (sdk === 1) {
-    const transport = new StdioV1({ command: peer, args, stderr: 'pipe' });
+    const transport = new StdioV1({ command: peer, args, env, stderr: 'pipe' });
     const client = new ClientV1(info, { capabilities: { elicitation: {} } });
     client.setNotificationHandler(ToolListChangedNotificationSchema, onChanged);
     client.setRequestHandler(ElicitRequestSchema, async (request) => onAsked(request.params));
@@ -114,7 +116,7 @@ function clientOf(sdk, listen, origin, onChanged, onAsked) {
     callTool = (params, options) => client.callTool(params, options);
   }
   if (sdk === 2) {
-    const transport = new StdioV2({ command: peer, args, stderr: 'pipe' });
+    const transport = new StdioV2({ command: peer, args, env, stderr: 'pipe' });
     return { client, stderr: transport.stderr, pid: () => transport.pid, connect: () => client.connect(transport),
       goAway: () => client.close(), callTool };
   }
