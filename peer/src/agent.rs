@@ -306,7 +306,12 @@ pub(crate) async fn serve(
     let core = AgentConnection::new(
         dialect,
         Carrier::Stream,
-        AgentConfig::default(),
+        AgentConfig {
+            // A call the app's leaving ended can be made again: the gateway or controller sends it to whichever
+            // app joins the room next, so DISCONNECTED stays retryable for those who asked.
+            reconnects: true,
+            ..AgentConfig::default()
+        },
         info,
         format!("native-{room}"),
     );

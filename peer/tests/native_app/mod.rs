@@ -1,10 +1,11 @@
 //! A browser app's stand-in for the gateway tests: this crate's app core with the ABP codec, over a WebSocket to
-//! `/agent`, serving four capabilities and reporting what it sees.
+//! `/agent`, serving five capabilities and reporting what it sees.
 #![allow(dead_code)]
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use abp_wasm::core::app::ElicitEnd;
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::{AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry};
 use futures_util::{SinkExt, StreamExt};
@@ -37,7 +38,8 @@ pub const TOOLS: [(&str, &str); 5] = [
     ),
     (
         "job",
-        "Finishes after { ms } unless cancelled first (an MCP task when the host takes one)",
+        "Finishes after { ms } unless cancelled first, or once its question { ask } is answered (an MCP task when \
+         the host takes one)",
     ),
 ];
 
@@ -168,6 +170,8 @@ struct NativeApp {
     events: mpsc::UnboundedSender<AppEvent>,
     /// `job` handlers running: when each finishes, and its call.
     jobs: Vec<(Instant, String)>,
+    /// `job` handlers waiting on their question: the elicitation's id, and the call.
+    asking: Vec<(String, String)>,
 }
 
 impl NativeApp {
@@ -180,8 +184,8 @@ impl NativeApp {
             }
             if name == "job" {
                 descriptor["task"] = json!("optional");
-                descriptor["inputSchema"] =
-                    json!({ "type": "object", "properties": { "ms": { "type": "integer" } } });
+                descriptor["inputSchema"] = json!({ "type": "object", "properties": {
+                    "ms": { "type": "integer" }, "ask": { "type": "string" } } });
             }
             registry
                 .register(name, Some(descriptor))
@@ -199,6 +203,7 @@ impl NativeApp {
             start: Instant::now(),
             events,
             jobs: Vec::new(),
+            asking: Vec::new(),
         }
     }
 
@@ -250,6 +255,10 @@ impl NativeApp {
                 AppOutput::SessionOpened { .. } => {
                     let _ = self.events.send(AppEvent::Joined);
                 }
+                AppOutput::ElicitDone {
+                    id,
+                    end: ElicitEnd::Answer(answer),
+                } => self.answered(&id, answer),
                 _ => {}
             }
         }
@@ -291,6 +300,20 @@ impl NativeApp {
                     data: json!({ "steps": 3 }),
                 }
             }
+            // `job` with `{ ask }` asks its question first, and finishes once it is answered.
+            "job" if params.get("ask").is_some_and(Value::is_string) => {
+                let question = json!({ "method": "elicitation/create", "key": "answer", "params": {
+                    "message": params["ask"],
+                    "requestedSchema": { "type": "object",
+                        "properties": { "answer": { "type": "string" } }, "required": ["answer"] } } });
+                match self.conn.elicit(Some(call_id), question, now) {
+                    Ok(id) => {
+                        self.asking.push((id, call_id.to_owned()));
+                        return;
+                    }
+                    Err(error) => Outcome::Failure(error),
+                }
+            }
             "job" => {
                 let ms = params.get("ms").and_then(Value::as_u64).unwrap_or(0);
                 let due = Instant::now() + Duration::from_millis(ms);
@@ -306,6 +329,19 @@ impl NativeApp {
             _ => return,
         };
         self.conn.complete(call_id, outcome, None, now);
+    }
+
+    /// A `job`'s question was answered: it finishes with the answer as its handler got it.
+    fn answered(&mut self, elicit_id: &str, answer: Value) {
+        let Some(at) = self.asking.iter().position(|(id, _)| id == elicit_id) else {
+            return;
+        };
+        let (_, call_id) = self.asking.remove(at);
+        let data = json!({ "done": true, "answered": answer });
+        let now = self.now();
+        self.conn
+            .complete(&call_id, Outcome::Success { data }, None, now);
+        let _ = self.events.send(AppEvent::Finished { call_id });
     }
 }
 
