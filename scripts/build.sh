@@ -163,9 +163,12 @@ grep -qF 'import("./discover/abp_wasm.js")' pkg/abp_wasm.js \
 # Every build must still link: its wasm's imports all provided by its shipped JS.
 node scripts/check-link.mjs pkg pkg/agent pkg/app pkg/discover
 node scripts/check-dts.mjs
-# The README's usage must type-check against the generated typings (strict, no implicit any).
+# The README's usage must type-check against the generated typings (strict, no implicit any), with a plain
+# tsconfig (no `lib`: the target's default, which has no `Symbol.dispose`) and the role builds' typings too.
 node_modules/.bin/tsc -p tests/types/tsconfig.json
-echo "build: tests/types/usage.ts type-checks against pkg/abp_wasm.d.ts"
+# And for a program whose lib has `Symbol.dispose` (`esnext`), where `using` frees the package's classes.
+node_modules/.bin/tsc -p tests/types/tsconfig.esnext.json
+echo "build: tests/types/ type-checks against the typings of pkg/, pkg/agent and pkg/app (lib by default, and esnext)"
 # So do the README's TypeScript examples, as written (its ```ts blocks; scripts/readme-ts.mjs).
 node scripts/readme-ts.mjs
 node scripts/sizes.mjs

@@ -1,9 +1,13 @@
 // The consumer test: packs pkg/ (`npm pack`), installs the tarball into examples/vite-app (a web app outside
 // the crate), bundles it with Vite, and drives the bundle in headless Chromium through a call and a
-// cancellation. Needs `npm run build` first.
-import { execSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { basename } from 'node:path';
+// cancellation. Then the same app under Vite's dev server, twice: installed from pkg/ as a folder, as the
+// README's Install section says (npm links it, so its files are outside the app), in a copy of the app under
+// target/; and as the tarball in examples/vite-app (in node_modules, where Vite would pre-bundle it).
+// Needs `npm run build` first.
+import { execSync, spawn } from 'node:child_process';
+import { copyFileSync, cpSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { basename, relative, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../www/serve.mjs';
 
@@ -18,6 +22,88 @@ rmSync(`${app}/package-lock.json`, { force: true });
 sh('npm install --no-audit --no-fund --silent', app);
 sh('node_modules/.bin/vite build --logLevel warn', app);
 console.log('consumer: installed the tarball and bundled with Vite');
+
+// The app again, with the package installed as `npm install <path to pkg>` makes it: a symlink to pkg/, which is
+// outside the app's folder, so Vite's dev server serves its files only if abp-wasm/vite allows them. A copy, so
+// that examples/vite-app keeps the tarball.
+const linked = 'target/consumer-linked';
+rmSync(linked, { recursive: true, force: true });
+cpSync(app, linked, { recursive: true, filter: (src) => !/^(node_modules|dist|package-lock\.json)$/.test(basename(src)) });
+const manifest = JSON.parse(readFileSync(`${app}/package.json`, 'utf8'));
+delete manifest.dependencies['abp-wasm'];
+writeFileSync(`${linked}/package.json`, JSON.stringify(manifest, null, 2) + '\n');
+sh(`npm install --no-audit --no-fund --silent ${relative(linked, 'pkg')}`, linked);
+if (!lstatSync(`${linked}/node_modules/abp-wasm`).isSymbolicLink()) throw new Error(`consumer: npm did not link pkg/ into ${linked}`);
+console.log(`consumer: installed pkg/ as a folder (a symlink) into ${linked}`);
+
+/** A port nothing listens on now, for Vite's dev server (--strictPort: it fails rather than pick another). */
+const freePort = () => new Promise((done, fail) => {
+  const probe = createServer().once('error', fail);
+  probe.listen(0, '127.0.0.1', () => { const { port } = probe.address(); probe.close(() => done(port)); });
+});
+
+/** Runs `vite` (the dev server) in `dir` and drives its host page and iframe app through a call and a cancel; every
+ *  response must succeed, the wasm fetches in particular (Vite answers a file outside its allow list with 403,
+ *  and a path it does not have with the page's HTML, so the wasm's bytes are checked too). The server is stopped
+ *  before this returns or throws. */
+async function devServer(browser, dir, how) {
+  const port = await freePort();
+  const vite = spawn(resolve(dir, 'node_modules/.bin/vite'), ['--host', '127.0.0.1', '--port', String(port), '--strictPort'],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  vite.stdout.on('data', (d) => { log += d; });
+  vite.stderr.on('data', (d) => { log += d; });
+  let spawnError = null;
+  const exited = new Promise((done) => {
+    vite.once('exit', done);
+    vite.once('error', (e) => { spawnError = e; done(); });
+  });
+  // What went wrong is often only in Vite's own output (why it refused a file), so a failure quotes it.
+  const fail = (why) => { throw new Error(`consumer test failed (vite dev server, ${how}): ${why}\n  vite said:\n${log.trim().replace(/^/gm, '    ')}`); };
+  try {
+    const url = `http://127.0.0.1:${port}/index.html`;
+    for (const t0 = Date.now(); ; await new Promise((r) => setTimeout(r, 100))) {
+      if (spawnError) fail(`vite did not start: ${spawnError.message}`);
+      if (vite.exitCode !== null) fail(`vite exited with ${vite.exitCode} before it served anything`);
+      if (await fetch(url).then((r) => r.ok, () => false)) break;
+      if (Date.now() - t0 > 30000) fail('vite did not serve index.html within 30 s');
+    }
+    const page = await browser.newPage();
+    const errors = [];
+    const bad = [];
+    const wasm = [];
+    page.on('response', async (r) => {
+      if (r.status() >= 400) bad.push(`${r.status()} ${r.url()}`);
+      if (r.url().endsWith('.wasm')) wasm.push({ url: r.url(), status: r.status(), magic: (await r.body().catch(() => Buffer.alloc(0))).subarray(0, 4).toString('hex') });
+    });
+    page.on('requestfailed', (r) => bad.push(`failed ${r.url()}`));
+    const failed = new Promise((_, reject) => page.on('pageerror', (e) => { errors.push(String(e)); reject(e); }));
+    failed.catch(() => {});
+    await page.goto(url);
+    let result;
+    try {
+      result = await Promise.race([page.waitForFunction(() => window.result, null, { timeout: 30000 }).then((h) => h.jsonValue()), failed]);
+    } catch (e) {
+      fail(`the host page did not finish: ${e.message.split('\n')[0]}; responses over 400: ${bad.join('; ') || 'none'}`);
+    }
+    const appFrame = page.frame({ url: /app\.html/ });
+    const aborted = await appFrame.evaluate(() => window.abortedWith);
+    const early = await appFrame.evaluate(async () => ({ atParse: window.abpAtParse, call: await window.earlyCall }));
+    await page.close();
+    console.log(`consumer: vite dev server, ${how}: result ${JSON.stringify({ sum: result.sum, cancelled: result.cancelled, code: result.code })},`
+      + ` app handler aborted with "${aborted}", window.abp at parse time: ${early.atParse}; wasm ${wasm.map((w) => `${w.status} ${new URL(w.url).pathname}`).join(', ')}`);
+    if (result.sum !== 42 || result.cancelled !== true || result.code !== 'CANCELLED' || aborted !== 'stop' || errors.length) {
+      fail(`a call or a cancel did not work: ${JSON.stringify({ result, aborted, errors })}`);
+    }
+    if (early.atParse !== 'object' || early.call?.data !== 2) fail(`the bootstrap through abp-wasm/vite: ${JSON.stringify(early)}`);
+    if (bad.length) fail(`responses over 400: ${bad.join('; ')}`);
+    // The host and its iframe each fetched their own build's wasm, and got a wasm (its magic number).
+    if (wasm.length !== 2 || wasm.some((w) => w.status !== 200 || w.magic !== '0061736d')) fail(`the wasm fetches: ${JSON.stringify(wasm)}`);
+  } finally {
+    vite.kill();
+    await exited;
+  }
+}
 
 const server = await serve(0);
 const browser = await chromium.launch({
@@ -126,6 +212,8 @@ try {
     || JSON.stringify(byPage['full.html']) !== JSON.stringify(fetched(fullWasm.slice(0, 1)))) {
     throw new Error(`consumer test: each page should preload the wasm it fetched, once: ${JSON.stringify({ byPage, hostWasm, fullWasm })}`);
   }
+  await devServer(browser, linked, 'abp-wasm installed from a folder (npm install ./pkg, a symlink)');
+  await devServer(browser, app, 'abp-wasm installed from the tarball (in node_modules)');
   console.log('consumer: ok');
 } finally {
   await browser.close();

@@ -1,8 +1,9 @@
 // Adds what wasm-pack cannot generate to pkg/: the ABP bootstrap script, shipped as `abp-wasm/bootstrap.js`
 // (a classic script for the page's <head>), as the string export `ABP_BOOTSTRAP` (to inline it in
-// server-rendered HTML) and inlined by the Vite plugin `abp-wasm/vite`; and the package's `exports` map. Run by
-// scripts/build.sh after wasm-pack, once per build of pkg/. Anything not where wasm-pack puts it fails the
-// build: none of these files is optional.
+// server-rendered HTML) and inlined by the Vite plugin `abp-wasm/vite`; the plugin itself; the package's
+// `exports` map; and typings of `[Symbol.dispose]()` that compile without TypeScript's `esnext.disposable` lib.
+// Run by scripts/build.sh after wasm-pack, once per build of pkg/. Anything not where wasm-pack puts it fails
+// the build: none of these files is optional.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { minify } from './minify-js.mjs';
 
@@ -39,15 +40,58 @@ function addBootstrap(dir) {
 addBootstrap('pkg');
 addBootstrap('pkg/app');
 
-// `abp-wasm/vite`: a Vite plugin that inlines the bootstrap at the top of each page's <head> (Vite leaves a
-// classic <script src> alone and does not ship it, so a plain bootstrap tag 404s in a built site), and in
-// `vite build` has each page preload the package's wasm it loads, so that its fetch starts beside the page's
-// module instead of after it (what that saves on a cold load: BENCHMARKS.md, "Load to connected").
-writeFileSync('pkg/vite.js', `// abp-wasm/vite: inlines the ABP bootstrap script at the top of <head>, in dev and in \`vite build\`; in
-// \`vite build\`, also a <link rel="preload"> in each page for the abp-wasm wasm its modules load.
-import { posix } from 'node:path';
+/** Types the `[Symbol.dispose]()` of each class in the build in `dir` by the program's lib. wasm-bindgen declares
+ *  it as a plain member, and `Symbol.dispose` is only in TypeScript's `esnext.disposable` lib, so a strict
+ *  program whose lib lacks it (as ES2022's default lib does) fails on the package's own typings. The generated
+ *  JS adds the method only where the runtime has `Symbol.dispose`; so the typings declare it only where the
+ *  program's lib declares `Symbol.dispose` (and `using` works there as before), and add nothing global: a
+ *  declaration of `Symbol.dispose` or a reference to the lib would tell every program it exists, which not
+ *  every browser's runtime does. */
+function typeDisposeByLib(dir) {
+  const dts = `${dir}/abp_wasm.d.ts`;
+  const types = readFileSync(dts, 'utf8');
+  if (types.includes('DisposeMethod')) fail(`${dts} already has DisposeMethod (finished twice?)`);
+  const classes = [];
+  let typed = types.replace(/^export class (\w+) \{\n((?:    .*\n|\n)*?)    \[Symbol\.dispose\]\(\): void;\n((?:    .*\n|\n)*?)\}\n/gm,
+    (_, name, before, after) => {
+      classes.push(name);
+      return `export class ${name} {\n${before}${after}}\nexport interface ${name} extends DisposeMethod {}\n`;
+    });
+  if (!classes.length) fail(`${dts} has no class with \`[Symbol.dispose](): void;\` to rewrite`);
+  if (typed.includes('Symbol.dispose')) fail(`${dts} names Symbol.dispose where this script does not rewrite it`);
+  const last = `export interface ${classes.at(-1)} extends DisposeMethod {}\n`;
+  const at = typed.lastIndexOf(last) + last.length;
+  const decl = '\n/** `[Symbol.dispose]()`, the same as `free()`: declared where the program\'s lib has `Symbol.dispose` (TypeScript\'s\n'
+    + ' * `esnext.disposable`, `esnext`, or `@types/node`), as the JS adds it only where the runtime has `Symbol.dispose`. */\n'
+    + 'type DisposeMethod = SymbolConstructor extends { readonly dispose: infer K extends symbol } ? { [P in K]: () => void } : {};\n'
+    + '// The module exports only what it names as exported: DisposeMethod is not API.\n'
+    + 'export {};\n';
+  typed = typed.slice(0, at) + decl + typed.slice(at);
+  writeFileSync(dts, typed);
+}
+typeDisposeByLib('pkg');
+typeDisposeByLib('pkg/agent');
+typeDisposeByLib('pkg/app');
+
+// `abp-wasm/vite`: a Vite plugin that lets the dev server serve the package's files wherever npm put them (a
+// package installed from a folder is a link to outside the project, which Vite's dev server refuses to serve), and
+// keeps Vite's dependency pre-bundling away from it; that inlines the bootstrap at the top of each page's <head>
+// (Vite leaves a classic <script src> alone and does not ship it, so a plain bootstrap tag 404s in a built site);
+// and that in `vite build` has each page preload the package's wasm it loads, so that its fetch starts beside the
+// page's module instead of after it (what that saves on a cold load: BENCHMARKS.md, "Load to connected").
+const packageName = JSON.parse(readFileSync('pkg/package.json', 'utf8')).name;
+writeFileSync('pkg/vite.js', `// abp-wasm/vite: lets the dev server serve this package's files wherever npm put them and keeps Vite's
+// pre-bundling away from them; inlines the ABP bootstrap script at the top of <head>, in dev and in \`vite build\`;
+// in \`vite build\`, also a <link rel="preload"> in each page for the abp-wasm wasm its modules load.
+import { realpathSync } from 'node:fs';
+import { dirname, posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const ABP_BOOTSTRAP = ${JSON.stringify(source)};
+const NAME = ${JSON.stringify(packageName)};
+// This package's folder as Vite's dev server names its files: by their real path, also when npm linked the
+// package (\`npm install ./pkg\`), with forward slashes as Vite writes paths.
+const DIR = realpathSync(dirname(fileURLToPath(import.meta.url))).replace(/\\\\/g, '/');
 
 /** The wasm files of this package that \`chunk\` and the chunks it imports load, by their names in \`bundle\`. */
 function wasmOf(chunk, bundle, seen = new Set()) {
@@ -70,9 +114,23 @@ export default function abpBootstrap(options = {}) {
   const wanted = (path) => pages === undefined || pages.some((p) => path.replace(/^\\//, '') === p.replace(/^\\.?\\//, ''));
   let base = '/';
   return {
-    name: 'abp-wasm-bootstrap',
+    name: 'abp-wasm',
+    config() {
+      // Pre-bundling copies a dependency's code into Vite's cache folder, and the Vites that pre-bundle with
+      // esbuild leave its \`new URL('abp_wasm_bg.wasm', import.meta.url)\` pointing there, where the dev server
+      // answers the wasm's URL with the page's HTML. Each of the package's builds is one module that imports no
+      // other package: there is nothing to bundle.
+      return { optimizeDeps: { exclude: [NAME] } };
+    },
     configResolved(config) {
       base = config.base;
+      // The dev server serves files only from its allow list, by default the project's workspace root; a package
+      // installed from a folder is a link to outside it, and its wasm's fetch would be refused (403). Added to the
+      // list Vite resolved, which holds its defaults, or what the config set, as they would be without the plugin.
+      const { allow } = config.server.fs;
+      if (config.command === 'serve' && !allow.some((dir) => DIR === dir || DIR.startsWith(dir.replace(/\\/?$/, '/')))) {
+        allow.push(DIR);
+      }
     },
     transformIndexHtml: {
       order: 'post',
@@ -103,9 +161,22 @@ export interface AbpBootstrapOptions {
   preload?: boolean;
 }
 
-/** A Vite plugin that inlines the ABP bootstrap script at the top of each page's \`<head>\`, so \`window.abp\`
- *  calls made before the app's module has loaded wait for \`exposeGlobal()\` (dev server and \`vite build\`), and in
- *  \`vite build\` preloads the package's wasm in each page that loads it. */
+/** The Vite plugin of abp-wasm, for the dev server (\`vite\`) and \`vite build\`:
+ *  - it lets the dev server serve the package's files (its wasm) wherever npm put them: a package installed from
+ *    a folder (\`npm install ./pkg\`) is a link to outside the project, which Vite's dev server otherwise refuses
+ *    (403, "outside of Vite serving allow list"); the package's folder is added to \`server.fs.allow\` as Vite
+ *    resolved it, so its default (the workspace root) or the list the config set stays;
+ *  - it excludes the package from Vite's dependency pre-bundling (\`optimizeDeps.exclude\`), which, where Vite
+ *    pre-bundles with esbuild, separates its modules from their wasm;
+ *  - it inlines the ABP bootstrap script at the top of each page's \`<head>\` (or of \`pages\`), so \`window.abp\`
+ *    calls made before the app's module has loaded wait for \`exposeGlobal()\`;
+ *  - in \`vite build\`, it preloads the package's wasm in each page that loads it (\`preload: false\` leaves it out).
+ *
+ *  \`\`\`js
+ *  // vite.config.js
+ *  import abp from 'abp-wasm/vite';
+ *  export default { plugins: [abp()] };
+ *  \`\`\` */
 export default function abpBootstrap(options?: AbpBootstrapOptions): Plugin;
 `);
 
@@ -141,4 +212,5 @@ const named = [...pkg.files, 'discover/abp_wasm.js', ...Object.values(pkg.export
 const absent = named.filter((f) => !existsSync(`pkg/${f}`));
 if (absent.length) fail(`${manifest} would name files that pkg/ does not have: ${absent.join(', ')}`);
 writeFileSync(manifest, JSON.stringify(pkg, null, 2) + '\n');
-console.log('finish-pkg: added bootstrap.js, ABP_BOOTSTRAP, the abp-wasm/vite plugin and the agent/app subpath exports to pkg/');
+console.log('finish-pkg: added bootstrap.js, ABP_BOOTSTRAP, the abp-wasm/vite plugin and the agent/app subpath exports to pkg/,'
+  + ' and typed [Symbol.dispose]() by the program\'s lib');

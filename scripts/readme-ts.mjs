@@ -39,7 +39,7 @@ const tsconfig = {
     module: 'es2022',
     moduleResolution: 'bundler',
     moduleDetection: 'force',
-    lib: ['es2022', 'esnext.disposable', 'dom'],
+    // No `lib`: the default one of the target, as in a plain tsconfig (tests/types/tsconfig.json).
     skipLibCheck: false,
     types: [],
     paths: {

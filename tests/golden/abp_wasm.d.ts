@@ -528,7 +528,6 @@ export interface DiscoveryUnsupported {
  */
 export class AbpApp {
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
      * stop a listening app; this does.)
@@ -595,6 +594,7 @@ export class AbpApp {
      */
     readonly queuedCalls: number;
 }
+export interface AbpApp extends DisposeMethod {}
 
 /**
  * The agent side of an ABP connection. Make one with `AbpClient.connect(transport, options)`.
@@ -602,7 +602,6 @@ export class AbpApp {
 export class AbpClient {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
      * error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
@@ -661,6 +660,7 @@ export class AbpClient {
     set onNotification(value: ((notification: NotificationInfo) => void) | null);
     set onProgress(value: ((progress: ProgressInfo) => void) | null);
 }
+export interface AbpClient extends DisposeMethod {}
 
 /**
  * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
@@ -669,7 +669,6 @@ export class AbpClient {
 export class PostMessageTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
      */
@@ -691,6 +690,7 @@ export class PostMessageTransport {
      */
     static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
 }
+export interface PostMessageTransport extends DisposeMethod {}
 
 /**
  * The page's own WebMCP tools (`document.modelContext`, native or the `@mcp-b/webmcp-polyfill`) as an app
@@ -699,7 +699,6 @@ export class PostMessageTransport {
 export class WebMCPTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * A transport to the tools of this page's `document.modelContext` (those it registered and those exposed
      * to it): `listCapabilities()` is `getTools()`, a call is `executeTool` with a signal that the caller's
@@ -709,6 +708,7 @@ export class WebMCPTransport {
      */
     static document(): PostMessageTransport;
 }
+export interface WebMCPTransport extends DisposeMethod {}
 
 /**
  * ABP over a WebSocket: `await WebSocketTransport.connect('wss://…')`, then hand it to `AbpClient.connect` or
@@ -717,7 +717,6 @@ export class WebMCPTransport {
 export class WebSocketTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Closes the socket of a transport that was never handed to a client or app (once handed over, the
      * client's `shutdown()` or the app's `close()` closes it).
@@ -739,6 +738,13 @@ export class WebSocketTransport {
      */
     readonly url: string;
 }
+export interface WebSocketTransport extends DisposeMethod {}
+
+/** `[Symbol.dispose]()`, the same as `free()`: declared where the program's lib has `Symbol.dispose` (TypeScript's
+ * `esnext.disposable`, `esnext`, or `@types/node`), as the JS adds it only where the runtime has `Symbol.dispose`. */
+type DisposeMethod = SymbolConstructor extends { readonly dispose: infer K extends symbol } ? { [P in K]: () => void } : {};
+// The module exports only what it names as exported: DisposeMethod is not API.
+export {};
 
 /**
  * Finds out whether the page at `url` is an ABP app: reads its `<head>` (at most 50 KB) for

@@ -488,7 +488,6 @@ export interface AbpClient {
 export class AbpClient {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Calls a capability. Always resolves to an `ABPResponse`: `{ success, data }`, or `{ success:false,
      * error }`, or `{ success:false, cancelled:true, error }` when your signal aborted (code CANCELLED) or
@@ -547,6 +546,7 @@ export class AbpClient {
     set onNotification(value: ((notification: NotificationInfo) => void) | null);
     set onProgress(value: ((progress: ProgressInfo) => void) | null);
 }
+export interface AbpClient extends DisposeMethod {}
 
 /**
  * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
@@ -555,7 +555,6 @@ export class AbpClient {
 export class PostMessageTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
      */
@@ -577,6 +576,7 @@ export class PostMessageTransport {
      */
     static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
 }
+export interface PostMessageTransport extends DisposeMethod {}
 
 /**
  * The page's own WebMCP tools (`document.modelContext`, native or the `@mcp-b/webmcp-polyfill`) as an app
@@ -585,7 +585,6 @@ export class PostMessageTransport {
 export class WebMCPTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * A transport to the tools of this page's `document.modelContext` (those it registered and those exposed
      * to it): `listCapabilities()` is `getTools()`, a call is `executeTool` with a signal that the caller's
@@ -595,6 +594,7 @@ export class WebMCPTransport {
      */
     static document(): PostMessageTransport;
 }
+export interface WebMCPTransport extends DisposeMethod {}
 
 /**
  * ABP over a WebSocket: `await WebSocketTransport.connect('wss://…')`, then hand it to `AbpClient.connect` or
@@ -603,7 +603,6 @@ export class WebMCPTransport {
 export class WebSocketTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Closes the socket of a transport that was never handed to a client or app (once handed over, the
      * client's `shutdown()` or the app's `close()` closes it).
@@ -625,3 +624,10 @@ export class WebSocketTransport {
      */
     readonly url: string;
 }
+export interface WebSocketTransport extends DisposeMethod {}
+
+/** `[Symbol.dispose]()`, the same as `free()`: declared where the program's lib has `Symbol.dispose` (TypeScript's
+ * `esnext.disposable`, `esnext`, or `@types/node`), as the JS adds it only where the runtime has `Symbol.dispose`. */
+type DisposeMethod = SymbolConstructor extends { readonly dispose: infer K extends symbol } ? { [P in K]: () => void } : {};
+// The module exports only what it names as exported: DisposeMethod is not API.
+export {};

@@ -487,7 +487,6 @@ export interface AbpApp {
  */
 export class AbpApp {
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Stops serving: aborts every running handler and removes every listener. (Dropping the handle does not
      * stop a listening app; this does.)
@@ -554,6 +553,7 @@ export class AbpApp {
      */
     readonly queuedCalls: number;
 }
+export interface AbpApp extends DisposeMethod {}
 
 /**
  * Where ABP messages travel over `postMessage`: an iframe or window (agent side), the parent page (app side
@@ -562,7 +562,6 @@ export class AbpApp {
 export class PostMessageTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Either side: talk over a `MessagePort` (a `MessageChannel` end, or a worker's port).
      */
@@ -584,6 +583,7 @@ export class PostMessageTransport {
      */
     static toWindow(win: Window, options: WindowOptions): PostMessageTransport;
 }
+export interface PostMessageTransport extends DisposeMethod {}
 
 /**
  * ABP over a WebSocket: `await WebSocketTransport.connect('wss://…')`, then hand it to `AbpClient.connect` or
@@ -592,7 +592,6 @@ export class PostMessageTransport {
 export class WebSocketTransport {
     private constructor();
     free(): void;
-    [Symbol.dispose](): void;
     /**
      * Closes the socket of a transport that was never handed to a client or app (once handed over, the
      * client's `shutdown()` or the app's `close()` closes it).
@@ -614,6 +613,13 @@ export class WebSocketTransport {
      */
     readonly url: string;
 }
+export interface WebSocketTransport extends DisposeMethod {}
+
+/** `[Symbol.dispose]()`, the same as `free()`: declared where the program's lib has `Symbol.dispose` (TypeScript's
+ * `esnext.disposable`, `esnext`, or `@types/node`), as the JS adds it only where the runtime has `Symbol.dispose`. */
+type DisposeMethod = SymbolConstructor extends { readonly dispose: infer K extends symbol } ? { [P in K]: () => void } : {};
+// The module exports only what it names as exported: DisposeMethod is not API.
+export {};
 
 /** The ABP bootstrap script (the text of `abp-wasm/bootstrap.js`): inline it as a classic `<script>` at the
  * top of the page's `<head>`, so `window.abp` calls made before the wasm loads wait for `exposeGlobal()`. */
