@@ -433,13 +433,7 @@ async fn calls_answered_as_json_and_as_streams_and_a_closed_stream_cancels() {
         let (call_id, capability) = app.started().await;
         assert_eq!(capability, "slow");
         if opened {
-            let mut seen = String::new();
-            let mut buf = [0u8; 1024];
-            while !seen.contains("notifications/progress") {
-                let n = blocking(|| stream.read(&mut buf)).await.expect("read");
-                assert!(n > 0, "the stream ended early: {seen}");
-                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
+            let seen = read_through(&mut stream, "notifications/progress").await;
             assert!(seen.contains("text/event-stream"), "{seen}");
         }
         let closed_at = Instant::now();

@@ -55,13 +55,7 @@ async fn slow_call(
     );
     let call_id = app.started_of("slow").await;
     if opened {
-        let mut seen = String::new();
-        let mut buf = [0u8; 1024];
-        while !seen.contains("notifications/progress") {
-            let n = blocking(|| stream.read(&mut buf)).await.expect("read");
-            assert!(n > 0, "the stream ended early: {seen}");
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
+        read_through(&mut stream, "notifications/progress").await;
     }
     (stream, call_id)
 }

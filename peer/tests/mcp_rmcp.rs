@@ -30,7 +30,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
+mod common;
 mod native_app;
+use common::TempDir;
 use native_app::{within, App, AppEvent, TOOLS, WAIT};
 
 // ---------------------------------------------------------------------------------------------------------
@@ -100,34 +102,18 @@ struct Gateway {
     url: String,
     port: u16,
     /// The gateway's state and runtime folders, shared with a second host's copy that joins it.
-    dir: Arc<Dir>,
-}
-
-/// A directory under the system temp dir for a gateway's `XDG_STATE_HOME` (its stored launch token) and
-/// `XDG_RUNTIME_DIR` (the token file a second copy reads), so that the tests never read or change the user's own;
-/// removed when the last gateway using it is dropped.
-struct Dir(std::path::PathBuf);
-
-impl Dir {
-    fn new() -> Arc<Dir> {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("abp-peer-rmcp-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        Arc::new(Dir(dir))
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    dir: Arc<TempDir>,
 }
 
 impl Gateway {
     /// `abp-peer mcp --listen 127.0.0.1:0`, started by rmcp, initialized, its address read off its stderr.
     async fn start() -> Gateway {
-        Gateway::start_on("127.0.0.1:0", "abp-peer listening on ", Dir::new()).await
+        Gateway::start_on(
+            "127.0.0.1:0",
+            "abp-peer listening on ",
+            Arc::new(TempDir::new()),
+        )
+        .await
     }
 
     /// A second host's `abp-peer mcp --listen 127.0.0.1:PORT` on the port `first` serves: it joins that one.
@@ -139,7 +125,7 @@ impl Gateway {
 
     /// `abp-peer mcp --listen LISTEN`, started by rmcp and initialized once its stderr has a line starting with
     /// `ready` (the address follows it).
-    async fn start_on(listen: &str, ready: &str, dir: Arc<Dir>) -> Gateway {
+    async fn start_on(listen: &str, ready: &str, dir: Arc<TempDir>) -> Gateway {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_abp-peer"));
         command
             .args(["mcp", "--listen", listen])

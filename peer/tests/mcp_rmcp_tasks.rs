@@ -29,7 +29,9 @@ use rmcp::{ClientHandler, ServiceError};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+mod common;
 mod native_app;
+use common::TempDir;
 use native_app::{within, App, AppEvent, WAIT};
 
 /// The reason the gateway gives the app's handler for a `tasks/cancel`.
@@ -63,31 +65,18 @@ fn capabilities(tasks: bool) -> ClientCapabilities {
 
 /// A directory under the system temp dir for the gateway's `XDG_STATE_HOME` and `XDG_RUNTIME_DIR`, so that the
 /// tests never read or change the user's own; removed with the gateway.
-struct Dir(std::path::PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 struct Gateway {
     client: RunningService<RoleClient, Host>,
     /// `ws://127.0.0.1:PORT`.
     url: String,
-    _dir: Dir,
+    _dir: TempDir,
 }
 
 impl Gateway {
     /// `abp-peer mcp --listen 127.0.0.1:0`, started by rmcp, which opens a 2026-07-28 session with
     /// `server/discover` (no `initialize`) and then sends `capabilities` in every request's `_meta`.
     async fn start(capabilities: ClientCapabilities) -> Gateway {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("abp-peer-rmcp-tasks-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        let dir = Dir(dir);
+        let dir = TempDir::new();
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_abp-peer"));
         command
             .args(["mcp", "--listen", "127.0.0.1:0"])

@@ -150,6 +150,19 @@ pub fn post(g: &Gateway, message: &Value, headers: Vec<String>) -> (u16, String,
     answer(request(g, "POST", "/mcp", &headers, &message.to_string()))
 }
 
+/// Reads `stream` until what it has said contains `text` (a request's SSE stream, say, until its first
+/// progress): what it said.
+pub async fn read_through(stream: &mut TcpStream, text: &str) -> String {
+    let mut seen = String::new();
+    let mut buf = [0u8; 1024];
+    while !seen.contains(text) {
+        let n = blocking(|| stream.read(&mut buf)).await.expect("read");
+        assert!(n > 0, "the stream ended before saying {text}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    seen
+}
+
 /// The JSON-RPC messages of an SSE body (chunk-size lines between them are skipped).
 pub fn events(body: &str) -> Vec<Value> {
     body.lines()
