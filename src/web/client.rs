@@ -215,95 +215,46 @@ fn agent_info(options: &JsValue) -> Result<JsValue, JsValue> {
     }
 }
 
-fn abort_reason(signal: &AbortSignal) -> String {
-    to_str(&signal.reason())
+/// The connection's settings from `AbpClient.connect`'s options, and whether its messages stay on the window
+/// (`messages: 'window'`).
+fn agent_config(options: &JsValue) -> Result<(AgentConfig, bool), JsValue> {
+    let mut config = AgentConfig::default();
+    if let Some(t) =
+        opt_number(options, connect::CONNECT_TIMEOUT.name).filter(|t| t.is_finite() && *t >= 0.0)
+    {
+        config.connect_timeout = t;
+    }
+    match opt_number(options, connect::HEARTBEAT.name) {
+        Some(h) if h.is_finite() && h > 0.0 => config.heartbeat = Some(h),
+        Some(_) => {
+            return Err(type_error(
+                "AbpClient.connect: options.heartbeat must be a positive number of milliseconds",
+            ))
+        }
+        None => {}
+    }
+    let window_messages = match options.get(connect::MESSAGES.name).map(|v| v.as_string()) {
+        None => false,
+        Some(Some(path)) if path == "channel" => false,
+        Some(Some(path)) if path == "window" => true,
+        Some(_) => {
+            return Err(type_error(
+                "AbpClient.connect: options.messages must be 'channel' or 'window'",
+            ))
+        }
+    };
+    if let Some(g) =
+        opt_number(options, connect::CANCEL_GRACE.name).filter(|g| g.is_finite() && *g >= 0.0)
+    {
+        config.cancel_grace = g;
+    }
+    Ok((config, window_messages))
 }
 
-#[wasm_bindgen]
-impl AbpClient {
-    /// Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
-    /// loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
-    /// TIMEOUT after `connectTimeout`, or the app's error code.
-    #[wasm_bindgen(unchecked_return_type = "Promise<AbpClient>")]
-    pub fn connect(
-        #[wasm_bindgen(unchecked_param_type = "PostMessageTransport | WebSocketTransport")]
-        transport: JsValue,
-        options: Option<ClientOptions>,
-    ) -> Result<Promise, JsValue> {
-        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
-        let info = agent_info(&options)?;
-        let dialect = dialect_option(&options, "AbpClient.connect")?;
-        let pinned = opt_string(&options, connect::PROTOCOL_VERSION.name);
-        if let Some(v) = &pinned {
-            // Checked before the transport is taken: a refused option leaves it to its owner, still open.
-            if !AgentConnection::<JsValue>::speaks_version(dialect, v) {
-                let message = text(&[
-                    "AbpClient.connect: options.protocolVersion '",
-                    v,
-                    "' is not a version of the '",
-                    dialect.name(),
-                    "' dialect this build speaks",
-                ]);
-                return Err(type_error(&message));
-            }
-        }
-        let mut config = AgentConfig::default();
-        if let Some(t) = opt_number(&options, connect::CONNECT_TIMEOUT.name)
-            .filter(|t| t.is_finite() && *t >= 0.0)
-        {
-            config.connect_timeout = t;
-        }
-        match opt_number(&options, connect::HEARTBEAT.name) {
-            Some(h) if h.is_finite() && h > 0.0 => config.heartbeat = Some(h),
-            Some(_) => return Err(type_error(
-                "AbpClient.connect: options.heartbeat must be a positive number of milliseconds",
-            )),
-            None => {}
-        }
-        let window_messages = match options.get(connect::MESSAGES.name).map(|v| v.as_string()) {
-            None => false,
-            Some(Some(path)) if path == "channel" => false,
-            Some(Some(path)) if path == "window" => true,
-            Some(_) => {
-                return Err(type_error(
-                    "AbpClient.connect: options.messages must be 'channel' or 'window'",
-                ))
-            }
-        };
-        if let Some(g) =
-            opt_number(&options, connect::CANCEL_GRACE.name).filter(|g| g.is_finite() && *g >= 0.0)
-        {
-            config.cancel_grace = g;
-        }
-        let target = take_target(transport, "AbpClient.connect")?;
-        config.reconnects = target.comes_back();
-        if let Some((at, wanted)) = target.src_elsewhere() {
-            // It keeps trying: the frame may yet navigate to targetOrigin. Said now rather than after the timeout.
-            console_warn(&text(&[
-                "abp-wasm: AbpClient.connect: the iframe's src is at ",
-                &at,
-                " but targetOrigin is ",
-                &wanted,
-                ". The browser delivers no message to a page of another origin, so connect waits for the frame to \
-                 reach ",
-                &wanted,
-                " until connectTimeout. Give targetOrigin '",
-                &at,
-                "' if that is the app.",
-            ]));
-        }
-        let hooks = Hooks {
-            on_progress: opt_function(&options, connect::ON_PROGRESS.name),
-            on_notification: opt_function(&options, connect::ON_NOTIFICATION.name),
-            on_elicitation: opt_function(&options, connect::ON_ELICITATION.name),
-            on_capabilities_changed: opt_function(&options, connect::ON_CAPABILITIES_CHANGED.name),
-        };
-        let mut core = AgentConnection::new(dialect, target.carrier(), config, info, id_prefix());
-        if let Some(v) = pinned {
-            core.pin_version(&v);
-        }
-        let abp_envelope = core.policy().abp_envelope();
-        let offer_channel = !window_messages && abp_envelope;
+impl ClientInner {
+    /// A client's state around its connection, with the closures the page calls back (a call's abort, the
+    /// timer), which hold it weakly.
+    fn new(core: AgentConnection<JsValue>, hooks: Hooks, offer_channel: bool) -> Rc<ClientInner> {
         let inner = Rc::new(ClientInner {
             core: RefCell::new(core),
             js: RefCell::new(ClientJs {
@@ -349,6 +300,59 @@ impl AbpClient {
                 inner.drive();
             }
         })));
+        inner
+    }
+}
+
+fn abort_reason(signal: &AbortSignal) -> String {
+    to_str(&signal.reason())
+}
+
+#[wasm_bindgen]
+impl AbpClient {
+    /// Connects to the app behind `transport`: sends `initialize` (again and again, so an iframe that has not
+    /// loaded yet still gets it) and resolves once the app answers. Rejects with an `Error` whose `code` is
+    /// TIMEOUT after `connectTimeout`, or the app's error code.
+    #[wasm_bindgen(unchecked_return_type = "Promise<AbpClient>")]
+    pub fn connect(
+        #[wasm_bindgen(unchecked_param_type = "PostMessageTransport | WebSocketTransport")]
+        transport: JsValue,
+        options: Option<ClientOptions>,
+    ) -> Result<Promise, JsValue> {
+        let options: JsValue = options.map(Into::into).unwrap_or(JsValue::UNDEFINED);
+        let info = agent_info(&options)?;
+        let dialect = dialect_option(&options, "AbpClient.connect")?;
+        let pinned = opt_string(&options, connect::PROTOCOL_VERSION.name);
+        if let Some(v) = &pinned {
+            // Checked before the transport is taken: a refused option leaves it to its owner, still open.
+            if !AgentConnection::<JsValue>::speaks_version(dialect, v) {
+                let message = text(&[
+                    "AbpClient.connect: options.protocolVersion '",
+                    v,
+                    "' is not a version of the '",
+                    dialect.name(),
+                    "' dialect this build speaks",
+                ]);
+                return Err(type_error(&message));
+            }
+        }
+        let (mut config, window_messages) = agent_config(&options)?;
+        let target = take_target(transport, "AbpClient.connect")?;
+        config.reconnects = target.comes_back();
+        target.warn_if_src_elsewhere();
+        let hooks = Hooks {
+            on_progress: opt_function(&options, connect::ON_PROGRESS.name),
+            on_notification: opt_function(&options, connect::ON_NOTIFICATION.name),
+            on_elicitation: opt_function(&options, connect::ON_ELICITATION.name),
+            on_capabilities_changed: opt_function(&options, connect::ON_CAPABILITIES_CHANGED.name),
+        };
+        let mut core = AgentConnection::new(dialect, target.carrier(), config, info, id_prefix());
+        if let Some(v) = pinned {
+            core.pin_version(&v);
+        }
+        let abp_envelope = core.policy().abp_envelope();
+        let offer_channel = !window_messages && abp_envelope;
+        let inner = ClientInner::new(core, hooks, offer_channel);
         let link = Link::open(target, Rc::downgrade(&inner), true, abp_envelope)?;
         *inner.link.borrow_mut() = Some(Box::new(link));
         LIVE.with(|l| l.borrow_mut().push(inner.clone()));
@@ -639,48 +643,8 @@ impl ClientInner {
     fn perform(self: &Rc<Self>, out: AgentOutput<JsValue, Transmit<JsValue>>) {
         match out {
             AgentOutput::Transmit(m) => self.transmit(m),
-            AgentOutput::Connected { payload, .. } => {
-                let caps = payload
-                    .get("capabilities")
-                    .filter(Array::is_array)
-                    .unwrap_or_else(|| Array::new().into());
-                let connect = {
-                    let mut js = self.js.borrow_mut();
-                    js.set_capabilities(caps);
-                    js.app = payload.get("app").unwrap_or(JsValue::UNDEFINED);
-                    js.connect.take()
-                };
-                if let Some(connected) = connect {
-                    connected.resolve(
-                        &AbpClient {
-                            inner: self.clone(),
-                        }
-                        .into(),
-                    );
-                }
-            }
-            AgentOutput::ConnectFailed(mut error) => {
-                let connect = self.js.borrow_mut().connect.take();
-                match connect {
-                    Some(connected) => {
-                        if error.message == NO_ANSWER_TO_INITIALIZE {
-                            let why = self.link.borrow().as_ref().and_then(|l| l.why_unanswered());
-                            if let Some(why) = why {
-                                error.message = text(&[&error.message, ". ", &why, "."]);
-                            }
-                        }
-                        connected.reject(&js_error(&error));
-                        self.drop_link();
-                    }
-                    // A new handshake after a reconnect failed: let the socket go round again.
-                    None if self.reconnects() => {
-                        if let Some(link) = self.link.borrow().as_ref() {
-                            link.bounce();
-                        }
-                    }
-                    None => self.drop_link(),
-                }
-            }
+            AgentOutput::Connected { payload, .. } => self.connected(&payload),
+            AgentOutput::ConnectFailed(error) => self.connect_failed(error),
             AgentOutput::Settled {
                 call_id,
                 settlement,
@@ -698,29 +662,7 @@ impl ClientInner {
                     call.deferred.resolve(&response);
                 }
             }
-            AgentOutput::CancelAnswered { handle, answer } => {
-                let deferred = self.js.borrow_mut().cancels.remove(&handle);
-                if let Some(deferred) = deferred {
-                    let value = match answer {
-                        CancelAnswer::Remote(p) => p,
-                        CancelAnswer::Local { call_id, error } => cancel_failure(&call_id, error),
-                        CancelAnswer::Settled {
-                            call_id,
-                            cancelled,
-                            reason,
-                        } => {
-                            let mut r = JsValue::object();
-                            r.set("callId", js_string(&call_id));
-                            r.set("cancelled", JsValue::from_bool(cancelled));
-                            if let Some(why) = reason {
-                                r.set("reason", JsValue::from_str(why));
-                            }
-                            r
-                        }
-                    };
-                    deferred.resolve(&value);
-                }
-            }
+            AgentOutput::CancelAnswered { handle, answer } => self.cancel_answered(&handle, answer),
             AgentOutput::Progress { call_id, payload } => {
                 let per_call = self
                     .js
@@ -764,6 +706,78 @@ impl ClientInner {
                     self.drop_link();
                 }
             }
+        }
+    }
+
+    /// The handshake is done: the client has the app's capabilities, and `connect` resolves.
+    fn connected(self: &Rc<Self>, payload: &JsValue) {
+        let caps = payload
+            .get("capabilities")
+            .filter(Array::is_array)
+            .unwrap_or_else(|| Array::new().into());
+        let connect = {
+            let mut js = self.js.borrow_mut();
+            js.set_capabilities(caps);
+            js.app = payload.get("app").unwrap_or(JsValue::UNDEFINED);
+            js.connect.take()
+        };
+        if let Some(connected) = connect {
+            connected.resolve(
+                &AbpClient {
+                    inner: self.clone(),
+                }
+                .into(),
+            );
+        }
+    }
+
+    /// The handshake failed: `connect` rejects (a timeout toward a frame or window says its usual cause), or a
+    /// reconnecting socket goes round again.
+    fn connect_failed(self: &Rc<Self>, mut error: AbpError<JsValue>) {
+        let connect = self.js.borrow_mut().connect.take();
+        match connect {
+            Some(connected) => {
+                if error.message == NO_ANSWER_TO_INITIALIZE {
+                    let why = self.link.borrow().as_ref().and_then(|l| l.why_unanswered());
+                    if let Some(why) = why {
+                        error.message = text(&[&error.message, ". ", &why, "."]);
+                    }
+                }
+                connected.reject(&js_error(&error));
+                self.drop_link();
+            }
+            // A new handshake after a reconnect failed: let the socket go round again.
+            None if self.reconnects() => {
+                if let Some(link) = self.link.borrow().as_ref() {
+                    link.bounce();
+                }
+            }
+            None => self.drop_link(),
+        }
+    }
+
+    /// The app's answer to an explicit `cancel()`, or the client's own.
+    fn cancel_answered(&self, handle: &str, answer: CancelAnswer<JsValue>) {
+        let deferred = self.js.borrow_mut().cancels.remove(handle);
+        if let Some(deferred) = deferred {
+            let value = match answer {
+                CancelAnswer::Remote(p) => p,
+                CancelAnswer::Local { call_id, error } => cancel_failure(&call_id, error),
+                CancelAnswer::Settled {
+                    call_id,
+                    cancelled,
+                    reason,
+                } => {
+                    let mut r = JsValue::object();
+                    r.set("callId", js_string(&call_id));
+                    r.set("cancelled", JsValue::from_bool(cancelled));
+                    if let Some(why) = reason {
+                        r.set("reason", JsValue::from_str(why));
+                    }
+                    r
+                }
+            };
+            deferred.resolve(&value);
         }
     }
 

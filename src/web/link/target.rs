@@ -49,7 +49,7 @@ impl Target {
 
     /// An iframe whose `src` is at another origin than `targetOrigin`: (the `src`'s origin, `targetOrigin`). The
     /// browser delivers nothing sent to `targetOrigin` while the frame holds a page of another origin.
-    pub(crate) fn src_elsewhere(&self) -> Option<(String, String)> {
+    fn src_elsewhere(&self) -> Option<(String, String)> {
         let Target::Iframe { iframe, origin, .. } = self else {
             return None;
         };
@@ -64,6 +64,25 @@ impl Target {
         }
         let at = src.origin();
         (at != wanted).then_some((at, wanted))
+    }
+
+    /// Says in the console, at connect, that the iframe's `src` is at another origin than `targetOrigin`. The
+    /// client keeps trying (the frame may yet navigate there); this says it now rather than at the timeout.
+    pub(crate) fn warn_if_src_elsewhere(&self) {
+        if let Some((at, wanted)) = self.src_elsewhere() {
+            console_warn(&text(&[
+                "abp-wasm: AbpClient.connect: the iframe's src is at ",
+                &at,
+                " but targetOrigin is ",
+                &wanted,
+                ". The browser delivers no message to a page of another origin, so connect waits for the frame to \
+                 reach ",
+                &wanted,
+                " until connectTimeout. Give targetOrigin '",
+                &at,
+                "' if that is the app.",
+            ]));
+        }
     }
 
     /// Why a frame or window may not have answered the handshake, as far as this side can see: the iframe's
