@@ -1,9 +1,11 @@
 // Load to connected (part of `npm run bench`, or alone: node bench/load.mjs after `npm run build`): a host page on
 // 127.0.0.1 and its app in an iframe on localhost (two origins), each loading the built package, from navigation
-// start to connected. Four variants: the role builds (abp-wasm/agent in the host, abp-wasm/app in the iframe),
+// start to connected. Six variants: the role builds (abp-wasm/agent in the host, abp-wasm/app in the iframe),
 // the same with the README's preload hints (the module and its wasm fetched from the start, beside the HTML),
-// the full package on both sides, and the floor: the same two pages with a hand-written postMessage handshake and
-// no library. Each is loaded LOADS times (default 11) in two ways, the order rotated every round, each load in a
+// the full package on both sides, and three floors: the same two pages with a hand-written postMessage handshake
+// and no library, inline in the pages (the limit), then in a module file each page loads, and penpal 7.0.6's own
+// connect in a module file (what a user would pick instead); the targets table sets the role builds against the
+// last two. Each is loaded LOADS times (default 11) in two ways, the order rotated every round, each load in a
 // browser started for it with a fresh profile and no test driver attached (bench/direct.mjs), which settles for a
 // second on bench/load/start.html before it goes to the host page:
 // - cold: the first visit (empty HTTP cache, no compiled code cached), a new user;
@@ -54,6 +56,9 @@ const variants = {
   'role builds, with the preload hints': `http://127.0.0.1:${port}/bench/load/host.html?build=role&hints=1&app=${appOrigin}`,
   'full package on both sides': `http://127.0.0.1:${port}/bench/load/host.html?build=full&app=${appOrigin}`,
   'hand-written postMessage (floor)': `http://127.0.0.1:${port}/bench/load/hand-host.html?app=${appOrigin}`,
+  // The floors a user compares with: the same handshake, and penpal's, each in a module file the page loads.
+  'hand-written postMessage, from a module file': `http://127.0.0.1:${port}/bench/load/module-host.html?lib=hand&app=${appOrigin}`,
+  'penpal 7.0.6, from a module file': `http://127.0.0.1:${port}/bench/load/module-host.html?lib=penpal&app=${appOrigin}`,
 };
 // LOAD_AB=<dir>: also the role builds from another build of the package (a copy of pkg/ under the repository),
 // to compare a change in the same run; with LOAD_AB_FULL=1, the full package from it instead.
@@ -70,6 +75,9 @@ if (process.env.LOAD_SPLIT) {
 const median = (xs) => { const s = xs.filter((x) => typeof x === 'number' && !Number.isNaN(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
 const names = Object.keys(variants);
 const floorName = 'hand-written postMessage (floor)';
+const roleName = 'role builds (agent + app)';
+/** The targets: the role builds against each floor a user compares with, cold and warm. */
+const targets = [['hand-written postMessage, from a module file', 1.15, 1.05], ['penpal 7.0.6, from a module file', 1.15, 1.05]];
 const modes = { cold: 0, warm: 2 };
 const seen = Object.fromEntries(Object.keys(modes).map((m) => [m, Object.fromEntries(names.map((n) => [n, []]))]));
 
@@ -105,6 +113,14 @@ try {
     const c = connected('cold', name);
     const w = connected('warm', name);
     out.push(`| ${name} | ${f(c)} | ${(c / connected('cold', floorName)).toFixed(2)}× | ${f(w)} | ${(w / connected('warm', floorName)).toFixed(2)}× |`);
+  }
+  out.push('\nTargets: the role builds against the floors a user compares with (each loads its code from a module file)', '');
+  out.push('| against | cold | target | warm | target |\n|---|---|---|---|---|');
+  for (const [against, cold, warm] of targets) {
+    const rc = connected('cold', roleName) / connected('cold', against);
+    const rw = connected('warm', roleName) / connected('warm', against);
+    const met = (r, t) => `${r <= t ? 'met' : `not met (${((r / t - 1) * 100).toFixed(0)} % over)`}`;
+    out.push(`| ${against} | ${rc.toFixed(2)}× | ≤ ${cold.toFixed(2)}×: ${met(rc, cold)} | ${rw.toFixed(2)}× | ≤ ${warm.toFixed(2)}×: ${met(rw, warm)} |`);
   }
   out.push('\nWhere the time goes (medians, ms since the host\'s navigation start; the app\'s "ready" is listening, the host\'s its init() done)', '');
   out.push('| variant | load | side | page start | HTML arrived | first script | JS fetch start | JS arrived | module evaluated | wasm fetch start | wasm arrived | compiled | instantiated | init() done | ready | handshake after both ready |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');

@@ -16,7 +16,7 @@ WebAssembly.instantiateStreaming = async (source, imports) => {
 window.loadParts = () => {
   const p = { ...window.parts, timeOrigin: performance.timeOrigin, html: performance.getEntriesByType('navigation')[0]?.responseEnd };
   for (const e of performance.getEntriesByType('resource')) {
-    if (/abp_wasm\.js$|\/snippets\//.test(e.name)) {
+    if (/abp_wasm\.js$|\/snippets\/|\/bench\/load\/(hand|penpal)-(host|app)\.js$|penpal\.mjs$/.test(e.name)) {
       p.jsStart = Math.min(p.jsStart ?? Infinity, e.startTime);
       p.js = Math.max(p.js ?? 0, e.responseEnd);
     }
