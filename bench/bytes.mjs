@@ -188,6 +188,30 @@ function sameCode(build, named, shipped) {
   }
 }
 
+/** What a page fetches before it is connected, and in all, per build a page imports (each file gzipped, summed),
+ *  against the targets: a role build's page fetches at most 35 KB before it is connected, and the full package
+ *  is at most 100 KB in all. Before connected: the build's module and its wasm; in all: with what it loads on
+ *  first use (the full build's `discover()` loads the discovery build). */
+export function fetchedTable(pkg = 'pkg') {
+  const kb = (b) => (b / 1000).toFixed(1);
+  const files = (sub) => ['abp_wasm.js', 'abp_wasm_bg.wasm'].map((f) => join(pkg, sub, f));
+  const size = (paths) => paths.reduce((sum, f) => sum + gz(readFileSync(f)), 0);
+  const rows = [
+    ['agent (`abp-wasm/agent`)', files('agent'), files('agent'), 35, null],
+    ['app (`abp-wasm/app`)', files('app'), files('app'), 35, null],
+    ['full (`abp-wasm`)', files('.'), [...files('.'), ...files('discover')], null, 100],
+  ];
+  const out = ['What a page fetches before it is connected, and in all (each file gzipped, summed)', '',
+    '| build | before connected, KB | target | in all, KB | target |', '|---|---|---|---|---|'];
+  for (const [name, before, all, beforeTarget, allTarget] of rows) {
+    const b = size(before);
+    const a = size(all);
+    const judge = (v, t) => (t === null ? '—' : `≤ ${t}: ${v <= t * 1000 ? 'met' : `not met (${kb(v - t * 1000)} KB over)`}`);
+    out.push(`| ${name} | ${kb(b)} | ${judge(b, beforeTarget)} | ${kb(a)} | ${judge(a, allTarget)} |`);
+  }
+  return [...out, ''];
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const given = process.argv.slice(2).find((a) => !a.startsWith('--'));
   if (!existsSync('pkg/abp_wasm_bg.wasm')) {
@@ -195,7 +219,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(2);
   }
   const tmp = given ? undefined : mkdtempSync(join(tmpdir(), 'abp-named-'));
-  const out = [`${new Date().toISOString().slice(0, 10)}, \`node bench/bytes.mjs${process.argv.includes('--features') ? ' --features' : ''}\`:`, ''];
+  const out = [`${new Date().toISOString().slice(0, 10)}, \`node bench/bytes.mjs${process.argv.includes('--features') ? ' --features' : ''}\`:`, '',
+    ...fetchedTable()];
   try {
     const named = given ?? buildNamed(tmp);
     for (const [build, sub] of BUILDS) {
