@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use abp_wasm::core::dialect::mcp::{era_of, Era};
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::error::{encode_error, AbpError, ErrorCode};
 use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
@@ -237,10 +238,8 @@ impl Gateway {
             return false;
         };
         let params = value.get("params");
-        let modern = params
-            .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
-            .is_some();
-        if !modern {
+        // Tasks are of revision 2026-07-28: a request of the legacy era is a plain one.
+        if params.is_none_or(|p| matches!(era_of(p), Era::Legacy)) {
             return false;
         }
         let declared = mcp_tasks::declared(params);

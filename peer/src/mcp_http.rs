@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use abp_wasm::core::dialect::mcp::{META_SUBSCRIPTION, META_VERSION};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -81,10 +82,8 @@ async fn read_body(body: Body) -> Result<Bytes, Response> {
 /// does not close it, and so that a client that went away is noticed (its write fails).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// The version header's name, and the era this endpoint serves.
+/// The version header's name.
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A request on its way: where its lines go, what the client called it, and who sent it.
 struct Route {
