@@ -109,13 +109,6 @@ impl Hub {
         }
     }
 
-    /// Becomes the agent of `room`: commands for it arrive in the returned inbox (the tests' stand-in for an
-    /// app's connection).
-    #[cfg(test)]
-    pub(crate) fn attach_agent(self: &Arc<Self>, room: &str) -> Registration<Envelope> {
-        self.register(|h| &h.agents, room)
-    }
-
     /// Becomes the agent of `room` (the app that joined it is served by it), unless another app holds the room:
     /// the first app wins, unless the newcomer has the key the holder joined with (then it takes the holder's
     /// place, and the holder's connection ends).

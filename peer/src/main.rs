@@ -25,6 +25,7 @@ mod agent;
 mod cluster;
 mod control;
 mod discover;
+mod gateway;
 mod hub;
 mod mcp;
 mod mcp_http;

@@ -323,6 +323,10 @@ fn no_driver_calls_a_codec() {
         ),
         ("peer/src/mcp.rs", include_str!("../../../peer/src/mcp.rs")),
         (
+            "peer/src/gateway/mod.rs",
+            include_str!("../../../peer/src/gateway/mod.rs"),
+        ),
+        (
             "peer/src/server.rs",
             include_str!("../../../peer/src/server.rs"),
         ),
