@@ -96,7 +96,7 @@ if [ -n "$wasm_only" ]; then
 fi
 
 # pkg/ is rebuilt only when something it is made from changed. The build knows by a fingerprint: the SHA-256 of
-# every file the build reads (the crate's sources and manifests, this script and the steps it runs, the golden
+# every file the build reads (the crate's sources but its unit tests, its manifests, this script and the steps it runs, the golden
 # typings and the README it checks, the npm lockfile that pins wasm-opt, esbuild and tsc), of the toolchain's and
 # wasm-pack's versions and of the mode, and of pkg/ itself as the last build left it. target/pkg.fingerprint holds
 # the last build's; when both halves match, nothing is rebuilt. A failed build writes none, so the next one builds.
@@ -107,7 +107,9 @@ fingerprint_of_inputs() {
     echo "mode=$mode toolchain=$toolchain wasm-opt-g=${ABP_WASM_OPT_G:-}"
     rustc "+$toolchain" --version 2>/dev/null || true
     wasm-pack --version
-    find src tests/golden tests/types .cargo -type f 2>/dev/null | LC_ALL=C sort | xargs -d '\n' sha256sum
+    # The crate's unit tests (src/**/tests/, tests.rs) are not in the package.
+    find src tests/golden tests/types .cargo -type f -not -path 'src/*/tests/*' -not -name tests.rs 2>/dev/null \
+      | LC_ALL=C sort | xargs -d '\n' sha256sum
     sha256sum Cargo.toml Cargo.lock package-lock.json README.md LICENSE scripts/build.sh scripts/setup.sh \
       scripts/full-features.sh scripts/short-names.mjs scripts/bundle-js.mjs scripts/finish-pkg.mjs \
       scripts/minify-js.mjs scripts/check-link.mjs scripts/check-dts.mjs scripts/readme-ts.mjs scripts/sizes.mjs

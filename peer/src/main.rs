@@ -30,7 +30,6 @@ mod hub;
 mod mcp;
 mod mcp_http;
 mod mcp_remote;
-mod mcp_tasks;
 mod nats;
 mod relay;
 mod relay_remote;

@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
-use crate::gateway::{Gateway, Output, STDIO};
+use crate::gateway::{Clock, Gateway, Output, STDIO};
 use crate::hub::Hub;
 use crate::mcp_remote::{is_replayed_answer, Follow, Follower, StdioLines};
 use crate::server::{self, Routes, Server, ServerOptions};
@@ -403,7 +403,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         async move { server.run(routes, hub).await }
     });
     let stdio = args.http.is_none() || args.stdio;
-    let mut gateway = Gateway::new(args.room.clone(), param_headers, Instant::now());
+    let mut gateway = Gateway::new(args.room.clone(), param_headers, Clock::system());
     if sinks.contains_key(&crate::mcp_http::HTTP) {
         gateway.join(crate::mcp_http::HTTP);
     }

@@ -1,8 +1,8 @@
 //! The MCP gateway's endpoint, sans IO: the hosts' MCP connections on one side, the room's browser app (through
 //! the control protocol's commands and events) on the other, and nothing between them but this state. It reads
-//! no clock (every `handle_*` takes the time), and touches no channel, socket or hub: what it has to say comes out
-//! of [`Gateway::poll`] as an [`Output`] for a host or for the app, and its next deadline from
-//! [`Gateway::poll_timeout`]. `crate::mcp` and `crate::mcp_http` are its edges.
+//! no clock (it is made with the time, and every `handle_*` takes it), and touches no channel, socket or hub:
+//! what it has to say comes out of [`Gateway::poll`] as an [`Output`] for a host or for the app, and its next
+//! deadline from [`Gateway::poll_timeout`]. `crate::mcp` and `crate::mcp_http` are its edges.
 //!
 //! Two protocol cores meet here, and both are the SDK's own: toward each host, the app core speaking the MCP
 //! dialect (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`, progress, `elicitation/create`,
@@ -16,11 +16,11 @@
 //! - the app's progress is `notifications/progress` with the host's token, always before the result;
 //! - the app's `ctx.elicit` is `elicitation/create` to a host that declared `elicitation` (else NOT_SUPPORTED);
 //! - the app joining, leaving or changing its capabilities is `notifications/tools/list_changed`;
-//! - a capability registered with `task` is an MCP task for a host that declares the extension (`crate::mcp_tasks`).
+//! - a capability registered with `task` is an MCP task for a host that declares the extension ([`tasks`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use abp_wasm::core::dialect::mcp::{era_of, Era};
 use abp_wasm::core::dialect::{Carrier, DialectKind};
@@ -30,7 +30,9 @@ use serde_json::{json, Value};
 
 use crate::control::{Command, Event};
 use crate::mcp_http::ParamHeaders;
-use crate::mcp_tasks::{self, Tasks};
+pub(crate) mod tasks;
+
+use tasks::Tasks;
 
 /// The host on stdin/stdout.
 pub(crate) const STDIO: u64 = 0;
@@ -38,6 +40,23 @@ pub(crate) const STDIO: u64 = 0;
 /// The hosts one gateway serves at once: stdio's, HTTP's (all modern requests), each 2025-11-25 HTTP session and
 /// each host joined through `/mcp-host`.
 pub(crate) const MAX_HOSTS: usize = 64;
+
+/// The time as the edges give it: for deadlines (monotonic), and for timestamps (the wall's).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock {
+    pub(crate) at: Instant,
+    pub(crate) wall: SystemTime,
+}
+
+impl Clock {
+    /// The system's clocks now: what an edge gives the gateway when it makes it (the gateway never asks).
+    pub(crate) fn system() -> Clock {
+        Clock {
+            at: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+}
 
 /// What the gateway has to say: a message for one of its hosts, or a command for the room's app.
 #[derive(Debug)]
@@ -79,7 +98,7 @@ fn host_connection() -> AppConnection<Value> {
     };
     let info = json!({ "name": "abp-peer", "version": env!("CARGO_PKG_VERSION") });
     let mut conn = AppConnection::new(DialectKind::Mcp, Carrier::Stream, config, info, "gw-");
-    conn.offer_extension(mcp_tasks::EXTENSION);
+    conn.offer_extension(tasks::EXTENSION);
     conn
 }
 
@@ -99,8 +118,10 @@ pub(crate) struct Gateway {
     /// With `--nats`, while the link to the NATS server is down: the sentence that says so, for a call that
     /// finds no app.
     link_down: Option<String>,
-    /// When the gateway started, and the time of what it handles now (given by its caller).
+    /// When the gateway started (on the monotonic clock, and on the wall's), and the time of what it handles
+    /// now (given by its caller).
     start: Instant,
+    start_wall: SystemTime,
     clock: Instant,
     /// ABP call id (toward the app) → the host's call.
     calls: HashMap<String, Running>,
@@ -119,7 +140,7 @@ pub(crate) struct Gateway {
 impl Gateway {
     /// The gateway of `room`, with the host on stdio, at `now`. `param_headers`: where it keeps the app's tools'
     /// `x-mcp-header` parameters, which the HTTP edge checks requests against.
-    pub(crate) fn new(room: String, param_headers: Arc<ParamHeaders>, now: Instant) -> Gateway {
+    pub(crate) fn new(room: String, param_headers: Arc<ParamHeaders>, now: Clock) -> Gateway {
         Gateway {
             hosts: vec![Host {
                 id: STDIO,
@@ -131,27 +152,28 @@ impl Gateway {
             joined: false,
             room,
             link_down: None,
-            start: now,
-            clock: now,
+            start: now.at,
+            start_wall: now.wall,
+            clock: now.at,
             calls: HashMap::new(),
             next_call: 0,
             asks: HashMap::new(),
             held: Vec::new(),
             out: VecDeque::new(),
-            tasks: Tasks::default(),
+            tasks: Tasks::new(now),
         }
     }
 
     /// One message from `host` (a JSON-RPC line), at `now`.
     pub(crate) fn handle_host(&mut self, host: u64, line: &str, now: Instant) {
-        self.clock = now;
+        self.at(now);
         self.on_host_line(host, line);
         self.perform();
     }
 
     /// One event of the room's app, at `now`.
     pub(crate) fn handle_app(&mut self, event: Event, now: Instant) {
-        self.clock = now;
+        self.at(now);
         self.app_event(event);
         self.publish_tasks();
         self.perform();
@@ -159,7 +181,7 @@ impl Gateway {
 
     /// [`Gateway::poll_timeout`]'s deadline passed (or may have): `now`.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        self.clock = now;
+        self.at(now);
         for h in &mut self.hosts {
             h.conn
                 .handle_timeout((now - self.start).as_secs_f64() * 1000.0);
@@ -178,7 +200,7 @@ impl Gateway {
     /// A command [`Gateway::poll`] gave that could not reach the app (it left before the gateway heard so): a
     /// call's host gets its answer at once.
     pub(crate) fn unsent(&mut self, command: Command, now: Instant) {
-        self.clock = now;
+        self.at(now);
         let Command::Call {
             call_id: Some(abp_id),
             ..
@@ -220,6 +242,24 @@ impl Gateway {
     pub(crate) fn close(&mut self) {
         self.cancel_everything();
         self.goodbye();
+    }
+
+    /// What is handled now happens at `now` (its tasks' timestamps follow, on the wall's clock).
+    fn at(&mut self, now: Instant) {
+        self.clock = now;
+        let since = now.saturating_duration_since(self.start);
+        self.tasks.set_clock(Clock {
+            at: now,
+            wall: self.start_wall + since,
+        });
+    }
+
+    /// The wall's time of what is handled now, in ms since the Unix epoch (for the messages' timestamps).
+    fn unix_ms(&self) -> f64 {
+        let since = self.clock.saturating_duration_since(self.start);
+        (self.start_wall + since)
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_millis() as f64)
     }
 
     /// The time of what is handled now, in ms on the hosts' connections' clock.
@@ -299,7 +339,7 @@ impl Gateway {
         if params.is_none_or(|p| matches!(era_of(p), Era::Legacy)) {
             return false;
         }
-        let declared = mcp_tasks::declared(params);
+        let declared = tasks::declared(params);
         let answer = match method {
             "tasks/get" | "tasks/update" | "tasks/cancel" if !declared => Err(missing_tasks()),
             "tasks/get" | "tasks/update" | "tasks/cancel" => {
@@ -329,7 +369,7 @@ impl Gateway {
                                 format!(
                                     "{} tasks are running in this gateway, the most it keeps: wait for one to \
                                      end, or cancel one",
-                                    mcp_tasks::MAX_TASKS
+                                    tasks::MAX_TASKS
                                 ),
                                 None,
                             ))
@@ -392,7 +432,7 @@ impl Gateway {
                 Ok(ack)
             }
             _ => {
-                if let mcp_tasks::Cancel::Ask(abp_id) = self.tasks.cancel(task_id, host)? {
+                if let tasks::Cancel::Ask(abp_id) = self.tasks.cancel(task_id, host)? {
                     // ABP's acknowledged cancel: the app says whether the handler stopped or had finished, and
                     // the task ends as it did.
                     self.command(Command::Cancel {
@@ -424,7 +464,7 @@ impl Gateway {
         });
         sent.then(|| {
             self.tasks
-                .create(abp_id, mcp_tasks::declares_elicitation(Some(params)), host)
+                .create(abp_id, tasks::declares_elicitation(Some(params)), host)
         })
     }
 
@@ -444,7 +484,7 @@ impl Gateway {
 
     /// A host left, at `now`: what it had running in the app is cancelled there.
     pub(crate) fn leave(&mut self, host: u64, now: Instant) {
-        self.clock = now;
+        self.at(now);
         self.hosts.retain(|h| h.id != host);
         let mine: Vec<String> = self
             .calls
@@ -473,13 +513,14 @@ impl Gateway {
     }
 
     fn perform_for(&mut self, host: u64) {
+        let stamp = self.unix_ms();
         loop {
             let tools = &self.tools;
             let list = || Value::Array(tools.clone());
             let Some(h) = self.hosts.iter_mut().find(|h| h.id == host) else {
                 break;
             };
-            let Some(output) = h.conn.poll(&crate::agent::unix_ms, &list) else {
+            let Some(output) = h.conn.poll(&|| stamp, &list) else {
                 break;
             };
             match output {
@@ -756,9 +797,10 @@ impl Gateway {
     /// The gateway stops: what the dialect says then goes to the host (each modern listen is torn down).
     fn goodbye(&mut self) {
         let mut lines = Vec::new();
+        let stamp = self.unix_ms();
         for h in &mut self.hosts {
             h.conn.close();
-            while let Some(output) = h.conn.poll(&crate::agent::unix_ms, &|| Value::Null) {
+            while let Some(output) = h.conn.poll(&|| stamp, &|| Value::Null) {
                 if let AppOutput::Transmit(t) = output {
                     lines.push((h.id, t.message.to_string()));
                 }
@@ -789,12 +831,12 @@ impl Gateway {
 /// -32021 for a request that needs the tasks extension without declaring it.
 fn missing_tasks() -> (i64, String, Option<Value>) {
     (
-        mcp_tasks::MISSING_CAPABILITY,
+        tasks::MISSING_CAPABILITY,
         format!(
             "This request needs the {} extension: declare it in _meta's clientCapabilities.extensions",
-            mcp_tasks::EXTENSION
+            tasks::EXTENSION
         ),
-        Some(mcp_tasks::missing_extension()),
+        Some(tasks::missing_extension()),
     )
 }
 
@@ -927,7 +969,7 @@ mod tests {
     /// A gateway whose host declared `capabilities`, with an app joined, and a call of the host's sent to it.
     fn gateway(capabilities: Value) -> T {
         let mut t = T {
-            g: Gateway::new(String::new(), Arc::default(), Instant::now()),
+            g: Gateway::new(String::new(), Arc::default(), Clock::system()),
             lines: Vec::new(),
             commands: VecDeque::new(),
             app_gone: false,
@@ -1092,7 +1134,7 @@ mod tests {
             let mut m: Value = serde_json::from_str(&modern_request(id, method, params, false))
                 .unwrap_or_default();
             m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-                json!({ "extensions": { mcp_tasks::EXTENSION: {} } });
+                json!({ "extensions": { tasks::EXTENSION: {} } });
             m.to_string()
         };
         // Without the extension a required task is -32021; with it, a task.

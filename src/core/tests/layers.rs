@@ -244,3 +244,49 @@ fn the_function_reader_finds_names_and_skips_what_is_not_a_function() {
     assert_eq!(function_name("    let f = |x| x; // fn not_one()"), None);
     assert_eq!(function_name("    fn_call(1);"), None);
 }
+
+/// The MCP gateway's endpoint (`peer/src/gateway/`) does no IO: no channel, socket, task or hub, and no clock
+/// but the one its edges give it (`Clock::system`, which only they call). Its tests are left out.
+#[test]
+fn the_gateway_endpoint_touches_no_io() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peer/src/gateway");
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).expect("peer/src/gateway").flatten() {
+        let path = entry.path();
+        let source = std::fs::read_to_string(&path).expect("a readable source");
+        let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut in_system = false;
+        for (n, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or_default();
+            if line.contains("fn system()") {
+                in_system = true;
+            } else if in_system && line == "    }" {
+                in_system = false;
+            }
+            for word in [
+                "tokio",
+                "Sender",
+                "Receiver",
+                "crate::hub",
+                "Hub",
+                "axum",
+                "std::net",
+                "std::io",
+                "::now()",
+                "eprintln!",
+            ] {
+                let allowed = in_system && word == "::now()"
+                    // A refused host is logged, as the process's log is where an operator looks.
+                    || word == "eprintln!";
+                assert!(
+                    allowed || !line.contains(word),
+                    "{}:{}: the gateway's endpoint names `{word}`: {line}",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+        read += 1;
+    }
+    assert!(read >= 2, "read {read} files of peer/src/gateway");
+}

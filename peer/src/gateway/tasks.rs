@@ -28,6 +28,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use abp_wasm::core::dialect::mcp::{elicitation_params, elicitation_response_of, tool_result_of};
 use serde_json::{json, Map, Value};
 
+use super::Clock;
+
 /// The extension's name, in `capabilities.extensions` and in a request's client capabilities.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -99,18 +101,18 @@ struct Task {
     changed: bool,
     /// The host it belongs to.
     owner: u64,
-    /// When it ended (running: `None`), and the size of what it keeps (its outcome's JSON).
-    finished: Option<(Instant, usize)>,
+    /// When it ended among the tasks (running: `None`), and the size of what it keeps (its outcome's JSON).
+    finished: Option<(u64, usize)>,
 }
 
 impl Task {
-    fn set(&mut self, status: Status) {
+    fn set(&mut self, status: Status, wall: SystemTime) {
         self.status = status;
-        self.touch();
+        self.touch(wall);
     }
 
-    fn touch(&mut self) {
-        self.updated = SystemTime::now();
+    fn touch(&mut self, wall: SystemTime) {
+        self.updated = wall;
         self.changed = true;
     }
 
@@ -152,7 +154,6 @@ pub(crate) enum Cancel {
 }
 
 /// The gateway's tasks, by id.
-#[derive(Default)]
 pub(crate) struct Tasks {
     tasks: HashMap<String, Task>,
     /// The running ones, by their ABP call: every app event asks whether its call is a task's.
@@ -162,9 +163,35 @@ pub(crate) struct Tasks {
     next_key: u64,
     /// The bytes the finished tasks keep.
     kept: usize,
+    /// How many tasks have ended: the order they ended in, oldest first (several may end at one time).
+    ended: u64,
+    /// The time, as the gateway gave it last.
+    clock: Clock,
 }
 
 impl Tasks {
+    /// No tasks yet, at `now`.
+    pub(crate) fn new(now: Clock) -> Tasks {
+        Tasks {
+            tasks: HashMap::new(),
+            by_call: HashMap::new(),
+            dirty: false,
+            next_key: 0,
+            kept: 0,
+            ended: 0,
+            clock: now,
+        }
+    }
+
+    /// The time of what is handled now.
+    pub(crate) fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    fn now(&self) -> Clock {
+        self.clock
+    }
+
     /// Whether a new task may start: finished tasks are forgotten, oldest first, to make room; false when
     /// [`MAX_TASKS`] still run.
     pub(crate) fn has_room(&mut self) -> bool {
@@ -174,14 +201,15 @@ impl Tasks {
 
     /// A task of host `owner` for the ABP call `abp_id` starts: its `CreateTaskResult`.
     pub(crate) fn create(&mut self, abp_id: String, elicitation: bool, owner: u64) -> Value {
-        let id = new_task_id();
-        let now = SystemTime::now();
+        let now = self.now();
+        self.next_key += 1;
+        let id = new_task_id(now.wall, self.next_key);
         let task = Task {
             abp_id,
             status: Status::Working,
-            created: now,
-            updated: now,
-            expires: Instant::now() + TTL,
+            created: now.wall,
+            updated: now.wall,
+            expires: now.at + TTL,
             message: None,
             inputs: Vec::new(),
             outcome: None,
@@ -254,6 +282,7 @@ impl Tasks {
         owner: u64,
         responses: Option<&Value>,
     ) -> Result<Vec<(String, Value)>, (i64, String)> {
+        let wall = self.now().wall;
         self.owned(id, owner)?;
         let task = self.tasks.get_mut(id).ok_or_else(|| not_found(id))?;
         self.dirty = true;
@@ -269,7 +298,7 @@ impl Tasks {
             _ => true,
         });
         if !answers.is_empty() && task.inputs.is_empty() && task.status == Status::InputRequired {
-            task.set(Status::Working);
+            task.set(Status::Working, wall);
         }
         Ok(answers)
     }
@@ -286,6 +315,7 @@ impl Tasks {
 
     /// The task's handler reported progress: its message is the task's `statusMessage`.
     pub(crate) fn progress(&mut self, abp_id: &str, payload: &Value) {
+        let wall = self.now().wall;
         if let Some(task) = self.of_call(abp_id) {
             let message = payload
                 .get("message")
@@ -293,7 +323,7 @@ impl Tasks {
                 .and_then(Value::as_str);
             if let Some(m) = message {
                 task.message = Some(m.to_owned());
-                task.touch();
+                task.touch(wall);
             }
         }
     }
@@ -301,6 +331,7 @@ impl Tasks {
     /// The task's handler asks (`ctx.elicit`): the task is `input_required` until `tasks/update` answers. False
     /// when the request that made the task did not declare `elicitation` (the app is told it is not supported).
     pub(crate) fn ask(&mut self, abp_id: &str, elicit_id: &str, request: &Value) -> bool {
+        let wall = self.now().wall;
         self.next_key += 1;
         let fallback = format!("input-{}", self.next_key);
         let Some(task) = self.of_call(abp_id) else {
@@ -322,12 +353,13 @@ impl Tasks {
             confirm,
             request: json!({ "method": "elicitation/create", "params": elicitation_params(request) }),
         });
-        task.set(Status::InputRequired);
+        task.set(Status::InputRequired, wall);
         true
     }
 
     /// The app withdrew a question (its handler stopped waiting).
     pub(crate) fn withdrawn(&mut self, elicit_id: &str) {
+        let wall = self.now().wall;
         for id in self.by_call.values() {
             let Some(task) = self.tasks.get_mut(id) else {
                 continue;
@@ -338,7 +370,7 @@ impl Tasks {
                 && task.inputs.is_empty()
                 && task.status == Status::InputRequired
             {
-                task.set(Status::Working);
+                task.set(Status::Working, wall);
                 self.dirty = true;
             }
         }
@@ -368,29 +400,36 @@ impl Tasks {
         response: &Value,
         tool_error: impl Fn(&str, &str, &Value) -> Value,
     ) {
+        let now = self.now();
         let Some(task) = self.tasks.get_mut(id) else {
             return;
         };
         self.dirty = true;
         task.inputs.clear();
-        task.conclude(response, tool_error);
+        task.conclude(response, tool_error, now.wall);
         let bytes = task
             .outcome
             .as_ref()
             .map_or(0, |(_, v)| serde_json::to_vec(v).map_or(0, |b| b.len()));
-        task.finished = Some((Instant::now(), bytes));
+        self.ended += 1;
+        task.finished = Some((self.ended, bytes));
         self.kept += bytes;
     }
 }
 
 impl Task {
     /// Its status and outcome from its call's `response`.
-    fn conclude(&mut self, response: &Value, tool_error: impl Fn(&str, &str, &Value) -> Value) {
+    fn conclude(
+        &mut self,
+        response: &Value,
+        tool_error: impl Fn(&str, &str, &Value) -> Value,
+        wall: SystemTime,
+    ) {
         let task = self;
         if response.get("success") == Some(&Value::Bool(true)) {
             let data = response.get("data").cloned().unwrap_or(Value::Null);
             task.outcome = Some(("result", tool_result_of(data)));
-            task.set(Status::Completed);
+            task.set(Status::Completed, wall);
             return;
         }
         let error = response.get("error").cloned().unwrap_or(Value::Null);
@@ -406,22 +445,22 @@ impl Task {
         let failed = |code: i64, message: String| json!({ "code": code, "message": message });
         match code {
             "CANCELLED" if response.get("cancelled") == Some(&Value::Bool(true)) => {
-                task.set(Status::Cancelled)
+                task.set(Status::Cancelled, wall)
             }
             "INVALID_PARAMS" | "UNKNOWN_CAPABILITY" => {
                 task.message = Some(message.clone());
                 task.outcome = Some(("error", failed(INVALID_PARAMS, message)));
-                task.set(Status::Failed);
+                task.set(Status::Failed, wall);
             }
             "DISCONNECTED" => {
                 let message = format!("The app left before the task finished: {message}");
                 task.message = Some(message.clone());
                 task.outcome = Some(("error", failed(-32603, message)));
-                task.set(Status::Failed);
+                task.set(Status::Failed, wall);
             }
             _ => {
                 task.outcome = Some(("result", tool_error(code, &message, &error)));
-                task.set(Status::Completed);
+                task.set(Status::Completed, wall);
             }
         }
     }
@@ -511,16 +550,17 @@ pub(crate) fn missing_extension() -> Value {
     json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } })
 }
 
-/// 128 random bits, as hex: a task id nobody can guess.
-fn new_task_id() -> String {
+/// 128 random bits, as hex: a task id nobody can guess. `now`: the time, for an id when the system has no
+/// randomness to give.
+fn new_task_id(now: SystemTime, count: u64) -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
-        // No randomness from the system: unique still (the clock and a counter), but guessable.
-        let nanos = SystemTime::now()
+        // No randomness from the system: unique still (the clock and a count), but guessable.
+        let nanos = now
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        bytes = nanos.to_le_bytes();
+        bytes = (nanos ^ (u128::from(count) << 64)).to_le_bytes();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -571,7 +611,7 @@ mod tests {
 
     #[test]
     fn a_task_reports_its_progress_questions_and_end() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(Clock::system());
         let created = tasks.create("mcp-1".into(), true, HOST);
         assert_eq!(created["resultType"], "task");
         assert_eq!(created["status"], "working");
@@ -637,7 +677,7 @@ mod tests {
 
     #[test]
     fn a_cancel_the_handler_honoured_is_cancelled_and_one_it_beat_is_completed() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(Clock::system());
         let a = task_id(&tasks.create("mcp-1".into(), false, HOST));
         let b = task_id(&tasks.create("mcp-2".into(), false, HOST));
         assert!(matches!(tasks.cancel(&a, HOST), Ok(Cancel::Ask(c)) if c == "mcp-1"));
@@ -660,7 +700,7 @@ mod tests {
 
     #[test]
     fn the_app_leaving_fails_what_it_ran_with_an_error_that_says_so() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(Clock::system());
         let id = task_id(&tasks.create("mcp-1".into(), false, HOST));
         let running = task_id(&tasks.create("mcp-2".into(), false, HOST));
         tasks.app_left();
@@ -694,7 +734,7 @@ mod tests {
 
     #[test]
     fn another_host_s_task_is_unknown_to_it() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(Clock::system());
         let id = task_id(&tasks.create("mcp-1".into(), false, HOST));
         assert_eq!(tasks.get(&id, HOST + 1).expect_err("not its own").0, -32602);
         assert!(tasks.cancel(&id, HOST + 1).is_err());
@@ -709,7 +749,7 @@ mod tests {
 
     #[test]
     fn finished_tasks_are_forgotten_oldest_first_past_the_byte_budget() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(Clock::system());
         let big = "x".repeat(1024 * 1024);
         let ids: Vec<String> = (0..80)
             .map(|n| {
@@ -733,7 +773,7 @@ mod tests {
 
     #[test]
     fn at_most_max_tasks_and_running_ones_are_never_dropped() {
-        let mut tasks = Tasks::default();
+        let mut tasks = Tasks::new(Clock::system());
         let running = task_id(&tasks.create("mcp-run".into(), false, HOST));
         for n in 0..MAX_TASKS + 10 {
             assert!(tasks.has_room(), "finished tasks make room ({n})");
@@ -743,7 +783,7 @@ mod tests {
         assert!(tasks.tasks.len() <= MAX_TASKS);
         assert!(tasks.get(&running, HOST).is_ok(), "a running task stays");
         // All running: no room.
-        let mut full = Tasks::default();
+        let mut full = Tasks::new(Clock::system());
         for n in 0..MAX_TASKS {
             full.create(format!("mcp-{n}"), false, HOST);
         }
