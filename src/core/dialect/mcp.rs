@@ -35,7 +35,9 @@ use super::Policy;
 use client::{Answered, Client, ClientEra};
 use modern::{complete, features_of, Asked, Modern, Retry};
 // What tells the eras apart, for the gateway too: it reads a request's era as this codec does.
-pub use modern::{era_of, Era, META_SUBSCRIPTION, META_VERSION, MODERN_VERSIONS, UNSUPPORTED_VERSION};
+pub use modern::{
+    era_of, Era, META_SUBSCRIPTION, META_VERSION, MODERN_VERSIONS, UNSUPPORTED_VERSION,
+};
 
 pub use super::jsonrpc::abp_error_of;
 
