@@ -73,9 +73,15 @@ pub(crate) enum HostInput {
         host: u64,
         out: UnboundedSender<String>,
     },
+    /// A line of text from the host (stdio relayed by another copy, or another process's gateway).
     Line {
         host: u64,
         line: String,
+    },
+    /// A message its edge already read (an HTTP request's body).
+    Message {
+        host: u64,
+        message: Value,
     },
     Left {
         host: u64,
@@ -240,11 +246,18 @@ fn stdout_writer() -> (UnboundedSender<Vec<String>>, tokio::task::JoinHandle<()>
     (tx, writer)
 }
 
-/// A host's message to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is now
+/// A host's line to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is now
 /// (a call that finds no app is told when the link is down).
 fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, line: &str) {
     gateway.set_link_down(hub.link_down());
-    gateway.handle_host(host, line, Instant::now());
+    gateway.handle_line(host, line, Instant::now());
+}
+
+/// Where a host's messages go but stdio's: text (a joined host's socket, a 2025-11-25 session), or, to the HTTP
+/// endpoint's dispatcher, the messages themselves (it reads each one's id to find its request's stream).
+pub(crate) enum Sink {
+    Text(UnboundedSender<String>),
+    Json(UnboundedSender<Value>),
 }
 
 /// What the gateway has to say, carried where it goes: commands to the room's app through the hub (one that
@@ -253,17 +266,24 @@ fn carry_out(
     gateway: &mut Gateway,
     hub: &Hub,
     room: &str,
-    sinks: &HashMap<u64, UnboundedSender<String>>,
+    sinks: &HashMap<u64, Sink>,
 ) -> Vec<String> {
     let mut stdout = Vec::new();
     while let Some(output) = gateway.poll() {
         match output {
-            Output::ToHost { host: STDIO, line } => stdout.push(line),
-            Output::ToHost { host, line } => {
-                if let Some(sink) = sinks.get(&host) {
-                    let _ = sink.send(line);
+            Output::ToHost {
+                host: STDIO,
+                message,
+            } => stdout.push(message.to_string()),
+            Output::ToHost { host, message } => match sinks.get(&host) {
+                Some(Sink::Text(sink)) => {
+                    let _ = sink.send(message.to_string());
                 }
-            }
+                Some(Sink::Json(sink)) => {
+                    let _ = sink.send(message);
+                }
+                None => {}
+            },
             Output::ToApp(command) => {
                 // Only a call's host waits for an answer, which the gateway gives when the app is gone.
                 let call = matches!(command, Command::Call { .. }).then(|| command.clone());
@@ -322,7 +342,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let mut registration = hub.attach_local_controller(&args.room);
     let mut joining = hub.attach_mcp_gateway(&args.room);
     // Where each host's lines go but stdio's (stdout, by a writer of its own).
-    let mut sinks: HashMap<u64, UnboundedSender<String>> = HashMap::new();
+    let mut sinks: HashMap<u64, Sink> = HashMap::new();
     let param_headers = Arc::new(crate::mcp_http::ParamHeaders::default());
     // The lines of the HTTP host, and the HTTP requests open here.
     let (lines, for_http) = unbounded_channel();
@@ -373,7 +393,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             param_headers: param_headers.clone(),
             remote: remote.clone(),
         });
-        sinks.insert(crate::mcp_http::HTTP, lines);
+        sinks.insert(crate::mcp_http::HTTP, Sink::Json(lines));
         if args.http_no_auth {
             eprintln!(
                 "abp-peer mcp: warning: --http-no-auth: any program on this machine (and any page on an allowed \
@@ -444,10 +464,14 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
                 HostInput::Joined { host, out } => {
                     // Past the gateway's hosts, `out` is dropped, which closes the host's connection.
                     if gateway.join(host) {
-                        sinks.insert(host, out);
+                        sinks.insert(host, Sink::Text(out));
                     }
                 }
                 HostInput::Line { host, line } => from_host(&mut gateway, &hub, host, &line),
+                HostInput::Message { host, message } => {
+                    gateway.set_link_down(hub.link_down());
+                    gateway.handle_host(host, message, Instant::now());
+                }
                 HostInput::Left { host } => {
                     sinks.remove(&host);
                     gateway.leave(host, Instant::now());

@@ -308,15 +308,21 @@ impl Streams {
         Some(key)
     }
 
-    /// Sends `message` (its own id given back) on `id`'s stream; false when no such stream is open here.
-    fn send(&self, id: &str, restore: impl FnOnce(&mut Value, &Route), mut message: Value) -> bool {
+    /// Sends `message` (its own id given back) on `id`'s stream; the message back when no such stream is open
+    /// here.
+    fn send(
+        &self,
+        id: &str,
+        restore: impl FnOnce(&mut Value, &Route),
+        mut message: Value,
+    ) -> Result<(), Value> {
         match lock(&self.routes).get(id) {
             Some(route) => {
                 restore(&mut message, route);
                 let _ = route.stream.send(message.to_string());
-                true
+                Ok(())
             }
-            None => false,
+            None => Err(message),
         }
     }
 }
@@ -326,28 +332,25 @@ impl Streams {
 /// else is dropped: a server sends no requests of its own in this revision. With `--nats`, a line for a stream
 /// another process opened (its request was passed here) goes back to that process.
 pub(crate) async fn dispatch(
-    mut lines: UnboundedReceiver<String>,
+    mut messages: UnboundedReceiver<Value>,
     streams: Arc<Streams>,
     remote: Option<Arc<Remote>>,
 ) {
-    while let Some(line) = lines.recv().await {
-        let Ok(mut message) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        let (key, delivered) = if message.get("method").is_none() {
+    while let Some(mut message) = messages.recv().await {
+        let (key, undelivered) = if message.get("method").is_none() {
             let Some(id) = message.get("id").and_then(Value::as_str).map(str::to_owned) else {
                 continue;
             };
-            let delivered = match streams.take(&id) {
+            let undelivered = match streams.take(&id) {
                 Some(route) => {
                     message["id"] = route.id.clone();
                     // Dropping the route's sender ends the stream after this.
                     let _ = route.stream.send(message.to_string());
-                    true
+                    None
                 }
-                None => false,
+                None => Some(message),
             };
-            (id, delivered)
+            (id, undelivered)
         } else {
             let params = message.get("params");
             if let Some(token) = params
@@ -355,7 +358,7 @@ pub(crate) async fn dispatch(
                 .and_then(Value::as_str)
                 .map(str::to_owned)
             {
-                let delivered = streams.send(
+                let sent = streams.send(
                     &token,
                     |m, r| {
                         m["params"]["progressToken"] =
@@ -363,25 +366,25 @@ pub(crate) async fn dispatch(
                     },
                     message,
                 );
-                (token, delivered)
+                (token, sent.err())
             } else if let Some(sub) = params
                 .and_then(|p| p.get("_meta"))
                 .and_then(|m| m.get(META_SUBSCRIPTION))
                 .and_then(Value::as_str)
                 .map(str::to_owned)
             {
-                let delivered = streams.send(
+                let sent = streams.send(
                     &sub,
                     |m, r| m["params"]["_meta"][META_SUBSCRIPTION] = r.id.clone(),
                     message,
                 );
-                (sub, delivered)
+                (sub, sent.err())
             } else {
                 continue;
             }
         };
-        if let (false, Some(remote)) = (delivered, &remote) {
-            remote.send_back(&key, line).await;
+        if let (Some(message), Some(remote)) = (undelivered, &remote) {
+            remote.send_back(&key, message.to_string()).await;
         }
     }
 }
@@ -710,9 +713,9 @@ async fn serve_mcp(
         && e.hub
             .to_mcp_gateway(
                 &e.room,
-                HostInput::Line {
+                HostInput::Message {
                     host: HTTP,
-                    line: message.to_string(),
+                    message,
                 },
             )
             .is_err()
@@ -1022,9 +1025,9 @@ fn cancel_in_gateway(e: &Endpoint, key: &str, reason: &str) {
     }
     let _ = e.hub.to_mcp_gateway(
         &e.room,
-        HostInput::Line {
+        HostInput::Message {
             host: HTTP,
-            line: line.to_string(),
+            message: line,
         },
     );
 }

@@ -71,7 +71,7 @@ impl Remote {
         hub: Arc<Hub>,
         room: String,
         param_headers: Arc<ParamHeaders>,
-        lines: UnboundedSender<String>,
+        lines: UnboundedSender<Value>,
         streams: Arc<Streams>,
     ) -> Result<Arc<Remote>, String> {
         let holder = cluster.follow_holder(&room).await?;
@@ -121,8 +121,9 @@ impl Remote {
         let back = lines.clone();
         tokio::spawn(async move {
             while let Some(m) = answers.next().await {
-                if let Ok(line) = String::from_utf8(m.payload.to_vec()) {
-                    let _ = back.send(line);
+                // Read once, here: the dispatcher routes it by its id.
+                if let Ok(message) = serde_json::from_slice::<Value>(&m.payload) {
+                    let _ = back.send(message);
                 }
             }
         });
@@ -434,7 +435,7 @@ impl Remote {
 
     /// Requests passed to a process that has stopped answering, or whose app went to another one, are answered
     /// with an error (through `lines`, as the gateway would); those whose stream closed are forgotten.
-    fn answer_the_abandoned(&self, streams: &Streams, lines: &UnboundedSender<String>) {
+    fn answer_the_abandoned(&self, streams: &Streams, lines: &UnboundedSender<Value>) {
         lock(&self.passed).retain(|key, node| {
             if !streams.is_open(key) {
                 return false;
@@ -444,7 +445,7 @@ impl Remote {
             }
             let error = json!({ "jsonrpc": "2.0", "id": key, "error": { "code": -32603,
                 "message": "The process holding the app stopped answering before this request was answered" } });
-            let _ = lines.send(error.to_string());
+            let _ = lines.send(error);
             false
         });
     }

@@ -61,8 +61,8 @@ impl Clock {
 /// What the gateway has to say: a message for one of its hosts, or a command for the room's app.
 #[derive(Debug)]
 pub(crate) enum Output {
-    /// One JSON-RPC message for `host`, as a line.
-    ToHost { host: u64, line: String },
+    /// One JSON-RPC message for `host` (its edge writes it as it writes).
+    ToHost { host: u64, message: Value },
     /// A command for the room's app (its agent).
     ToApp(Command),
 }
@@ -164,11 +164,26 @@ impl Gateway {
         }
     }
 
-    /// One message from `host` (a JSON-RPC line), at `now`.
-    pub(crate) fn handle_host(&mut self, host: u64, line: &str, now: Instant) {
+    /// One message from `host`, read by its edge, at `now`.
+    pub(crate) fn handle_host(&mut self, host: u64, message: Value, now: Instant) {
         self.at(now);
-        self.on_host_line(host, line);
+        self.on_host_message(host, message);
         self.perform();
+    }
+
+    /// One line from `host` (an edge that reads text: stdio, `/mcp-host`, another process), at `now`; one that
+    /// is not JSON is answered with a parse error.
+    pub(crate) fn handle_line(&mut self, host: u64, line: &str, now: Instant) {
+        match serde_json::from_str::<Value>(line) {
+            Ok(message) => self.handle_host(host, message, now),
+            Err(_) => {
+                // Without an id (the MCP SDK's schema refuses `id: null`), as the dialect answers unreadable
+                // requests.
+                let parse_error = json!({ "jsonrpc": "2.0",
+                    "error": { "code": -32700, "message": "Parse error" } });
+                self.send(host, parse_error);
+            }
+        }
     }
 
     /// One event of the room's app, at `now`.
@@ -286,22 +301,15 @@ impl Gateway {
             .map(|h| &mut h.conn)
     }
 
-    /// A line for `host`.
-    fn send(&mut self, host: u64, line: String) {
+    /// A message for `host`.
+    fn send(&mut self, host: u64, message: Value) {
         if self.hosts.iter().any(|h| h.id == host) {
-            self.out.push_back(Output::ToHost { host, line });
+            self.out.push_back(Output::ToHost { host, message });
         }
     }
 
-    /// One line from a host.
-    fn on_host_line(&mut self, host: u64, line: &str) {
-        let Ok(value) = serde_json::from_str::<Value>(line) else {
-            // Without an id (the MCP SDK's schema refuses `id: null`), as the dialect answers unreadable requests.
-            let parse_error = json!({ "jsonrpc": "2.0",
-                "error": { "code": -32700, "message": "Parse error" } });
-            self.send(host, parse_error.to_string());
-            return;
-        };
+    /// One message from a host.
+    fn on_host_message(&mut self, host: u64, value: Value) {
         let now = self.now();
         let joined = self.joined;
         let text = no_app_text(&self.room, self.link_down.clone());
@@ -396,7 +404,7 @@ impl Gateway {
                 json!({ "jsonrpc": "2.0", "id": id, "error": error })
             }
         };
-        self.send(host, line.to_string());
+        self.send(host, line);
         true
     }
 
@@ -524,7 +532,7 @@ impl Gateway {
                 break;
             };
             match output {
-                AppOutput::Transmit(t) => self.send(host, t.message.to_string()),
+                AppOutput::Transmit(t) => self.send(host, t.message),
                 AppOutput::Start {
                     call_id,
                     capability,
@@ -802,7 +810,7 @@ impl Gateway {
             h.conn.close();
             while let Some(output) = h.conn.poll(&|| stamp, &|| Value::Null) {
                 if let AppOutput::Transmit(t) = output {
-                    lines.push((h.id, t.message.to_string()));
+                    lines.push((h.id, t.message));
                 }
             }
         }
@@ -922,7 +930,10 @@ mod tests {
         fn drain(&mut self) {
             while let Some(output) = self.g.poll() {
                 match output {
-                    Output::ToHost { host: STDIO, line } => self.lines.push(line),
+                    Output::ToHost {
+                        host: STDIO,
+                        message,
+                    } => self.lines.push(message.to_string()),
                     Output::ToHost { .. } => {}
                     Output::ToApp(command @ Command::Call { .. }) if self.app_gone => {
                         self.g.unsent(command, Instant::now())
@@ -933,7 +944,7 @@ mod tests {
         }
 
         fn host(&mut self, line: &str) {
-            self.g.handle_host(STDIO, line, Instant::now());
+            self.g.handle_line(STDIO, line, Instant::now());
             self.drain();
         }
 
