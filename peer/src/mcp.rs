@@ -24,7 +24,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
 use crate::gateway::{Clock, Gateway, Output, STDIO};
-use crate::hub::Hub;
+use crate::hub::{Hub, Registration};
 use crate::mcp_remote::{is_replayed_answer, Follow, Follower, StdioLines};
 use crate::server::{self, Routes, Server, ServerOptions};
 
@@ -246,6 +246,73 @@ fn stdout_writer() -> (UnboundedSender<Vec<String>>, tokio::task::JoinHandle<()>
     (tx, writer)
 }
 
+/// Stdio's lines to its writer: the gateway's `out` (with `--nats`, without the answers another process's gateway
+/// gave the host already) and those that came from another process. False once stdout is closed.
+fn to_stdout_all(
+    to_stdout: &UnboundedSender<Vec<String>>,
+    mut out: Vec<String>,
+    from_elsewhere: &mut Vec<String>,
+    clustered: bool,
+) -> bool {
+    if clustered {
+        out.retain(|line| !is_replayed_answer(line));
+    }
+    out.append(from_elsewhere);
+    out.is_empty() || to_stdout.send(out).is_ok()
+}
+
+/// The app's endpoint, and `/mcp-host` for another host's copy of this command (which needs the launch token,
+/// written where only this user reads it).
+fn routes(room: &str) -> Routes {
+    Routes {
+        agent_rooms: Some(room.to_owned()),
+        control: false,
+        relay: false,
+        exit: false,
+        mcp_hosts: true,
+    }
+}
+
+/// What a host that joined through the hub (`/mcp-host`, a 2025-11-25 HTTP session, the HTTP endpoint's
+/// requests, another process's host) says, to the gateway.
+fn from_joined(gateway: &mut Gateway, hub: &Hub, sinks: &mut HashMap<u64, Sink>, input: HostInput) {
+    match input {
+        HostInput::Joined { host, out } => {
+            // Past the gateway's hosts, `out` is dropped, which closes the host's connection.
+            if gateway.join(host) {
+                sinks.insert(host, Sink::Text(out));
+            }
+        }
+        HostInput::Line { host, line } => from_host(gateway, hub, host, &line),
+        HostInput::Message { host, message } => {
+            gateway.set_link_down(hub.link_down());
+            gateway.handle_host(host, message, Instant::now());
+        }
+        HostInput::Left { host } => {
+            sinks.remove(&host);
+            gateway.leave(host, Instant::now());
+        }
+    }
+}
+
+/// A line from the host on stdio: to this gateway, or (with `--nats`, while the app is on another process) to
+/// that process's gateway, which `follow` tracks.
+async fn from_stdio(
+    gateway: &mut Gateway,
+    hub: &Hub,
+    follow: Option<(&Arc<crate::mcp_remote::Remote>, &mut Follow, &Follower)>,
+    line: String,
+) {
+    match follow {
+        Some((remote, follow, follower)) => {
+            for line in follow.next(remote, STDIO_HOST, follower, line).await {
+                from_host(gateway, hub, STDIO, &line);
+            }
+        }
+        None => from_host(gateway, hub, STDIO, &line),
+    }
+}
+
 /// A host's line to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is now
 /// (a call that finds no app is told when the link is down).
 fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, line: &str) {
@@ -300,17 +367,115 @@ fn carry_out(
     stdout
 }
 
+/// What the gateway's edges on one process share.
+struct Shared<'a> {
+    hub: &'a Arc<Hub>,
+    streams: Arc<crate::mcp_http::Streams>,
+    param_headers: &'a Arc<crate::mcp_http::ParamHeaders>,
+    remote: &'a Option<Arc<crate::mcp_remote::Remote>>,
+}
+
+/// With `--nats`: what serves this process's part among the gateways sharing the app (requests passed here, and
+/// the answers to those this process passed on, which go to the HTTP dispatcher through `lines`).
+async fn start_remote(
+    cluster: Option<&Arc<crate::cluster::Cluster>>,
+    room: &str,
+    shared: &Shared<'_>,
+    lines: &UnboundedSender<Value>,
+) -> Result<Option<Arc<crate::mcp_remote::Remote>>, String> {
+    let Some(cluster) = cluster else {
+        return Ok(None);
+    };
+    let remote = crate::mcp_remote::Remote::start(
+        cluster.clone(),
+        shared.hub.clone(),
+        room.to_owned(),
+        shared.param_headers.clone(),
+        lines.clone(),
+        shared.streams.clone(),
+    )
+    .await?;
+    Ok(Some(remote))
+}
+
+/// `--http`: the Streamable HTTP endpoint at `listen`, its dispatcher (the gateway's messages for the HTTP host,
+/// from `for_http`, to the requests' streams), and the start-up lines that say where and with what token.
+async fn start_http(
+    args: &Args,
+    listen: &str,
+    server: &Server,
+    shared: Shared<'_>,
+    for_http: tokio::sync::mpsc::UnboundedReceiver<Value>,
+) -> Result<(), String> {
+    let listener = crate::mcp_http::bind(listen, args.server.allow_non_loopback).await?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("--http {listen}: {e}"))?;
+    // The gateway's own origins: it serves no pages, so a page there is one the user opened on purpose.
+    let own = [
+        format!("http://127.0.0.1:{}", bound.port()),
+        format!("http://localhost:{}", bound.port()),
+    ]
+    .iter()
+    .filter_map(|o| crate::security::Origin::parse(o).ok())
+    .collect();
+    tokio::spawn(crate::mcp_http::dispatch(
+        for_http,
+        shared.streams.clone(),
+        shared.remote.clone(),
+    ));
+    let endpoint = Arc::new(crate::mcp_http::Endpoint {
+        guard: server.guard_beside(&args.server, listen, bound, own),
+        auth: !args.http_no_auth,
+        hub: shared.hub.clone(),
+        room: args.room.clone(),
+        streams: shared.streams,
+        sessions: std::sync::Mutex::new(HashMap::new()),
+        open: std::sync::Mutex::default(),
+        session_idle: Duration::from_secs(args.http_session_idle),
+        param_headers: shared.param_headers.clone(),
+        remote: shared.remote.clone(),
+    });
+    if args.http_no_auth {
+        eprintln!(
+            "abp-peer mcp: warning: --http-no-auth: any program on this machine (and any page on an allowed \
+             origin) can call the app's tools at http://{bound}/mcp"
+        );
+    } else {
+        let token = match server.token().source() {
+            crate::token::Source::Stored { path, .. } => format!(
+                "the token kept in {} (the same at every start until {})",
+                path.display(),
+                crate::token::NEW_TOKEN_FLAG
+            ),
+            crate::token::Source::Env => format!("the token from {}", crate::token::TOKEN_ENV),
+        };
+        eprintln!("abp-peer mcp: http://{bound}/mcp needs Authorization: Bearer TOKEN, {token}");
+    }
+    eprintln!("abp-peer mcp on http://{bound}/mcp");
+    tokio::spawn(server::serve_connections(
+        listener,
+        crate::mcp_http::router(endpoint),
+    ));
+    Ok(())
+}
+
+/// After [`Gateway::close`]: gives the app a moment ([`GOODBYE_MS`]) to confirm the cancels, so that its
+/// handlers see them before this process goes.
+async fn wait_for_the_cancels(gateway: &mut Gateway, registration: &mut Registration<Event>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(GOODBYE_MS);
+    while gateway.has_calls() {
+        match tokio::time::timeout_at(deadline, registration.inbox.recv()).await {
+            Ok(Some(Event::Settled { call_id, .. })) => gateway.forget_call(&call_id),
+            Ok(Some(Event::Disconnected)) | Ok(None) | Err(_) => break,
+            Ok(Some(_)) => {}
+        }
+    }
+}
+
 /// Runs the gateway until the host goes away.
 pub(crate) async fn main(args: Args) -> Result<(), String> {
-    // The app's endpoint, and `/mcp-host` for another host's copy of this command (which needs the launch token,
-    // written where only this user reads it).
-    let routes = Routes {
-        agent_rooms: Some(args.room.clone()),
-        control: false,
-        relay: false,
-        exit: false,
-        mcp_hosts: true,
-    };
+    let routes = routes(&args.room);
     let stop = server::stop_signal();
     let server = match Server::bind(&args.server, &routes).await {
         Ok(server) => server,
@@ -321,18 +486,15 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let token_file = server.token_file();
     tokio::pin!(stop);
     // Stopped while waiting for NATS too.
-    let cluster = tokio::select! {
-        joined = crate::cluster::Cluster::join(&args.nats) => joined,
-        () = &mut stop => {
-            crate::server::remove_token_file(token_file.as_deref());
-            return Ok(());
-        }
+    let joined = tokio::select! {
+        joined = crate::cluster::Cluster::join(&args.nats) => Some(joined),
+        () = &mut stop => None,
     };
-    let cluster = match cluster {
-        Ok(cluster) => cluster,
-        Err(e) => {
+    let cluster = match joined {
+        Some(Ok(cluster)) => cluster,
+        stopped_or_failed => {
             crate::server::remove_token_file(token_file.as_deref());
-            return Err(e);
+            return stopped_or_failed.map_or(Ok(()), |failed| failed.map(|_| ()));
         }
     };
     let hub = Arc::new(match &cluster {
@@ -349,74 +511,20 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let streams = Arc::new(crate::mcp_http::Streams::new(
         cluster.as_ref().map(|c| c.node()),
     ));
-    let remote = match &cluster {
-        Some(c) => Some(
-            crate::mcp_remote::Remote::start(
-                c.clone(),
-                hub.clone(),
-                args.room.clone(),
-                param_headers.clone(),
-                lines.clone(),
-                streams.clone(),
-            )
-            .await?,
-        ),
-        None => None,
+    let shared = Shared {
+        hub: &hub,
+        streams,
+        param_headers: &param_headers,
+        remote: &None,
     };
+    let remote = start_remote(cluster.as_ref(), &args.room, &shared, &lines).await?;
     if let Some(listen) = &args.http {
-        let listener = crate::mcp_http::bind(listen, args.server.allow_non_loopback).await?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| format!("--http {listen}: {e}"))?;
-        // The gateway's own origins: it serves no pages, so a page there is one the user opened on purpose.
-        let own = [
-            format!("http://127.0.0.1:{}", bound.port()),
-            format!("http://localhost:{}", bound.port()),
-        ]
-        .iter()
-        .filter_map(|o| crate::security::Origin::parse(o).ok())
-        .collect();
-        tokio::spawn(crate::mcp_http::dispatch(
-            for_http,
-            streams.clone(),
-            remote.clone(),
-        ));
-        let endpoint = Arc::new(crate::mcp_http::Endpoint {
-            guard: server.guard_beside(&args.server, listen, bound, own),
-            auth: !args.http_no_auth,
-            hub: hub.clone(),
-            room: args.room.clone(),
-            streams,
-            sessions: std::sync::Mutex::new(HashMap::new()),
-            open: std::sync::Mutex::default(),
-            session_idle: Duration::from_secs(args.http_session_idle),
-            param_headers: param_headers.clone(),
-            remote: remote.clone(),
-        });
+        let shared = Shared {
+            remote: &remote,
+            ..shared
+        };
+        start_http(&args, listen, &server, shared, for_http).await?;
         sinks.insert(crate::mcp_http::HTTP, Sink::Json(lines));
-        if args.http_no_auth {
-            eprintln!(
-                "abp-peer mcp: warning: --http-no-auth: any program on this machine (and any page on an allowed \
-                 origin) can call the app's tools at http://{bound}/mcp"
-            );
-        } else {
-            let token = match server.token().source() {
-                crate::token::Source::Stored { path, .. } => format!(
-                    "the token kept in {} (the same at every start until {})",
-                    path.display(),
-                    crate::token::NEW_TOKEN_FLAG
-                ),
-                crate::token::Source::Env => format!("the token from {}", crate::token::TOKEN_ENV),
-            };
-            eprintln!(
-                "abp-peer mcp: http://{bound}/mcp needs Authorization: Bearer TOKEN, {token}"
-            );
-        }
-        eprintln!("abp-peer mcp on http://{bound}/mcp");
-        tokio::spawn(server::serve_connections(
-            listener,
-            crate::mcp_http::router(endpoint),
-        ));
     }
     let mut serving = tokio::spawn({
         let hub = hub.clone();
@@ -436,56 +544,30 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let mut stdio_follow = Follow::default();
     let mut from_elsewhere_lines = Vec::new();
     loop {
-        let mut out = carry_out(&mut gateway, &hub, &args.room, &sinks);
-        if remote.is_some() {
-            out.retain(|line| !is_replayed_answer(line));
-        }
-        out.append(&mut from_elsewhere_lines);
-        if !out.is_empty() && to_stdout.send(out).is_err() {
+        let out = carry_out(&mut gateway, &hub, &args.room, &sinks);
+        if !to_stdout_all(&to_stdout, out, &mut from_elsewhere_lines, remote.is_some()) {
             break; // the host closed our stdout
         }
         let due = gateway.poll_timeout();
         tokio::select! {
             line = next_line(&mut lines), if stdio => match line {
                 Some(line) if line.trim().is_empty() => {}
-                Some(line) => match &remote {
-                    Some(remote) => {
-                        for line in stdio_follow.next(remote, STDIO_HOST, &stdio_follower, line).await {
-                            from_host(&mut gateway, &hub, STDIO, &line);
-                        }
-                    }
-                    None => from_host(&mut gateway, &hub, STDIO, &line),
-                },
+                Some(line) => {
+                    let follow = remote.as_ref().map(|r| (r, &mut stdio_follow, &stdio_follower));
+                    from_stdio(&mut gateway, &hub, follow, line).await;
+                }
                 None => break,
             },
             Some(line) = from_elsewhere.recv() => from_elsewhere_lines.push(line),
             Some(event) = registration.inbox.recv() => gateway.handle_app(event, Instant::now()),
-            Some(input) = joining.inbox.recv() => match input {
-                HostInput::Joined { host, out } => {
-                    // Past the gateway's hosts, `out` is dropped, which closes the host's connection.
-                    if gateway.join(host) {
-                        sinks.insert(host, Sink::Text(out));
-                    }
-                }
-                HostInput::Line { host, line } => from_host(&mut gateway, &hub, host, &line),
-                HostInput::Message { host, message } => {
-                    gateway.set_link_down(hub.link_down());
-                    gateway.handle_host(host, message, Instant::now());
-                }
-                HostInput::Left { host } => {
-                    sinks.remove(&host);
-                    gateway.leave(host, Instant::now());
-                }
-            },
+            Some(input) = joining.inbox.recv() => from_joined(&mut gateway, &hub, &mut sinks, input),
             () = crate::agent::sleep_until(due) => gateway.handle_timeout(Instant::now()),
             () = &mut stop => break,
             finished = &mut serving => {
                 server::remove_token_file(token_file.as_deref());
-                return match finished {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(e)) => Err(format!("the server stopped: {e}")),
-                    Err(e) => Err(format!("the server failed: {e}")),
-                };
+                return finished
+                    .map_err(|e| format!("the server failed: {e}"))?
+                    .map_err(|e| format!("the server stopped: {e}"));
             }
         }
     }
@@ -498,14 +580,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let _ = to_stdout.send(carry_out(&mut gateway, &hub, &args.room, &sinks));
     drop(to_stdout);
     let _ = writer.await;
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(GOODBYE_MS);
-    while gateway.has_calls() {
-        match tokio::time::timeout_at(deadline, registration.inbox.recv()).await {
-            Ok(Some(Event::Settled { call_id, .. })) => gateway.forget_call(&call_id),
-            Ok(Some(Event::Disconnected)) | Ok(None) | Err(_) => break,
-            Ok(Some(_)) => {}
-        }
-    }
+    wait_for_the_cancels(&mut gateway, &mut registration).await;
     serving.abort();
     server::remove_token_file(token_file.as_deref());
     Ok(())
