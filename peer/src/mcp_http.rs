@@ -608,27 +608,11 @@ async fn serve_mcp(
             .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
         return answer;
     }
-    let bytes = match read_body(body).await {
-        Ok(b) => b,
+    let (message, method, id) = match read_message(body).await {
+        Ok(read) => read,
         Err(refused) => return refused,
     };
-    let Ok(mut message) = serde_json::from_slice::<Value>(&bytes) else {
-        return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, "Parse error");
-    };
-    let method = message
-        .get("method")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let id = message.get("id").cloned();
-    let (Some(method), true) = (method, message.get("jsonrpc") == Some(&json!("2.0"))) else {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            id.unwrap_or(Value::Null),
-            -32600,
-            "one JSON-RPC 2.0 request or notification per POST",
-        );
-    };
-    let Some(id) = id.filter(|i| i.is_string() || i.is_number()) else {
+    let Some(id) = id else {
         // A notification. This revision sends none over HTTP (a stream closing is the cancel), but bridges that
         // speak it for stdio hosts POST their host's `notifications/cancelled` and keep the stream open: the
         // request it names, if it names exactly one of this sender's, is cancelled as a closed stream would be.
@@ -637,46 +621,88 @@ async fn serve_mcp(
         }
         return StatusCode::ACCEPTED.into_response();
     };
+    match version_of(&parts.headers, &message) {
+        Err(why) => rpc_error(StatusCode::BAD_REQUEST, id, -32602, why),
+        Ok(Some(version)) => modern_request(e, parts, message, id, &method, &version).await,
+        Ok(None) if method == "initialize" => open_session(e, message, &parts.headers).await,
+        Ok(None) => rpc_error(
+            StatusCode::BAD_REQUEST,
+            id,
+            -32600,
+            "no session: a 2025-11-25 client starts with initialize and sends its Mcp-Session-Id after; a \
+             2026-07-28 request carries its version in _meta",
+        ),
+    }
+}
+
+/// A POST's one JSON-RPC message, read once: the message, its method, and its id (none for a notification);
+/// else the answer that says what is wrong with it.
+async fn read_message(body: Body) -> Result<(Value, String, Option<Value>), Response> {
+    let bytes = read_body(body).await?;
+    let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32700,
+            "Parse error",
+        ));
+    };
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let id = message.get("id").cloned();
+    let (Some(method), true) = (method, message.get("jsonrpc") == Some(&json!("2.0"))) else {
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            id.unwrap_or(Value::Null),
+            -32600,
+            "one JSON-RPC 2.0 request or notification per POST",
+        ));
+    };
+    let id = id.filter(|i| i.is_string() || i.is_number());
+    Ok((message, method, id))
+}
+
+/// The revision a request says it is of, in its `_meta` (none: a 2025-11-25 request); refused (-32602, saying
+/// why) when its header says 2026-07-28 and its `_meta` lacks what that revision's requests carry.
+fn version_of(headers: &HeaderMap, message: &Value) -> Result<Option<String>, &'static str> {
     let version = message
         .get("params")
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_VERSION))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let modern_header = parts
-        .headers
+    let modern_header = headers
         .get(VERSION_HEADER.to_ascii_lowercase())
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !v.starts_with("2024-") && !v.starts_with("2025-"));
     let capabilities = message.pointer("/params/_meta/io.modelcontextprotocol~1clientCapabilities");
     if modern_header && (version.is_none() || capabilities.is_none()) {
-        // A request that says (in its header) it is of this revision, without what its `_meta` must carry.
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            id,
-            -32602,
+        return Err(
             "a 2026-07-28 request carries io.modelcontextprotocol/protocolVersion and clientCapabilities in _meta",
         );
     }
-    let Some(version) = version else {
-        if method == "initialize" {
-            return open_session(e, message, &parts.headers).await;
-        }
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            id,
-            -32600,
-            "no session: a 2025-11-25 client starts with initialize and sends its Mcp-Session-Id after; a \
-             2026-07-28 request carries its version in _meta",
-        );
-    };
+    Ok(version)
+}
+
+/// A 2026-07-28 request: checked against its headers, given an id of this process's (and its progress token
+/// too), to the gateway here or (with `--nats`) to the process holding the app, and answered from its stream.
+async fn modern_request(
+    e: &Arc<Endpoint>,
+    parts: axum::http::request::Parts,
+    mut message: Value,
+    id: Value,
+    method: &str,
+    version: &str,
+) -> Response {
     // With `--nats`, the process holding the app takes the request when this one does not (and checks the
     // `Mcp-Param-*` headers against its app's tools).
     let elsewhere = e.remote.as_ref().and_then(|r| r.elsewhere());
     if let Err(why) =
-        headers_match(&parts.headers, &version, &method, &message).and_then(|()| match elsewhere {
+        headers_match(&parts.headers, version, method, &message).and_then(|()| match elsewhere {
             Some(_) => Ok(()),
-            None => params_match(&parts.headers, &method, &message, &e.param_headers),
+            None => params_match(&parts.headers, method, &message, &e.param_headers),
         })
     {
         return rpc_error(StatusCode::BAD_REQUEST, id, -32020, &why);
@@ -728,7 +754,7 @@ async fn serve_mcp(
             "the gateway is stopping",
         );
     }
-    let streamed = matches!(method.as_str(), "tools/call" | "subscriptions/listen")
+    let streamed = matches!(method, "tools/call" | "subscriptions/listen")
         && accepts(&parts.headers, "text/event-stream");
     if streamed {
         json_or_sse(lines, guard).await
