@@ -559,34 +559,10 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     let Some(endpoint) = s.routes.route(&path) else {
         return (StatusCode::NOT_FOUND, Body::from("not found\n")).into_response();
     };
-    if endpoint.access() == Access::Driver {
-        if let Err(r) = s.guard.authorize(&parts, crate::security::Query::Allowed) {
-            return refused(&path, r);
-        }
-    }
-    let key = match room_key(parts.uri.query()) {
+    let key = match admitted(&s, &parts, &endpoint) {
         Ok(key) => key,
-        Err(why) => {
-            return refused(
-                &path,
-                Refusal {
-                    status: StatusCode::BAD_REQUEST,
-                    why,
-                },
-            )
-        }
+        Err(r) => return refused(&path, r),
     };
-    if matches!(endpoint, Endpoint::McpHost { .. }) && parts.headers.contains_key(header::ORIGIN) {
-        // Only another copy of `abp-peer mcp` joins here: no web page, whatever its origin.
-        let why = "only a native MCP host joins here, not a web page".to_owned();
-        return refused(
-            &path,
-            Refusal {
-                status: StatusCode::FORBIDDEN,
-                why,
-            },
-        );
-    }
     if endpoint == Endpoint::Exit {
         eprintln!("abp-peer: exiting (asked by /admin/exit)");
         remove_token_file(s.token_file.as_deref());
@@ -610,90 +586,13 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
     if let Some(p) = chosen {
         upgrade.set_selected_protocol(HeaderValue::from_static(p));
     }
-    // A slot among the connections allowed, held until the connection ends (taken now, so a burst of upgrades
-    // cannot all pass the check before any of them counts).
-    if s.open.fetch_add(1, Ordering::AcqRel) >= s.max_connections {
-        s.open.fetch_sub(1, Ordering::AcqRel);
-        let why = format!(
-            "{} connections are open, the most this server takes (--max-connections)",
-            s.max_connections
-        );
-        return refused(
-            &path,
-            Refusal {
-                status: StatusCode::SERVICE_UNAVAILABLE,
-                why,
-            },
-        );
-    }
-    // Given back when this ends, however it ends (a refused app too).
-    let counted = Counted(s.open.clone());
-    let app_counted = if endpoint.access() == Access::App {
-        if s.apps_open.fetch_add(1, Ordering::AcqRel) >= app_places(s.max_connections) {
-            s.apps_open.fetch_sub(1, Ordering::AcqRel);
-            let why = format!(
-                "{} app connections are open, the most apps may hold (the rest of --max-connections is kept for \
-                 those with the token)",
-                app_places(s.max_connections)
-            );
-            return refused(
-                &path,
-                Refusal {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    why,
-                },
-            );
-        }
-        Some(Counted(s.apps_open.clone()))
-    } else {
-        None
+    let counted = match counted(&s, &endpoint) {
+        Ok(counted) => counted,
+        Err(r) => return refused(&path, r),
     };
-    // An app's place in its room is taken now, before the upgrade is answered: a refused app gets its status,
-    // and of two apps racing for a room only one is told yes.
-    let place = match &endpoint {
-        Endpoint::Agent { room } => attach_agent(&s.hub, room, key.as_deref()).await,
-        Endpoint::Relay { room, agent } => crate::relay_remote::join(&s.hub, room, *agent, key)
-            .await
-            .map(|place| place.map(Place::Relay)),
-        _ => Ok(Ok(Place::None)),
-    };
-    // With `--nats`, NATS did not answer: the room may be held where this process cannot see.
-    let place = match place {
+    let place = match place(&s, &endpoint, key, &path).await {
         Ok(place) => place,
-        Err(why) => {
-            return refused(
-                &path,
-                Refusal {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    why,
-                },
-            );
-        }
-    };
-    let place = match place {
-        Ok(place) => place,
-        // The first app wins: a second one must not take the user's app's place (and its calls).
-        Err(Slot::WrongKey) => {
-            let why =
-                format!("{path} was joined with a key (?key=), and this one is missing or wrong");
-            return refused(
-                &path,
-                Refusal {
-                    status: StatusCode::FORBIDDEN,
-                    why,
-                },
-            );
-        }
-        Err(_) => {
-            let why = format!("another app holds {path}: close it first (a silent one is let go within a few pings)");
-            return refused(
-                &path,
-                Refusal {
-                    status: StatusCode::CONFLICT,
-                    why,
-                },
-            );
-        }
+        Err(r) => return refused(&path, r),
     };
     let hub = s.hub.clone();
     let ping = s.app_ping;
@@ -704,7 +603,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         .max_message_size(s.max_message_bytes)
         .max_frame_size(s.max_message_bytes)
         .on_upgrade(move |socket| async move {
-            let _counted = (counted, app_counted);
+            let _counted = counted;
             match (endpoint, place) {
                 (Endpoint::Agent { room }, Place::Agent(registration)) => {
                     let dialect = dialect_of(chosen);
@@ -718,6 +617,97 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                 _ => {}
             }
         })
+}
+
+/// A request for `endpoint` (its `Host` and `Origin` admitted): its room key, once it passed the other checks
+/// that need no state: the token for what drives an app, a well-formed key, and no web page at `/mcp-host`.
+fn admitted(
+    s: &Served,
+    parts: &axum::http::request::Parts,
+    endpoint: &Endpoint,
+) -> Result<Option<String>, Refusal> {
+    if endpoint.access() == Access::Driver {
+        s.guard.authorize(parts, crate::security::Query::Allowed)?;
+    }
+    let key = room_key(parts.uri.query()).map_err(|why| Refusal {
+        status: StatusCode::BAD_REQUEST,
+        why,
+    })?;
+    if matches!(endpoint, Endpoint::McpHost { .. }) && parts.headers.contains_key(header::ORIGIN) {
+        // Only another copy of `abp-peer mcp` joins here: no web page, whatever its origin.
+        return Err(Refusal {
+            status: StatusCode::FORBIDDEN,
+            why: "only a native MCP host joins here, not a web page".to_owned(),
+        });
+    }
+    Ok(key)
+}
+
+/// A place among the connections allowed (and for an app, among the apps'), held until the connection ends
+/// (taken now, so a burst of upgrades cannot all pass the check before any of them counts).
+fn counted(s: &Served, endpoint: &Endpoint) -> Result<(Counted, Option<Counted>), Refusal> {
+    if s.open.fetch_add(1, Ordering::AcqRel) >= s.max_connections {
+        s.open.fetch_sub(1, Ordering::AcqRel);
+        return Err(Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            why: format!(
+                "{} connections are open, the most this server takes (--max-connections)",
+                s.max_connections
+            ),
+        });
+    }
+    // Given back when this ends, however it ends (a refused app too).
+    let counted = Counted(s.open.clone());
+    if endpoint.access() != Access::App {
+        return Ok((counted, None));
+    }
+    if s.apps_open.fetch_add(1, Ordering::AcqRel) >= app_places(s.max_connections) {
+        s.apps_open.fetch_sub(1, Ordering::AcqRel);
+        return Err(Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            why: format!(
+                "{} app connections are open, the most apps may hold (the rest of --max-connections is kept for \
+                 those with the token)",
+                app_places(s.max_connections)
+            ),
+        });
+    }
+    Ok((counted, Some(Counted(s.apps_open.clone()))))
+}
+
+/// An app's place in its room, taken now, before the upgrade is answered: a refused app gets its status, and of
+/// two apps racing for a room only one is told yes. Other endpoints take none.
+async fn place(
+    s: &Served,
+    endpoint: &Endpoint,
+    key: Option<String>,
+    path: &str,
+) -> Result<Place, Refusal> {
+    let place = match endpoint {
+        Endpoint::Agent { room } => attach_agent(&s.hub, room, key.as_deref()).await,
+        Endpoint::Relay { room, agent } => crate::relay_remote::join(&s.hub, room, *agent, key)
+            .await
+            .map(|place| place.map(Place::Relay)),
+        _ => Ok(Ok(Place::None)),
+    };
+    // With `--nats`, NATS did not answer: the room may be held where this process cannot see.
+    let place = place.map_err(|why| Refusal {
+        status: StatusCode::SERVICE_UNAVAILABLE,
+        why,
+    })?;
+    place.map_err(|slot| match slot {
+        // The first app wins: a second one must not take the user's app's place (and its calls).
+        Slot::WrongKey => Refusal {
+            status: StatusCode::FORBIDDEN,
+            why: format!("{path} was joined with a key (?key=), and this one is missing or wrong"),
+        },
+        _ => Refusal {
+            status: StatusCode::CONFLICT,
+            why: format!(
+                "another app holds {path}: close it first (a silent one is let go within a few pings)"
+            ),
+        },
+    })
 }
 
 /// An app's place in its room: here, unless another app holds it (with `--nats`, on any process). With `--nats`,
