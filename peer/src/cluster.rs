@@ -454,35 +454,17 @@ impl Cluster {
         // connection's messages in order, and the holder answers them in order); each answer comes to this
         // controller's own inbox, under the command's number.
         let inbox = self.link.client.new_inbox();
-        let subscribed = async {
-            let events = self
-                .link
-                .client
-                .subscribe(self.subject(&room, "events"))
-                .await?;
-            let alive = self
-                .link
-                .client
-                .subscribe(self.subject(&room, "alive"))
-                .await?;
-            let answers = self.link.client.subscribe(format!("{inbox}.*")).await?;
-            let controllers = self
-                .link
-                .client
-                .subscribe(self.subject(&room, "controller"))
-                .await?;
-            Ok::<_, async_nats::SubscribeError>((events, alive, answers, controllers))
-        };
-        let (mut events, mut alive, mut answers, mut controllers) = match subscribed.await {
-            Ok(s) => s,
-            Err(e) => {
-                hub.emit(
-                    &room,
-                    Event::error(None, format!("NATS: cannot follow the room's agent: {e}")),
-                );
-                return;
-            }
-        };
+        let (mut events, mut alive, mut answers, mut controllers) =
+            match self.follow_room(&room, &inbox).await {
+                Ok(s) => s,
+                Err(e) => {
+                    hub.emit(
+                        &room,
+                        Event::error(None, format!("NATS: cannot follow the room's agent: {e}")),
+                    );
+                    return;
+                }
+            };
         let _ = self.link.client.flush().await;
         // Controllers joining at once on two processes both hear each other: the later stamp (then the greater
         // process name) stays.
@@ -496,129 +478,212 @@ impl Cluster {
                 stamp.clone().into(),
             )
             .await;
-        // Commands sent and not answered yet, by number.
-        let mut unanswered: HashMap<u64, Sent> = HashMap::new();
-        let mut sent = 0u64;
-        // The calls sent to another process's agent and not settled yet: callId → the command's `ref`.
-        let mut pending: HashMap<String, Value> = HashMap::new();
-        // Those settled here when their agent was lost: should it answer after all, the controller has its answer.
-        let mut given_up: HashSet<String> = HashSet::new();
-        let mut heard = Instant::now();
-        let mut next_call = 0u64;
+        let mut c = Controlling {
+            cluster: &self,
+            hub: &hub,
+            room: &room,
+            inbox,
+            unanswered: HashMap::new(),
+            sent: 0,
+            pending: HashMap::new(),
+            given_up: HashSet::new(),
+            heard: Instant::now(),
+            next_call: 0,
+        };
         let mut watch = tokio::time::interval(ALIVE_EVERY);
         loop {
             tokio::select! {
-                Some(mut envelope) = commands.recv() => {
-                    // A call's id is ours to give when it has none, so that it can be settled here if its agent
-                    // is lost (ids the agent gives would not be known until it answered).
-                    let mut call = None;
-                    if let Command::Call { call_id, .. } = &mut envelope.command {
-                        let id = call_id.get_or_insert_with(|| {
-                            next_call += 1;
-                            format!("{}-{next_call}", self.node)
-                        });
-                        call = Some(id.clone());
-                    }
-                    let reference = envelope.reference.clone();
-                    let line = json!({ "ref": envelope.reference, "command": envelope.command }).to_string();
-                    sent += 1;
-                    let published = self
-                        .link
-                        .client
-                        .publish_with_reply_and_headers(
-                            self.subject(&room, "cmd"),
-                            format!("{inbox}.{sent}"),
-                            node_header(&self.node),
-                            line.into(),
-                        )
-                        .await;
-                    let command = Sent { reference, call, at: Instant::now() };
-                    match published {
-                        Ok(()) => {
-                            // Counted as pending from now (its settlement may come before the holder's `ok`);
-                            // the holder has a heartbeat's time to be heard from.
-                            if let Some(id) = &command.call {
-                                if pending.is_empty() {
-                                    heard = Instant::now();
-                                }
-                                pending.insert(id.clone(), command.reference.clone());
-                            }
-                            unanswered.insert(sent, command);
-                        }
-                        Err(e) => undelivered(&hub, &room, command, &mut given_up, &e),
-                    }
-                }
-                Some(m) = answers.next() => {
-                    let number = m.subject.rsplit('.').next().and_then(|n| n.parse::<u64>().ok());
-                    let Some(command) = number.and_then(|n| unanswered.remove(&n)) else { continue };
-                    if m.status.is_none() && m.payload.as_ref() == b"ok" {
-                        heard = Instant::now();
-                        continue;
-                    }
-                    // No process holds the app ("no responders"), or its agent has just gone.
-                    if let Some(id) = &command.call {
-                        pending.remove(id);
-                    }
-                    hub.emit(&room, no_app(&room, command.reference));
-                }
-                Some(m) = events.next() => {
-                    if sender(&m) == Some(self.node.as_str()) {
-                        continue;
-                    }
-                    heard = Instant::now();
-                    let Ok(event) = serde_json::from_slice::<Event>(&m.payload) else { continue };
-                    if let Event::Settled { call_id, .. } = &event {
-                        if given_up.remove(call_id) {
-                            continue;
-                        }
-                        pending.remove(call_id);
-                    }
-                    hub.emit(&room, event);
-                }
-                Some(_) = alive.next() => heard = Instant::now(),
+                Some(envelope) = commands.recv() => c.command(envelope).await,
+                Some(m) = answers.next() => c.answer(&m),
+                Some(m) = events.next() => c.event(&m),
+                Some(_) = alive.next() => c.heard = Instant::now(),
                 Some(m) = controllers.next() => {
                     if sender(&m) != Some(self.node.as_str()) && m.payload.as_ref() > stamp.as_bytes() {
                         hub.release_controller(&room, id);
                     }
                 }
-                _ = watch.tick() => {
-                    // The holder aborts the calls of a process it stops hearing this from.
-                    if !pending.is_empty() {
-                        let _ = self
-                            .link
-                            .client
-                            .publish_with_headers(self.subject(&room, "asking"), node_header(&self.node), Vec::new().into())
-                            .await;
-                    }
-                    // Commands NATS did not answer for: they may have reached the app's process before NATS failed.
-                    let late: Vec<u64> = unanswered
-                        .iter()
-                        .filter(|(_, c)| c.at.elapsed() > GONE_AFTER)
-                        .map(|(n, _)| *n)
-                        .collect();
-                    for n in late {
-                        if let Some(command) = unanswered.remove(&n) {
-                            if let Some(id) = &command.call {
-                                pending.remove(id);
-                            }
-                            let why = self.link_down().unwrap_or_else(|| "no answer from NATS".into());
-                            undelivered(&hub, &room, command, &mut given_up, &why);
-                        }
-                    }
-                    if !pending.is_empty() && heard.elapsed() > GONE_AFTER {
-                        let why = match self.link_down() {
-                            Some(down) => format!("The call's result cannot come back: {down}"),
-                            None => "The process holding the app stopped answering before the call settled".into(),
-                        };
-                        for (call_id, reference) in pending.drain() {
-                            given_up.insert(call_id.clone());
-                            hub.emit(&room, lost(reference, call_id, &why));
-                        }
-                        hub.emit(&room, Event::Disconnected);
-                    }
-                }
+                _ = watch.tick() => c.tick().await,
                 else => break,
             }
+        }
+    }
+
+    /// The room's subjects a controller follows: its agent's events, its holder's heartbeat, the answers to its
+    /// commands (under `inbox`), and the other controllers.
+    async fn follow_room(
+        &self,
+        room: &str,
+        inbox: &str,
+    ) -> Result<
+        (
+            async_nats::Subscriber,
+            async_nats::Subscriber,
+            async_nats::Subscriber,
+            async_nats::Subscriber,
+        ),
+        async_nats::SubscribeError,
+    > {
+        let client = &self.link.client;
+        let events = client.subscribe(self.subject(room, "events")).await?;
+        let alive = client.subscribe(self.subject(room, "alive")).await?;
+        let answers = client.subscribe(format!("{inbox}.*")).await?;
+        let controllers = client.subscribe(self.subject(room, "controller")).await?;
+        Ok((events, alive, answers, controllers))
+    }
+}
+
+/// A controller of a room whose agent is on another process: what it sent, and what it still waits for.
+struct Controlling<'a> {
+    cluster: &'a Cluster,
+    hub: &'a Hub,
+    room: &'a str,
+    /// Where the answers to its commands come (`<inbox>.<number>`).
+    inbox: String,
+    /// Commands sent and not answered yet, by number.
+    unanswered: HashMap<u64, Sent>,
+    sent: u64,
+    /// The calls sent to another process's agent and not settled yet: callId → the command's `ref`.
+    pending: HashMap<String, Value>,
+    /// Those settled here when their agent was lost: should it answer after all, the controller has its answer.
+    given_up: HashSet<String>,
+    /// When the holder was last heard from.
+    heard: Instant,
+    next_call: u64,
+}
+
+impl Controlling<'_> {
+    /// A command of the controller's, to the holder.
+    async fn command(&mut self, mut envelope: Envelope) {
+        // A call's id is ours to give when it has none, so that it can be settled here if its agent is lost (ids
+        // the agent gives would not be known until it answered).
+        let mut call = None;
+        if let Command::Call { call_id, .. } = &mut envelope.command {
+            let id = call_id.get_or_insert_with(|| {
+                self.next_call += 1;
+                format!("{}-{}", self.cluster.node, self.next_call)
+            });
+            call = Some(id.clone());
+        }
+        let reference = envelope.reference.clone();
+        let line = json!({ "ref": envelope.reference, "command": envelope.command }).to_string();
+        self.sent += 1;
+        let published = self
+            .cluster
+            .link
+            .client
+            .publish_with_reply_and_headers(
+                self.cluster.subject(self.room, "cmd"),
+                format!("{}.{}", self.inbox, self.sent),
+                node_header(&self.cluster.node),
+                line.into(),
+            )
+            .await;
+        let command = Sent {
+            reference,
+            call,
+            at: Instant::now(),
+        };
+        match published {
+            Ok(()) => {
+                // Counted as pending from now (its settlement may come before the holder's `ok`); the holder has
+                // a heartbeat's time to be heard from.
+                if let Some(id) = &command.call {
+                    if self.pending.is_empty() {
+                        self.heard = Instant::now();
+                    }
+                    self.pending.insert(id.clone(), command.reference.clone());
+                }
+                self.unanswered.insert(self.sent, command);
+            }
+            Err(e) => undelivered(self.hub, self.room, command, &mut self.given_up, &e),
+        }
+    }
+
+    /// The holder's answer to a command: `ok`, or none (no process holds the app, or its agent has just gone).
+    fn answer(&mut self, m: &Message) {
+        let number = m
+            .subject
+            .rsplit('.')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok());
+        let Some(command) = number.and_then(|n| self.unanswered.remove(&n)) else {
+            return;
+        };
+        if m.status.is_none() && m.payload.as_ref() == b"ok" {
+            self.heard = Instant::now();
+            return;
+        }
+        if let Some(id) = &command.call {
+            self.pending.remove(id);
+        }
+        self.hub
+            .emit(self.room, no_app(self.room, command.reference));
+    }
+
+    /// An event of the room's agent, from the process holding it.
+    fn event(&mut self, m: &Message) {
+        if sender(m) == Some(self.cluster.node.as_str()) {
+            return;
+        }
+        self.heard = Instant::now();
+        let Ok(event) = serde_json::from_slice::<Event>(&m.payload) else {
+            return;
+        };
+        if let Event::Settled { call_id, .. } = &event {
+            if self.given_up.remove(call_id) {
+                return;
+            }
+            self.pending.remove(call_id);
+        }
+        self.hub.emit(self.room, event);
+    }
+
+    /// Every [`ALIVE_EVERY`]: says it still waits (the holder aborts the calls of a process it stops hearing this
+    /// from), and settles as lost the commands NATS did not answer for and the calls of a holder gone silent.
+    async fn tick(&mut self) {
+        if !self.pending.is_empty() {
+            let _ = self
+                .cluster
+                .link
+                .client
+                .publish_with_headers(
+                    self.cluster.subject(self.room, "asking"),
+                    node_header(&self.cluster.node),
+                    Vec::new().into(),
+                )
+                .await;
+        }
+        // Commands NATS did not answer for: they may have reached the app's process before NATS failed.
+        let late: Vec<u64> = self
+            .unanswered
+            .iter()
+            .filter(|(_, c)| c.at.elapsed() > GONE_AFTER)
+            .map(|(n, _)| *n)
+            .collect();
+        for n in late {
+            if let Some(command) = self.unanswered.remove(&n) {
+                if let Some(id) = &command.call {
+                    self.pending.remove(id);
+                }
+                let why = self
+                    .cluster
+                    .link_down()
+                    .unwrap_or_else(|| "no answer from NATS".into());
+                undelivered(self.hub, self.room, command, &mut self.given_up, &why);
+            }
+        }
+        if !self.pending.is_empty() && self.heard.elapsed() > GONE_AFTER {
+            let why = match self.cluster.link_down() {
+                Some(down) => format!("The call's result cannot come back: {down}"),
+                None => {
+                    "The process holding the app stopped answering before the call settled".into()
+                }
+            };
+            for (call_id, reference) in self.pending.drain() {
+                self.given_up.insert(call_id.clone());
+                self.hub.emit(self.room, lost(reference, call_id, &why));
+            }
+            self.hub.emit(self.room, Event::Disconnected);
         }
     }
 }

@@ -137,10 +137,7 @@ const MAX_FUNCTION_LINES: usize = 100;
 
 /// Functions of the MCP gateway still over [`MAX_FUNCTION_LINES`], until the gateway is split into an endpoint
 /// and its edges. The list may only shrink: a function that fits is struck from it, and no other may join it.
-const STILL_TOO_LONG: &[&str] = &[
-    "peer/src/cluster.rs relay_control",
-    "peer/src/mcp.rs main",
-];
+const STILL_TOO_LONG: &[&str] = &["peer/src/mcp.rs main"];
 
 /// Every function of `src/` and `peer/src/` over [`MAX_FUNCTION_LINES`], as "file name" (its length beside).
 /// The code is rustfmt'ed, so a function with a body ends at the first line that is its indent and `}`; a
