@@ -246,21 +246,6 @@ fn stdout_writer() -> (UnboundedSender<Vec<String>>, tokio::task::JoinHandle<()>
     (tx, writer)
 }
 
-/// Stdio's lines to its writer: the gateway's `out` (with `--nats`, without the answers another process's gateway
-/// gave the host already) and those that came from another process. False once stdout is closed.
-fn to_stdout_all(
-    to_stdout: &UnboundedSender<Vec<String>>,
-    mut out: Vec<String>,
-    from_elsewhere: &mut Vec<String>,
-    clustered: bool,
-) -> bool {
-    if clustered {
-        out.retain(|line| !is_replayed_answer(line));
-    }
-    out.append(from_elsewhere);
-    out.is_empty() || to_stdout.send(out).is_ok()
-}
-
 /// The app's endpoint, and `/mcp-host` for another host's copy of this command (which needs the launch token,
 /// written where only this user reads it).
 fn routes(room: &str) -> Routes {
@@ -295,21 +280,73 @@ fn from_joined(gateway: &mut Gateway, hub: &Hub, sinks: &mut HashMap<u64, Sink>,
     }
 }
 
-/// A line from the host on stdio: to this gateway, or (with `--nats`, while the app is on another process) to
-/// that process's gateway, which `follow` tracks.
-async fn from_stdio(
-    gateway: &mut Gateway,
-    hub: &Hub,
-    follow: Option<(&Arc<crate::mcp_remote::Remote>, &mut Follow, &Follower)>,
-    line: String,
-) {
-    match follow {
-        Some((remote, follow, follower)) => {
-            for line in follow.next(remote, STDIO_HOST, follower, line).await {
-                from_host(gateway, hub, STDIO, &line);
-            }
+/// The host on stdin/stdout: its lines in, the gateway's out (by a writer of its own), and with `--nats` its
+/// following of the app: while the app is on another process, that process's gateway serves the host, and what it
+/// says comes back here.
+struct StdioEdge {
+    lines: tokio::io::Split<BufReader<tokio::io::Stdin>>,
+    to_stdout: UnboundedSender<Vec<String>>,
+    writer: tokio::task::JoinHandle<()>,
+    follow: Follow,
+    follower: Follower,
+    from_elsewhere: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// What another process's gateway said to the host, not written yet.
+    elsewhere_said: Vec<String>,
+}
+
+impl StdioEdge {
+    fn new() -> StdioEdge {
+        let (to_stdout, writer) = stdout_writer();
+        let (back, from_elsewhere) = unbounded_channel::<String>();
+        StdioEdge {
+            lines: BufReader::new(tokio::io::stdin()).split(b'\n'),
+            to_stdout,
+            writer,
+            follow: Follow::default(),
+            follower: Follower::Stdio(StdioLines::new(back)),
+            from_elsewhere,
+            elsewhere_said: Vec::new(),
         }
-        None => from_host(gateway, hub, STDIO, &line),
+    }
+
+    /// The gateway's lines for stdout (with `--nats`, without the answers another process's gateway gave the
+    /// host already), and what came from another process. False once stdout is closed.
+    fn write(&mut self, mut out: Vec<String>, clustered: bool) -> bool {
+        if clustered {
+            out.retain(|line| !is_replayed_answer(line));
+        }
+        out.append(&mut self.elsewhere_said);
+        out.is_empty() || self.to_stdout.send(out).is_ok()
+    }
+
+    /// A line from the host: to this gateway, or (with `--nats`, while the app is on another process) to that
+    /// process's gateway.
+    async fn read(
+        &mut self,
+        gateway: &mut Gateway,
+        hub: &Hub,
+        remote: Option<&Arc<crate::mcp_remote::Remote>>,
+        line: String,
+    ) {
+        match remote {
+            Some(remote) => {
+                for line in self
+                    .follow
+                    .next(remote, STDIO_HOST, &self.follower, line)
+                    .await
+                {
+                    from_host(gateway, hub, STDIO, &line);
+                }
+            }
+            None => from_host(gateway, hub, STDIO, &line),
+        }
+    }
+
+    /// The last lines, then stdout is let go once written.
+    async fn close(self, last: Vec<String>) {
+        let _ = self.to_stdout.send(last);
+        drop(self.to_stdout);
+        let _ = self.writer.await;
     }
 }
 
@@ -535,30 +572,20 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     if sinks.contains_key(&crate::mcp_http::HTTP) {
         gateway.join(crate::mcp_http::HTTP);
     }
-    let (to_stdout, writer) = stdout_writer();
-    let mut lines = BufReader::new(tokio::io::stdin()).split(b'\n');
-    // With `--nats`, the host on stdio follows the app: while it is on another process, that process's gateway
-    // serves the host, and what it says comes back here.
-    let (stdio_back, mut from_elsewhere) = unbounded_channel::<String>();
-    let stdio_follower = Follower::Stdio(StdioLines::new(stdio_back));
-    let mut stdio_follow = Follow::default();
-    let mut from_elsewhere_lines = Vec::new();
+    let mut io = StdioEdge::new();
     loop {
         let out = carry_out(&mut gateway, &hub, &args.room, &sinks);
-        if !to_stdout_all(&to_stdout, out, &mut from_elsewhere_lines, remote.is_some()) {
+        if !io.write(out, remote.is_some()) {
             break; // the host closed our stdout
         }
         let due = gateway.poll_timeout();
         tokio::select! {
-            line = next_line(&mut lines), if stdio => match line {
+            line = next_line(&mut io.lines), if stdio => match line {
                 Some(line) if line.trim().is_empty() => {}
-                Some(line) => {
-                    let follow = remote.as_ref().map(|r| (r, &mut stdio_follow, &stdio_follower));
-                    from_stdio(&mut gateway, &hub, follow, line).await;
-                }
+                Some(line) => io.read(&mut gateway, &hub, remote.as_ref(), line).await,
                 None => break,
             },
-            Some(line) = from_elsewhere.recv() => from_elsewhere_lines.push(line),
+            Some(line) = io.from_elsewhere.recv() => io.elsewhere_said.push(line),
             Some(event) = registration.inbox.recv() => gateway.handle_app(event, Instant::now()),
             Some(input) = joining.inbox.recv() => from_joined(&mut gateway, &hub, &mut sinks, input),
             () = crate::agent::sleep_until(due) => gateway.handle_timeout(Instant::now()),
@@ -574,12 +601,11 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     // The host is gone (or we are stopped): cancel what runs in the app, tell a host that still listens, give
     // the app a moment to see the cancels, and go.
     if let Some(remote) = &remote {
-        stdio_follow.end(remote, STDIO_HOST).await;
+        io.follow.end(remote, STDIO_HOST).await;
     }
     gateway.close();
-    let _ = to_stdout.send(carry_out(&mut gateway, &hub, &args.room, &sinks));
-    drop(to_stdout);
-    let _ = writer.await;
+    io.close(carry_out(&mut gateway, &hub, &args.room, &sinks))
+        .await;
     wait_for_the_cancels(&mut gateway, &mut registration).await;
     serving.abort();
     server::remove_token_file(token_file.as_deref());
