@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use abp_wasm::core::dialect::jsonrpc::{error_to, notification, rpc};
 use abp_wasm::core::dialect::mcp::{META_SUBSCRIPTION, META_VERSION};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -176,8 +177,7 @@ impl Session {
     pub(crate) fn abandon(&self, why: &str) {
         for (key, tx) in lock(&self.requests).drain(..) {
             let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-            let error =
-                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": why } });
+            let error = error_to(Some(id), rpc::INTERNAL_ERROR, why, None);
             let _ = tx.send(error.to_string());
         }
         lock(&self.tokens).clear();
@@ -429,7 +429,7 @@ pub(crate) fn router(endpoint: Arc<Endpoint>) -> Router {
 
 /// A JSON-RPC error as an HTTP answer (`id` null when the request's could not be read).
 fn rpc_error(status: StatusCode, id: Value, code: i32, message: &str) -> Response {
-    let body = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+    let body = error_to(Some(id), code, message, None);
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
@@ -1041,8 +1041,10 @@ impl Drop for Cancel {
 /// Cancels request `key` (already taken from the streams) where it runs: in this gateway, or in the one it was
 /// passed to.
 fn cancel_in_gateway(e: &Endpoint, key: &str, reason: &str) {
-    let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": { "requestId": key, "reason": reason } });
+    let line = notification(
+        "notifications/cancelled",
+        Some(json!({ "requestId": key, "reason": reason })),
+    );
     if e.remote
         .as_ref()
         .is_some_and(|r| r.cancel(key, line.to_string()))

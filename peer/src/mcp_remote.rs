@@ -25,6 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use abp_wasm::core::dialect::jsonrpc::{error_to, notification, rpc};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -423,8 +424,11 @@ impl Remote {
         });
         drop(asking);
         for key in orphans {
-            let line = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": { "requestId": key, "reason": "the process this request came through is gone" } });
+            let line = notification(
+                "notifications/cancelled",
+                Some(json!({ "requestId": key,
+                    "reason": "the process this request came through is gone" })),
+            );
             let input = HostInput::Line {
                 host: HTTP,
                 line: line.to_string(),
@@ -443,8 +447,12 @@ impl Remote {
             if self.holder.holds(node) {
                 return true;
             }
-            let error = json!({ "jsonrpc": "2.0", "id": key, "error": { "code": -32603,
-                "message": "The process holding the app stopped answering before this request was answered" } });
+            let error = error_to(
+                Some(json!(key)),
+                rpc::INTERNAL_ERROR,
+                "The process holding the app stopped answering before this request was answered",
+                None,
+            );
             let _ = lines.send(error);
             false
         });
@@ -627,7 +635,7 @@ impl Follower {
             Follower::Stdio(stdio) => {
                 for key in lock(&stdio.pending).drain() {
                     let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-                    let error = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": why } });
+                    let error = error_to(Some(id), rpc::INTERNAL_ERROR, why, None);
                     let _ = stdio.out.send(error.to_string());
                 }
             }

@@ -22,6 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use abp_wasm::core::dialect::jsonrpc::{error_to, response_to, rpc};
 use abp_wasm::core::dialect::mcp::{era_of, Era};
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::error::{encode_error, AbpError, ErrorCode};
@@ -179,9 +180,7 @@ impl Gateway {
             Err(_) => {
                 // Without an id (the MCP SDK's schema refuses `id: null`), as the dialect answers unreadable
                 // requests.
-                let parse_error = json!({ "jsonrpc": "2.0",
-                    "error": { "code": -32700, "message": "Parse error" } });
-                self.send(host, parse_error);
+                self.send(host, error_to(None, rpc::PARSE_ERROR, "Parse error", None));
             }
         }
     }
@@ -394,14 +393,12 @@ impl Gateway {
             }
             _ => return false,
         };
+        let id = id.clone();
         let line = match answer {
-            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Ok(result) => response_to(id, result),
             Err((code, message, data)) => {
-                let mut error = json!({ "code": code, "message": message });
-                if let Some(data) = data {
-                    error["data"] = data;
-                }
-                json!({ "jsonrpc": "2.0", "id": id, "error": error })
+                let code = i32::try_from(code).unwrap_or(rpc::INTERNAL_ERROR);
+                error_to(Some(id), code, &message, data)
             }
         };
         self.send(host, line);

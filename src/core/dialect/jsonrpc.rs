@@ -227,16 +227,7 @@ impl<P: Wire> Peer<P> {
     /// SDK's strict schema accepts it (it refuses `id: null`).
     pub fn error(&mut self, key: Option<&str>, code: i32, message: &str, data: Option<P>) -> P {
         let id = key.map(|k| self.reply_id(k));
-        let error = P::object_of(&mut [
-            ("code", Some(P::number(f64::from(code)))),
-            ("message", Some(P::string(message))),
-            ("data", data),
-        ]);
-        P::object_of(&mut [
-            ("jsonrpc", Some(jsonrpc())),
-            ("id", id),
-            ("error", Some(error)),
-        ])
+        error_to(id, code, message, data)
     }
 }
 
@@ -258,6 +249,26 @@ pub fn notification<P: Wire>(method: &str, params: Option<P>) -> P {
         ("jsonrpc", Some(jsonrpc())),
         ("method", Some(P::string(method))),
         ("params", params),
+    ])
+}
+
+/// A response to the peer's request `id`, for a driver that answers a request itself (the MCP gateway's tasks).
+pub fn response_to<P: Wire>(id: P, result: P) -> P {
+    response(id, result)
+}
+
+/// An error response to the peer's request `id` (`None`: its id could not be read, and is left out, as the MCP
+/// SDK's strict schema accepts it).
+pub fn error_to<P: Wire>(id: Option<P>, code: i32, message: &str, data: Option<P>) -> P {
+    let error = P::object_of(&mut [
+        ("code", Some(P::number(f64::from(code)))),
+        ("message", Some(P::string(message))),
+        ("data", data),
+    ]);
+    P::object_of(&mut [
+        ("jsonrpc", Some(jsonrpc())),
+        ("id", id),
+        ("error", Some(error)),
     ])
 }
 
