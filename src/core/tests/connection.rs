@@ -302,20 +302,7 @@ fn every_dialect_has_a_subprotocol_that_names_it_or_none() {
 /// left out), so that a new one is checked without being listed.
 #[test]
 fn no_driver_writes_the_wire() {
-    fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("a readable folder").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                rust_files(&path, found);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                found.push(path);
-            }
-        }
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut drivers = Vec::new();
-    rust_files(&root.join("src/web"), &mut drivers);
-    rust_files(&root.join("peer/src"), &mut drivers);
+    let drivers = super::rust_files(&["src/web", "peer/src"]);
     let forbidden = [
         "Codec",
         "encode_agent",

@@ -139,20 +139,8 @@ const MAX_FUNCTION_LINES: usize = 100;
 /// The code is rustfmt'ed, so a function with a body ends at the first line that is its indent and `}`; a
 /// declaration (ending in `;` before any `{`) has no body.
 fn too_long() -> Vec<(String, usize)> {
-    fn rust_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("a readable folder").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                rust_files(&path, found);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                found.push(path);
-            }
-        }
-    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("peer/src"), &mut files);
+    let files = super::rust_files(&["src", "peer/src"]);
     let mut long = Vec::new();
     for path in files {
         let source = std::fs::read_to_string(&path).expect("a readable source");

@@ -28,3 +28,25 @@ mod tesseron;
 mod connection;
 mod fastpath;
 mod layers;
+
+/// Every Rust file under `dirs` (paths from the repository's root), for the tests that read the sources: a file
+/// added later is read without being listed.
+fn rust_files(dirs: &[&str]) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("a readable folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for dir in dirs {
+        walk(&root.join(dir), &mut found);
+    }
+    found.sort();
+    found
+}
