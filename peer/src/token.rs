@@ -243,20 +243,30 @@ fn private_dir(dir: &Path) -> Result<(), String> {
             dir.display()
         ));
     }
+    if let Some(mode) = open_to_others(&meta) {
+        return Err(format!(
+            "the folder {} is open to other users (mode {mode:o}), and abp-peer keeps its launch token there: \
+             `chmod 700 {}`",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The permission bits of a file or folder that others than its owner may use (on Unix); none elsewhere.
+fn open_to_others(meta: &std::fs::Metadata) -> Option<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(format!(
-                "the folder {} is open to other users (mode {mode:o}), and abp-peer keeps its launch token there: \
-                 `chmod 700 {}`",
-                dir.display(),
-                dir.display()
-            ));
-        }
+        (mode & 0o077 != 0).then_some(mode)
     }
-    Ok(())
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
 }
 
 #[cfg(unix)]
@@ -290,18 +300,13 @@ fn read(path: &Path) -> Result<Option<Token>, String> {
             path.display()
         ));
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(format!(
-                "the token file {} is open to other users (mode {mode:o}), so someone may have the token: start \
-                 abp-peer with {NEW_TOKEN_FLAG} to replace it (or, if nobody else could have read it, `chmod 600 {}`)",
-                path.display(),
-                path.display()
-            ));
-        }
+    if let Some(mode) = open_to_others(&meta) {
+        return Err(format!(
+            "the token file {} is open to other users (mode {mode:o}), so someone may have the token: start \
+             abp-peer with {NEW_TOKEN_FLAG} to replace it (or, if nobody else could have read it, `chmod 600 {}`)",
+            path.display(),
+            path.display()
+        ));
     }
     let mut bytes = Vec::new();
     (&mut file)
