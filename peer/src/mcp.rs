@@ -23,9 +23,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
-use crate::gateway::{Clock, Gateway, Output, STDIO};
-use crate::hub::{Hub, Registration};
-use crate::mcp_remote::{is_replayed_answer, Follow, Follower, StdioLines};
+use crate::edge::HostInput;
+use crate::gateway::router::{key_of, shape_of, Routed, Router, Shape};
+use crate::gateway::{Clock, Gateway, Output, HTTP, STDIO};
+use crate::hub::{lock, Hub, Registration};
+use crate::mcp_remote::{is_replayed_answer, Follow, Followed};
 use crate::server::{self, Routes, Server, ServerOptions};
 
 #[derive(clap::Args, Debug)]
@@ -64,67 +66,6 @@ const GOODBYE_MS: u64 = 600;
 
 /// The host on stdin/stdout's name among the hosts of this process another process's gateway serves (with `--nats`).
 const STDIO_HOST: &str = "stdio";
-
-/// What a host that joins through `/mcp-host` sends the gateway (by the hub), one message at a time.
-#[derive(Debug)]
-pub(crate) enum HostInput {
-    /// A host joined: its lines go to `out`.
-    Joined {
-        host: u64,
-        out: UnboundedSender<String>,
-    },
-    /// A line of text from the host (stdio relayed by another copy, or another process's gateway).
-    Line {
-        host: u64,
-        line: String,
-    },
-    /// A message its edge already read (an HTTP request's body).
-    Message {
-        host: u64,
-        message: Value,
-    },
-    Left {
-        host: u64,
-    },
-}
-
-/// `/mcp-host`: a host's copy of this command joined; its lines go to the room's gateway and the gateway's
-/// answers come back, until either side goes.
-pub(crate) async fn serve_host(socket: axum::extract::ws::WebSocket, hub: Arc<Hub>, room: String) {
-    let mut conn = crate::ws::Conn::new(socket);
-    let host = hub.next_id() + 1; // never STDIO
-    let (out, mut answers) = unbounded_channel();
-    if hub
-        .to_mcp_gateway(&room, HostInput::Joined { host, out })
-        .is_err()
-    {
-        conn.close().await;
-        return;
-    }
-    loop {
-        tokio::select! {
-            incoming = conn.recv() => match incoming {
-                crate::ws::Incoming::Text(line) => {
-                    if hub.to_mcp_gateway(&room, HostInput::Line { host, line }).is_err() {
-                        break;
-                    }
-                }
-                crate::ws::Incoming::Other => {}
-                crate::ws::Incoming::Closed => break,
-            },
-            answer = answers.recv() => match answer {
-                Some(line) => {
-                    if !conn.send(line).await {
-                        break;
-                    }
-                }
-                None => break,
-            },
-        }
-    }
-    let _ = hub.to_mcp_gateway(&room, HostInput::Left { host });
-    conn.close().await;
-}
 
 /// This host joins the copy of `abp-peer mcp` that already serves the port (another host started it): its
 /// stdin goes there line by line, and what comes back goes to its stdout, until either end goes. The launch
@@ -259,20 +200,22 @@ fn routes(room: &str) -> Routes {
 }
 
 /// What a host that joined through the hub (`/mcp-host`, a 2025-11-25 HTTP session, the HTTP endpoint's
-/// requests, another process's host) says, to the gateway.
-fn from_joined(gateway: &mut Gateway, hub: &Hub, sinks: &mut HashMap<u64, Sink>, input: HostInput) {
+/// requests, another process's host) says, to the gateway. `sinks`: where each host's messages go but stdio's.
+fn from_joined(
+    gateway: &mut Gateway,
+    hub: &Hub,
+    sinks: &mut HashMap<u64, UnboundedSender<Value>>,
+    input: HostInput,
+) {
     match input {
         HostInput::Joined { host, out } => {
             // Past the gateway's hosts, `out` is dropped, which closes the host's connection.
             if gateway.join(host) {
-                sinks.insert(host, Sink::Text(out));
+                sinks.insert(host, out);
             }
         }
-        HostInput::Line { host, line } => from_host(gateway, hub, host, &line),
-        HostInput::Message { host, message } => {
-            gateway.set_link_down(hub.link_down());
-            gateway.handle_host(host, message, Instant::now());
-        }
+        HostInput::Message { host, message } => from_host(gateway, hub, host, message),
+        HostInput::Unreadable { host } => gateway.handle_unreadable(host),
         HostInput::Left { host } => {
             sinks.remove(&host);
             gateway.leave(host, Instant::now());
@@ -280,16 +223,51 @@ fn from_joined(gateway: &mut Gateway, hub: &Hub, sinks: &mut HashMap<u64, Sink>,
     }
 }
 
-/// The host on stdin/stdout: its lines in, the gateway's out (by a writer of its own), and with `--nats` its
-/// following of the app: while the app is on another process, that process's gateway serves the host, and what it
-/// says comes back here.
+/// The host on stdio while another process's gateway serves it: what that gateway says goes to stdout (but its
+/// answers to the replayed `initialize`), and the host's requests there are answered here should that process go.
+struct StdioFollowed {
+    out: UnboundedSender<Value>,
+    router: std::sync::Mutex<Router<()>>,
+}
+
+impl Followed for StdioFollowed {
+    fn sent(&self, message: &Value) {
+        if shape_of(message) == Shape::Request {
+            let id = message["id"].clone();
+            lock(&self.router).open(key_of(&id), id, None, String::new(), ());
+        }
+    }
+
+    fn said(&self, message: Value) {
+        if is_replayed_answer(&message) {
+            return;
+        }
+        let routed = lock(&self.router).route(message, |(), m| {
+            let _ = self.out.send(m);
+        });
+        // Stdout is the one stream: what names no request of the host's goes there too.
+        if let Routed::Unknown(_, message) | Routed::Unclaimed(message) = routed {
+            let _ = self.out.send(message);
+        }
+    }
+
+    fn abandon(&self, why: &str) {
+        for ((), error) in lock(&self.router).abandon(why) {
+            let _ = self.out.send(error);
+        }
+    }
+}
+
+/// The host on stdin/stdout: its lines in (each read once), the gateway's out (by a writer of its own), and with
+/// `--nats` its following of the app: while the app is on another process, that process's gateway serves the
+/// host, and what it says comes back here.
 struct StdioEdge {
     lines: tokio::io::Split<BufReader<tokio::io::Stdin>>,
     to_stdout: UnboundedSender<Vec<String>>,
     writer: tokio::task::JoinHandle<()>,
     follow: Follow,
-    follower: Follower,
-    from_elsewhere: tokio::sync::mpsc::UnboundedReceiver<String>,
+    follower: Arc<dyn Followed>,
+    from_elsewhere: tokio::sync::mpsc::UnboundedReceiver<Value>,
     /// What another process's gateway said to the host, not written yet.
     elsewhere_said: Vec<String>,
 }
@@ -297,30 +275,33 @@ struct StdioEdge {
 impl StdioEdge {
     fn new() -> StdioEdge {
         let (to_stdout, writer) = stdout_writer();
-        let (back, from_elsewhere) = unbounded_channel::<String>();
+        let (out, from_elsewhere) = unbounded_channel();
+        let router = std::sync::Mutex::new(Router::new(false));
         StdioEdge {
             lines: BufReader::new(tokio::io::stdin()).split(b'\n'),
             to_stdout,
             writer,
             follow: Follow::default(),
-            follower: Follower::Stdio(StdioLines::new(back)),
+            follower: Arc::new(StdioFollowed { out, router }),
             from_elsewhere,
             elsewhere_said: Vec::new(),
         }
     }
 
-    /// The gateway's lines for stdout (with `--nats`, without the answers another process's gateway gave the
+    /// The gateway's messages for stdout (with `--nats`, without the answers another process's gateway gave the
     /// host already), and what came from another process. False once stdout is closed.
-    fn write(&mut self, mut out: Vec<String>, clustered: bool) -> bool {
-        if clustered {
-            out.retain(|line| !is_replayed_answer(line));
-        }
-        out.append(&mut self.elsewhere_said);
-        out.is_empty() || self.to_stdout.send(out).is_ok()
+    fn write(&mut self, out: Vec<Value>, clustered: bool) -> bool {
+        let mut lines: Vec<String> = out
+            .into_iter()
+            .filter(|m| !clustered || !is_replayed_answer(m))
+            .map(|m| m.to_string())
+            .collect();
+        lines.append(&mut self.elsewhere_said);
+        lines.is_empty() || self.to_stdout.send(lines).is_ok()
     }
 
-    /// A line from the host: to this gateway, or (with `--nats`, while the app is on another process) to that
-    /// process's gateway.
+    /// A line from the host, read once: to this gateway, or (with `--nats`, while the app is on another process)
+    /// to that process's gateway.
     async fn read(
         &mut self,
         gateway: &mut Gateway,
@@ -328,66 +309,62 @@ impl StdioEdge {
         remote: Option<&Arc<crate::mcp_remote::Remote>>,
         line: String,
     ) {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            gateway.handle_unreadable(STDIO);
+            return;
+        };
         match remote {
             Some(remote) => {
-                for line in self
+                let follower = &self.follower;
+                for message in self
                     .follow
-                    .next(remote, STDIO_HOST, &self.follower, line)
+                    .next(remote, STDIO_HOST, follower, message)
                     .await
                 {
-                    from_host(gateway, hub, STDIO, &line);
+                    from_host(gateway, hub, STDIO, message);
                 }
             }
-            None => from_host(gateway, hub, STDIO, &line),
+            None => from_host(gateway, hub, STDIO, message),
         }
     }
 
-    /// The last lines, then stdout is let go once written.
-    async fn close(self, last: Vec<String>) {
-        let _ = self.to_stdout.send(last);
+    /// The last messages, then stdout is let go once written.
+    async fn close(self, last: Vec<Value>) {
+        let _ = self
+            .to_stdout
+            .send(last.iter().map(Value::to_string).collect());
         drop(self.to_stdout);
         let _ = self.writer.await;
     }
 }
 
-/// A host's line to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is now
-/// (a call that finds no app is told when the link is down).
-fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, line: &str) {
+/// A host's message to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is
+/// now (a call that finds no app is told when the link is down).
+fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, message: Value) {
     gateway.set_link_down(hub.link_down());
-    gateway.handle_line(host, line, Instant::now());
-}
-
-/// Where a host's messages go but stdio's: text (a joined host's socket, a 2025-11-25 session), or, to the HTTP
-/// endpoint's dispatcher, the messages themselves (it reads each one's id to find its request's stream).
-pub(crate) enum Sink {
-    Text(UnboundedSender<String>),
-    Json(UnboundedSender<Value>),
+    gateway.handle_host(host, message, Instant::now());
 }
 
 /// What the gateway has to say, carried where it goes: commands to the room's app through the hub (one that
-/// cannot reach it is handed back), lines to the hosts' sinks; stdio's lines are returned, for stdout.
+/// cannot reach it is handed back), messages to the hosts' sinks; stdio's are returned, for stdout.
 fn carry_out(
     gateway: &mut Gateway,
     hub: &Hub,
     room: &str,
-    sinks: &HashMap<u64, Sink>,
-) -> Vec<String> {
+    sinks: &HashMap<u64, UnboundedSender<Value>>,
+) -> Vec<Value> {
     let mut stdout = Vec::new();
     while let Some(output) = gateway.poll() {
         match output {
             Output::ToHost {
                 host: STDIO,
                 message,
-            } => stdout.push(message.to_string()),
-            Output::ToHost { host, message } => match sinks.get(&host) {
-                Some(Sink::Text(sink)) => {
-                    let _ = sink.send(message.to_string());
-                }
-                Some(Sink::Json(sink)) => {
+            } => stdout.push(message),
+            Output::ToHost { host, message } => {
+                if let Some(sink) = sinks.get(&host) {
                     let _ = sink.send(message);
                 }
-                None => {}
-            },
+            }
             Output::ToApp(command) => {
                 // Only a call's host waits for an answer, which the gateway gives when the app is gone.
                 let call = matches!(command, Command::Call { .. }).then(|| command.clone());
@@ -408,7 +385,7 @@ fn carry_out(
 struct Shared<'a> {
     hub: &'a Arc<Hub>,
     streams: Arc<crate::mcp_http::Streams>,
-    param_headers: &'a Arc<crate::mcp_http::ParamHeaders>,
+    param_headers: &'a Arc<crate::params::ParamHeaders>,
     remote: &'a Option<Arc<crate::mcp_remote::Remote>>,
 }
 
@@ -541,9 +518,9 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     let mut registration = hub.attach_local_controller(&args.room);
     let mut joining = hub.attach_mcp_gateway(&args.room);
     // Where each host's lines go but stdio's (stdout, by a writer of its own).
-    let mut sinks: HashMap<u64, Sink> = HashMap::new();
-    let param_headers = Arc::new(crate::mcp_http::ParamHeaders::default());
-    // The lines of the HTTP host, and the HTTP requests open here.
+    let mut sinks: HashMap<u64, UnboundedSender<Value>> = HashMap::new();
+    let param_headers = Arc::new(crate::params::ParamHeaders::default());
+    // The messages for the HTTP host, and the HTTP requests open here.
     let (lines, for_http) = unbounded_channel();
     let streams = Arc::new(crate::mcp_http::Streams::new(
         cluster.as_ref().map(|c| c.node()),
@@ -561,7 +538,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
             ..shared
         };
         start_http(&args, listen, &server, shared, for_http).await?;
-        sinks.insert(crate::mcp_http::HTTP, Sink::Json(lines));
+        sinks.insert(HTTP, lines);
     }
     let mut serving = tokio::spawn({
         let hub = hub.clone();
@@ -569,8 +546,8 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     });
     let stdio = args.http.is_none() || args.stdio;
     let mut gateway = Gateway::new(args.room.clone(), param_headers, Clock::system());
-    if sinks.contains_key(&crate::mcp_http::HTTP) {
-        gateway.join(crate::mcp_http::HTTP);
+    if sinks.contains_key(&HTTP) {
+        gateway.join(HTTP);
     }
     let mut io = StdioEdge::new();
     loop {
@@ -585,7 +562,7 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
                 Some(line) => io.read(&mut gateway, &hub, remote.as_ref(), line).await,
                 None => break,
             },
-            Some(line) = io.from_elsewhere.recv() => io.elsewhere_said.push(line),
+            Some(said) = io.from_elsewhere.recv() => io.elsewhere_said.push(said.to_string()),
             Some(event) = registration.inbox.recv() => gateway.handle_app(event, Instant::now()),
             Some(input) = joining.inbox.recv() => from_joined(&mut gateway, &hub, &mut sinks, input),
             () = crate::agent::sleep_until(due) => gateway.handle_timeout(Instant::now()),

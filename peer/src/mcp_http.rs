@@ -33,24 +33,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use abp_wasm::core::dialect::jsonrpc::{error_to, notification, rpc};
-use abp_wasm::core::dialect::mcp::{META_SUBSCRIPTION, META_VERSION};
+use abp_wasm::core::dialect::jsonrpc::{error_to, notification};
+use abp_wasm::core::dialect::mcp::META_VERSION;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::edge::HostInput;
+use crate::gateway::router::{key_of, shape_of, Routed, Router, Shape, Stream};
+use crate::gateway::HTTP;
 use crate::hub::{lock, Hub};
-use crate::mcp::HostInput;
-use crate::mcp_remote::{Follow, Follower, Passed, Remote};
+use crate::mcp_remote::{Follow, Followed, Passed, Remote, Requests};
+use crate::params::{decode_header, params_match, ParamHeaders};
 use crate::security::Guard;
-
-/// The gateway's host id for everything that comes over HTTP.
-pub(crate) const HTTP: u64 = u64::MAX;
 
 /// The largest request body read.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -86,29 +85,34 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The version header's name.
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
 
-/// A request on its way: where its lines go, what the client called it, and who sent it.
-struct Route {
-    stream: UnboundedSender<String>,
-    id: Value,
-    progress_token: Option<Value>,
-    /// The credentials it came with (its `Authorization` header), so that a cancel notice reaches only the
-    /// requests of whoever sent it.
-    principal: String,
+/// What a request's stream is given: the gateway's messages for it, or word that a cancel notice took its
+/// request (its answer then ends there, with no response).
+pub(crate) enum Said {
+    Message(Value),
+    EndedByNotice,
 }
 
-/// What a request's stream is sent when a cancel notice took its request: its answer ends there, with no
-/// response (no JSON-RPC message is ever an empty line).
-const ENDED_BY_NOTICE: &str = "";
+/// A stream of one request (or a session's GET stream), written by its HTTP response.
+type Lines = UnboundedSender<Said>;
 
-/// A 2025-11-25 session: its host in the gateway, the streams of its requests (by the id as the client wrote it,
-/// in JSON), its progress tokens, and the GET stream.
+impl Stream for Lines {
+    fn is_open(&self) -> bool {
+        !self.is_closed()
+    }
+}
+
+/// Hands `message` to the stream it was routed to.
+fn deliver(stream: &Lines, message: Value) {
+    let _ = stream.send(Said::Message(message));
+}
+
+/// A 2025-11-25 session: its host in the gateway, and the streams of its requests and its GET stream (a
+/// [`Router`] that spills what names no request to the GET stream, else to the newest request's).
 pub(crate) struct Session {
     host: u64,
     /// Its `Mcp-Session-Id`.
     pub(crate) id: String,
-    requests: Mutex<Vec<(String, UnboundedSender<String>)>>,
-    tokens: Mutex<HashMap<String, String>>,
-    listening: Mutex<Option<UnboundedSender<String>>>,
+    router: Mutex<Router<Lines>>,
     /// With `--nats`: where it is served while the app is on another process (a session follows the app). Held
     /// while an input goes, so that a session's inputs keep their order.
     follow: tokio::sync::Mutex<Follow>,
@@ -120,44 +124,6 @@ pub(crate) struct Session {
 const MAX_SESSIONS: usize = 32;
 
 impl Session {
-    /// Where a message of this session goes: a response to its request's stream (which it ends), progress to
-    /// the stream of the request that gave the token, anything else to the GET stream, or, without one, to the
-    /// newest request stream still open (the server may speak there about a running request).
-    pub(crate) fn route(&self, line: String) {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            return;
-        };
-        let mut requests = lock(&self.requests);
-        requests.retain(|(_, tx)| !tx.is_closed());
-        if message.get("method").is_none() {
-            let key = message.get("id").map(Value::to_string).unwrap_or_default();
-            if let Some(i) = requests.iter().position(|(k, _)| *k == key) {
-                let (_, tx) = requests.remove(i);
-                let _ = tx.send(line);
-                lock(&self.tokens).retain(|_, k| *k != key);
-            }
-            return;
-        }
-        if let Some(token) = message
-            .pointer("/params/progressToken")
-            .map(Value::to_string)
-        {
-            let key = lock(&self.tokens).get(&token).cloned();
-            if let Some((_, tx)) = requests.iter().find(|(k, _)| Some(k) == key.as_ref()) {
-                let _ = tx.send(line);
-            }
-            return;
-        }
-        let listening = lock(&self.listening);
-        if let Some(tx) = listening.as_ref().filter(|tx| !tx.is_closed()) {
-            let _ = tx.send(line);
-        } else if let Some((_, tx)) = requests.last() {
-            let _ = tx.send(line);
-        }
-    }
-}
-
-impl Session {
     /// Its host sent something.
     fn touch(&self) {
         *lock(&self.used) = std::time::Instant::now();
@@ -165,54 +131,51 @@ impl Session {
 
     /// Unused for `idle`: no request for that long, none of its requests' streams open, and no GET stream.
     fn idle_for(&self, idle: Duration) -> bool {
-        lock(&self.used).elapsed() >= idle
-            && lock(&self.requests).iter().all(|(_, tx)| tx.is_closed())
-            && lock(&self.listening)
-                .as_ref()
-                .is_none_or(|tx| tx.is_closed())
-    }
-
-    /// The gateway serving this session stopped answering (its process was killed, or NATS went away): each
-    /// request waiting is answered with an error. The session stays; its next request goes where the app is then.
-    pub(crate) fn abandon(&self, why: &str) {
-        for (key, tx) in lock(&self.requests).drain(..) {
-            let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-            let error = error_to(Some(id), rpc::INTERNAL_ERROR, why, None);
-            let _ = tx.send(error.to_string());
-        }
-        lock(&self.tokens).clear();
+        lock(&self.used).elapsed() >= idle && lock(&self.router).is_idle()
     }
 }
 
-/// A line of session `session` to the gateway serving it: this process's, or with `--nats`, when the app is on
-/// another process, that process's (the session moves there first, set up as it was here). False when the
-/// gateway is stopping.
-async fn to_session_host(e: &Endpoint, session: &Arc<Session>, line: String) -> bool {
-    let lines = match &e.remote {
-        Some(remote) => {
-            let follower = Follower::Http(session.clone());
-            let mut follow = session.follow.lock().await;
-            follow.next(remote, &session.id, &follower, line).await
+/// A session's host, when another process's gateway serves it, is answered there: its requests are noted, and
+/// what that gateway says is routed as this process's gateway's would be.
+impl Followed for Session {
+    fn sent(&self, _message: &Value) {
+        // Its request's stream was opened when it came.
+    }
+
+    fn said(&self, message: Value) {
+        lock(&self.router).route(message, deliver);
+    }
+
+    fn abandon(&self, why: &str) {
+        for (stream, error) in lock(&self.router).abandon(why) {
+            deliver(&stream, error);
         }
-        _ => vec![line],
+    }
+}
+
+/// A message of session `session` to the gateway serving it: this process's, or with `--nats`, when the app is
+/// on another process, that process's (the session moves there first, set up as it was here). False when the
+/// gateway is stopping.
+async fn to_session_host(e: &Endpoint, session: &Arc<Session>, message: Value) -> bool {
+    let messages = match &e.remote {
+        Some(remote) => {
+            let follower: Arc<dyn Followed> = session.clone();
+            let mut follow = session.follow.lock().await;
+            follow.next(remote, &session.id, &follower, message).await
+        }
+        _ => vec![message],
     };
-    lines.into_iter().all(|line| {
-        e.hub
-            .to_mcp_gateway(
-                &e.room,
-                HostInput::Line {
-                    host: session.host,
-                    line,
-                },
-            )
-            .is_ok()
+    messages.into_iter().all(|message| {
+        let host = session.host;
+        let input = HostInput::Message { host, message };
+        e.hub.to_mcp_gateway(&e.room, input).is_ok()
     })
 }
 
-/// Routes a session's lines until the gateway lets it go, then forgets it. A session left unused for
-/// [`Endpoint::session_idle`] is ended here, as a DELETE would end it.
+/// Routes what the gateway says to a session until the gateway lets it go, then forgets it. A session left
+/// unused for [`Endpoint::session_idle`] is ended here, as a DELETE would end it.
 async fn run_session(
-    mut lines: UnboundedReceiver<String>,
+    mut said: UnboundedReceiver<Value>,
     session: Arc<Session>,
     id: String,
     endpoint: Arc<Endpoint>,
@@ -221,8 +184,10 @@ async fn run_session(
         tokio::time::interval((endpoint.session_idle / 4).max(Duration::from_millis(250)));
     loop {
         tokio::select! {
-            line = lines.recv() => match line {
-                Some(line) => session.route(line),
+            message = said.recv() => match message {
+                Some(message) => {
+                    lock(&session.router).route(message, deliver);
+                }
                 None => break,
             },
             _ = check.tick() => {
@@ -251,13 +216,19 @@ async fn end_session(e: &Endpoint, id: &str, session: &Session) {
     }
 }
 
-/// The requests in flight, by the id the gateway knows them by (`http-<n>`, or with `--nats`
-/// `http-<node>-<n>`, which names this process among those sharing the app); shared by the request tasks and
-/// the dispatcher.
+/// The 2026-07-28 requests in flight, by the id the gateway knows them by (`http-<n>`, or with `--nats`
+/// `http-<node>-<n>`, which names this process among those sharing the app): a [`Router`] shared by the request
+/// tasks and the dispatcher, which drops what names no request (a server sends no requests of its own in this
+/// revision).
 pub(crate) struct Streams {
     prefix: String,
     next: AtomicU64,
-    routes: Mutex<HashMap<String, Route>>,
+    router: Mutex<Router<Lines>>,
+}
+
+/// A stream key as the router knows it (the JSON text of the id the gateway sees).
+fn known(key: &str) -> String {
+    key_of(&Value::String(key.to_owned()))
 }
 
 impl Streams {
@@ -269,122 +240,59 @@ impl Streams {
                 None => "http-".to_owned(),
             },
             next: AtomicU64::new(0),
-            routes: Mutex::new(HashMap::new()),
+            router: Mutex::new(Router::new(false)),
         }
     }
 
-    fn open(&self, route: Route) -> String {
-        let id = format!(
-            "{}{}",
-            self.prefix,
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
-        lock(&self.routes).insert(id.clone(), route);
-        id
+    /// A request of the client `principal` (which called it `id`, and its progress token `token`) whose messages
+    /// go to `stream`: the key the gateway knows it by, which is its id there (and its progress token's).
+    fn open(&self, id: Value, token: Option<Value>, principal: String, stream: Lines) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let key = format!("{}{n}", self.prefix);
+        let named = Value::String(key.clone());
+        let token = token.map(|written| (named.clone(), written));
+        lock(&self.router).open(key_of(&named), id, token, principal, stream);
+        key
     }
 
-    fn take(&self, id: &str) -> Option<Route> {
-        lock(&self.routes).remove(id)
-    }
-
-    pub(crate) fn is_open(&self, id: &str) -> bool {
-        lock(&self.routes).contains_key(id)
+    /// Forgets request `key`; whether it was open.
+    fn take(&self, key: &str) -> bool {
+        lock(&self.router).take(&known(key)).is_some()
     }
 
     /// The request in flight that `principal` calls `id`, taken, and its stream told to end with no response;
     /// none when no request or more than one answers to that id (a cancel notice must name one request).
     fn take_named(&self, principal: &str, id: &Value) -> Option<String> {
-        let mut routes = lock(&self.routes);
-        let mut named = routes
-            .iter()
-            .filter(|(_, r)| r.principal == principal && &r.id == id)
-            .map(|(key, _)| key);
-        let key = named.next()?.clone();
-        if named.next().is_some() {
-            return None;
-        }
-        let route = routes.remove(&key)?;
-        let _ = route.stream.send(ENDED_BY_NOTICE.to_owned());
-        Some(key)
+        let (key, stream) = lock(&self.router).take_named(principal, id)?;
+        let _ = stream.send(Said::EndedByNotice);
+        serde_json::from_str(&key).ok()
+    }
+}
+
+/// The requests open here, as the NATS side sees them.
+impl Requests for Streams {
+    fn is_open(&self, key: &str) -> bool {
+        lock(&self.router).is_open(&known(key))
     }
 
-    /// Sends `message` (its own id given back) on `id`'s stream; the message back when no such stream is open
-    /// here.
-    fn send(
-        &self,
-        id: &str,
-        restore: impl FnOnce(&mut Value, &Route),
-        mut message: Value,
-    ) -> Result<(), Value> {
-        match lock(&self.routes).get(id) {
-            Some(route) => {
-                restore(&mut message, route);
-                let _ = route.stream.send(message.to_string());
-                Ok(())
-            }
-            None => Err(message),
+    fn abandon(&self, key: &str, why: &str) {
+        if let Some((stream, error)) = lock(&self.router).abandon_one(&known(key), why) {
+            deliver(&stream, error);
         }
     }
 }
 
-/// The gateway's lines for [`HTTP`] → the streams they belong to: a response ends its request's stream (given
-/// its client's id back), progress goes by its token, a listen's notifications by its subscription id. Anything
-/// else is dropped: a server sends no requests of its own in this revision. With `--nats`, a line for a stream
-/// another process opened (its request was passed here) goes back to that process.
+/// The gateway's messages for [`HTTP`] → the streams they belong to (see [`Router::route`]). With `--nats`, a
+/// message for a stream another process opened (its request was passed here) goes back to that process.
 pub(crate) async fn dispatch(
     mut messages: UnboundedReceiver<Value>,
     streams: Arc<Streams>,
     remote: Option<Arc<Remote>>,
 ) {
-    while let Some(mut message) = messages.recv().await {
-        let (key, undelivered) = if message.get("method").is_none() {
-            let Some(id) = message.get("id").and_then(Value::as_str).map(str::to_owned) else {
-                continue;
-            };
-            let undelivered = match streams.take(&id) {
-                Some(route) => {
-                    message["id"] = route.id.clone();
-                    // Dropping the route's sender ends the stream after this.
-                    let _ = route.stream.send(message.to_string());
-                    None
-                }
-                None => Some(message),
-            };
-            (id, undelivered)
-        } else {
-            let params = message.get("params");
-            if let Some(token) = params
-                .and_then(|p| p.get("progressToken"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            {
-                let sent = streams.send(
-                    &token,
-                    |m, r| {
-                        m["params"]["progressToken"] =
-                            r.progress_token.clone().unwrap_or(Value::Null)
-                    },
-                    message,
-                );
-                (token, sent.err())
-            } else if let Some(sub) = params
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(META_SUBSCRIPTION))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-            {
-                let sent = streams.send(
-                    &sub,
-                    |m, r| m["params"]["_meta"][META_SUBSCRIPTION] = r.id.clone(),
-                    message,
-                );
-                (sub, sent.err())
-            } else {
-                continue;
-            }
-        };
-        if let (Some(message), Some(remote)) = (undelivered, &remote) {
-            remote.send_back(&key, message.to_string()).await;
+    while let Some(message) = messages.recv().await {
+        let routed = lock(&streams.router).route(message, deliver);
+        if let (Routed::Unknown(Value::String(key), message), Some(remote)) = (routed, &remote) {
+            remote.send_back(&key, message).await;
         }
     }
 }
@@ -423,8 +331,8 @@ pub(crate) async fn bind(listen: &str, allow_wide: bool) -> Result<TcpListener, 
         .map_err(|e| format!("--http {listen}: {e}"))
 }
 
-pub(crate) fn router(endpoint: Arc<Endpoint>) -> Router {
-    Router::new().fallback(handle).with_state(endpoint)
+pub(crate) fn router(endpoint: Arc<Endpoint>) -> axum::Router {
+    axum::Router::new().fallback(handle).with_state(endpoint)
 }
 
 /// A JSON-RPC error as an HTTP answer (`id` null when the request's could not be read).
@@ -709,14 +617,13 @@ async fn modern_request(
     }
     let (stream, lines) = unbounded_channel();
     let progress_token = message.pointer("/params/_meta/progressToken").cloned();
-    let key = e.streams.open(Route {
-        stream,
-        id: id.clone(),
-        progress_token: progress_token.clone(),
-        principal: principal_of(&parts.headers),
-    });
+    let has_token = progress_token.is_some();
+    let principal = principal_of(&parts.headers);
+    let key = e
+        .streams
+        .open(id.clone(), progress_token, principal, stream);
     message["id"] = json!(key);
-    if progress_token.is_some() {
+    if has_token {
         message["params"]["_meta"]["progressToken"] = json!(key);
     }
     let guard = Cancel {
@@ -724,11 +631,7 @@ async fn modern_request(
         endpoint: e.clone(),
     };
     let passed = match (&e.remote, elsewhere) {
-        (Some(remote), Some(node)) => {
-            remote
-                .pass(&node, &key, message.to_string(), &parts.headers)
-                .await
-        }
+        (Some(remote), Some(node)) => remote.pass(&node, &key, &message, &parts.headers).await,
         _ => Passed::NotThere,
     };
     if let Passed::Refused(why) = passed {
@@ -767,32 +670,29 @@ async fn modern_request(
 /// client reads that more cheaply than a stream), else as an SSE stream that opens with its first notification,
 /// or with a `:` keep-alive once it has been quiet for [`KEEP_ALIVE`]. Until then nothing is written, and the
 /// client going away still drops this and cancels the request.
-async fn json_or_sse(mut lines: UnboundedReceiver<String>, guard: Cancel) -> Response {
+async fn json_or_sse(mut lines: UnboundedReceiver<Said>, guard: Cancel) -> Response {
     let first = match tokio::time::timeout(KEEP_ALIVE, lines.recv()).await {
-        Ok(Some(line)) => line,
+        Ok(Some(Said::Message(message))) => message,
+        Ok(Some(Said::EndedByNotice)) => return ended_by_notice(),
         Ok(None) => return stopped(),
         Err(_) => return sse(lines, Some(guard), Some(":\n\n".to_owned())),
     };
-    if first == ENDED_BY_NOTICE {
-        return ended_by_notice();
+    if shape_of(&first) == Shape::Response {
+        drop(guard);
+        return json_response(&first);
     }
-    match serde_json::from_str::<Value>(&first) {
-        Ok(m) if m.get("method").is_none() => {
-            drop(guard);
-            json_response(&m, first)
-        }
-        _ => sse(lines, Some(guard), Some(sse_frame(&first))),
-    }
+    sse(lines, Some(guard), Some(sse_frame(&first)))
 }
 
 /// A response as JSON; this revision's errors about the request itself are HTTP errors too.
-fn json_response(message: &Value, line: String) -> Response {
+fn json_response(message: &Value) -> Response {
     let status = match message.pointer("/error/code").and_then(Value::as_i64) {
         Some(-32601) => StatusCode::NOT_FOUND,
         Some(-32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    (status, [(header::CONTENT_TYPE, "application/json")], line).into_response()
+    let body = message.to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// The answer to a request that a cancel notice took before anything was written for it: a stream that ends
@@ -872,153 +772,6 @@ fn headers_match(
     Ok(())
 }
 
-/// A header value as it was meant: `=?base64?…?=` is how a client sends a value that is not plain ASCII (or
-/// that looks like that form). A value in that form that is not base64 of UTF-8 is refused.
-fn decode_header(name: &str, value: &str) -> Result<String, String> {
-    use base64::Engine;
-    let Some(encoded) = value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    else {
-        return Ok(value.to_owned());
-    };
-    base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| format!("Header mismatch: {name} is not valid base64 of UTF-8 text"))
-}
-
-/// One tool parameter that its schema mirrors into a header (`x-mcp-header`): `Mcp-Param-{name}` carries the
-/// value found at `path` (a chain of `properties` keys) in the call's arguments.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ParamHeader {
-    name: String,
-    path: Vec<String>,
-}
-
-/// The `x-mcp-header` parameters of the app's tools, by tool name: set by the gateway whenever the app's tools
-/// change, read by every `tools/call` to check its `Mcp-Param-*` headers against its arguments.
-#[derive(Default)]
-pub(crate) struct ParamHeaders(Mutex<HashMap<String, Vec<ParamHeader>>>);
-
-impl ParamHeaders {
-    /// The app's tools (capability descriptors) are now `tools`.
-    pub(crate) fn set(&self, tools: &[Value]) {
-        let all = tools
-            .iter()
-            .filter_map(|t| {
-                let name = t.get("name")?.as_str()?;
-                let mut found = Vec::new();
-                if let Some(schema) = t.get("inputSchema") {
-                    annotated(schema, &mut Vec::new(), &mut found);
-                }
-                (!found.is_empty()).then(|| (name.to_owned(), found))
-            })
-            .collect();
-        *lock(&self.0) = all;
-    }
-
-    fn of(&self, tool: &str) -> Vec<ParamHeader> {
-        lock(&self.0).get(tool).cloned().unwrap_or_default()
-    }
-}
-
-/// The `x-mcp-header` annotations of `schema` reachable through `properties` keys only (the only place the
-/// revision lets them be), on a string, integer or boolean parameter, named by an HTTP token.
-fn annotated(schema: &Value, path: &mut Vec<String>, found: &mut Vec<ParamHeader>) {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (key, property) in properties {
-        path.push(key.clone());
-        let primitive = matches!(
-            property.get("type").and_then(Value::as_str),
-            Some("string" | "integer" | "boolean")
-        );
-        if let Some(name) = property.get("x-mcp-header").and_then(Value::as_str) {
-            let token = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            let unique = !found.iter().any(|f| f.name.eq_ignore_ascii_case(name));
-            if token && primitive && unique {
-                found.push(ParamHeader {
-                    name: name.to_owned(),
-                    path: path.clone(),
-                });
-            }
-        }
-        annotated(property, path, found);
-        path.pop();
-    }
-}
-
-/// A `tools/call`'s `Mcp-Param-*` headers against its arguments, for the parameters the tool's schema mirrors
-/// into headers: a value in the body needs its header, with the same value (decoded if base64); a header needs
-/// its value in the body.
-pub(crate) fn params_match(
-    headers: &HeaderMap,
-    method: &str,
-    message: &Value,
-    known: &ParamHeaders,
-) -> Result<(), String> {
-    if method != "tools/call" {
-        return Ok(());
-    }
-    let Some(tool) = message.pointer("/params/name").and_then(Value::as_str) else {
-        return Ok(());
-    };
-    let arguments = message.pointer("/params/arguments");
-    for param in known.of(tool) {
-        let header = format!("Mcp-Param-{}", param.name);
-        let mut values = headers.get_all(header.to_ascii_lowercase().as_str()).iter();
-        let sent = match (values.next(), values.next()) {
-            (None, _) => None,
-            (Some(v), None) => Some(
-                v.to_str()
-                    .map_err(|_| format!("Header mismatch: {header} has invalid characters"))
-                    .and_then(|t| decode_header(&header, t.trim()))?,
-            ),
-            (Some(_), Some(_)) => {
-                return Err(format!("Header mismatch: more than one {header} header"))
-            }
-        };
-        let value = param
-            .path
-            .iter()
-            .try_fold(arguments, |v, key| v.map(|v| v.get(key)))
-            .flatten()
-            .filter(|v| !v.is_null());
-        let body = value.map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        });
-        match (sent, body) {
-            (None, None) => {}
-            (Some(h), Some(b)) if h == b => {}
-            (None, Some(_)) => {
-                return Err(format!(
-                    "Header mismatch: the {header} header is missing (the argument {} is in the body)",
-                    param.path.join(".")
-                ))
-            }
-            (Some(h), None) => {
-                return Err(format!(
-                    "Header mismatch: {header} header value '{h}' but the argument {} is not in the body",
-                    param.path.join(".")
-                ))
-            }
-            (Some(h), Some(b)) => {
-                return Err(format!(
-                    "Header mismatch: {header} header value '{h}' does not match body value '{b}'"
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
 /// A request whose answer has not been written yet: dropped before that (its stream closed, its connection
 /// gone), it cancels the request in the gateway, which aborts the app's call and writes nothing more for it.
 struct Cancel {
@@ -1028,7 +781,7 @@ struct Cancel {
 
 impl Drop for Cancel {
     fn drop(&mut self) {
-        if self.endpoint.streams.take(&self.key).is_some() {
+        if self.endpoint.streams.take(&self.key) {
             cancel_in_gateway(
                 &self.endpoint,
                 &self.key,
@@ -1045,10 +798,7 @@ fn cancel_in_gateway(e: &Endpoint, key: &str, reason: &str) {
         "notifications/cancelled",
         Some(json!({ "requestId": key, "reason": reason })),
     );
-    if e.remote
-        .as_ref()
-        .is_some_and(|r| r.cancel(key, line.to_string()))
-    {
+    if e.remote.as_ref().is_some_and(|r| r.cancel(key, &line)) {
         return;
     }
     let _ = e.hub.to_mcp_gateway(
@@ -1094,50 +844,50 @@ fn cancel_by_notice(e: &Endpoint, headers: &HeaderMap, message: &Value) {
 }
 
 /// The request's response as one JSON body (whatever came before it is not for a JSON answer).
-async fn json_answer(mut lines: UnboundedReceiver<String>, guard: Option<Cancel>) -> Response {
-    while let Some(line) = lines.recv().await {
-        if line == ENDED_BY_NOTICE {
-            return ended_by_notice();
-        }
-        match serde_json::from_str::<Value>(&line) {
-            Ok(m) if m.get("method").is_none() => {
-                // A 2025-11-25 session's request (no guard) keeps 200 for its errors, as that revision answers.
-                return match guard {
-                    Some(guard) => {
-                        drop(guard);
-                        json_response(&m, line)
-                    }
-                    None => (
-                        StatusCode::OK,
-                        [(header::CONTENT_TYPE, "application/json")],
-                        line,
-                    )
-                        .into_response(),
-                };
+async fn json_answer(mut lines: UnboundedReceiver<Said>, guard: Option<Cancel>) -> Response {
+    while let Some(said) = lines.recv().await {
+        let message = match said {
+            Said::EndedByNotice => return ended_by_notice(),
+            Said::Message(message) if shape_of(&message) == Shape::Response => message,
+            Said::Message(_) => continue,
+        };
+        // A 2025-11-25 session's request (no guard) keeps 200 for its errors, as that revision answers.
+        return match guard {
+            Some(guard) => {
+                drop(guard);
+                json_response(&message)
             }
-            _ => {}
-        }
+            None => {
+                let body = message.to_string();
+                (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body,
+                )
+                    .into_response()
+            }
+        };
     }
     drop(guard);
     stopped()
 }
 
-fn sse_frame(line: &str) -> String {
-    format!("event: message\ndata: {line}\n\n")
+fn sse_frame(message: &Value) -> String {
+    format!("event: message\ndata: {message}\n\n")
 }
 
 /// The request's messages as an SSE stream (after `first`, if given): its notifications, then its response,
 /// which ends it. `guard`: what cancels the request should the stream close before that (nothing, for a
 /// session's request or a GET stream).
-fn sse(lines: UnboundedReceiver<String>, guard: Option<Cancel>, first: Option<String>) -> Response {
+fn sse(lines: UnboundedReceiver<Said>, guard: Option<Cancel>, first: Option<String>) -> Response {
     let opening =
         futures_util::stream::iter(first.map(|f| Ok::<Bytes, Infallible>(Bytes::from(f))));
     let events = futures_util::stream::unfold((lines, guard), |(mut lines, guard)| async move {
         let frame = match tokio::time::timeout(KEEP_ALIVE, lines.recv()).await {
             // A cancel notice took the request: the stream ends with no response, and nothing is cancelled
             // again when the guard goes.
-            Ok(Some(line)) if line == ENDED_BY_NOTICE => return None,
-            Ok(Some(line)) => sse_frame(&line),
+            Ok(Some(Said::EndedByNotice)) => return None,
+            Ok(Some(Said::Message(message))) => sse_frame(&message),
             // The response went (its sender was dropped after it): the stream ends, nothing is cancelled.
             Ok(None) => {
                 drop(guard);
@@ -1183,9 +933,7 @@ async fn open_session(e: &Arc<Endpoint>, message: Value, headers: &HeaderMap) ->
     let session = Arc::new(Session {
         host,
         id: session_id.clone(),
-        requests: Mutex::new(Vec::new()),
-        tokens: Mutex::new(HashMap::new()),
-        listening: Mutex::new(None),
+        router: Mutex::new(Router::new(true)),
         follow: tokio::sync::Mutex::new(Follow::default()),
         used: Mutex::new(std::time::Instant::now()),
     });
@@ -1228,7 +976,7 @@ async fn in_session(
     match parts.method {
         Method::GET => {
             let (tx, rx) = unbounded_channel();
-            *lock(&session.listening) = Some(tx);
+            lock(&session.router).listen(tx);
             sse(rx, None, None)
         }
         Method::DELETE => {
@@ -1243,16 +991,12 @@ async fn in_session(
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, "Parse error");
             };
-            let is_request = message.get("method").is_some()
-                && message
-                    .get("id")
-                    .is_some_and(|i| i.is_string() || i.is_number());
-            if is_request {
+            if shape_of(&message) == Shape::Request {
                 return session_request(e, session, message, &parts.headers).await;
             }
             // A notification (`notifications/cancelled` among them: this era's cancel), or an answer to the
             // server's question.
-            match to_session_host(e, session, message.to_string()).await {
+            match to_session_host(e, session, message).await {
                 true => StatusCode::ACCEPTED.into_response(),
                 false => rpc_error(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -1274,15 +1018,15 @@ async fn session_request(
     message: Value,
     headers: &HeaderMap,
 ) -> Response {
-    let key = message.get("id").map(Value::to_string).unwrap_or_default();
+    let id = message.get("id").cloned().unwrap_or_default();
     let (tx, rx) = unbounded_channel();
-    lock(&session.requests).push((key.clone(), tx));
-    if let Some(token) = message.pointer("/params/_meta/progressToken") {
-        lock(&session.tokens).insert(token.to_string(), key);
-    }
+    // The gateway knows a session's requests by the ids its host gave them.
+    let token = message.pointer("/params/_meta/progressToken").cloned();
+    let token = token.map(|t| (t.clone(), t));
+    lock(&session.router).open(key_of(&id), id, token, String::new(), tx);
     let streamed = message.get("method") == Some(&json!("tools/call"))
         && accepts(headers, "text/event-stream");
-    if !to_session_host(e, session, message.to_string()).await {
+    if !to_session_host(e, session, message).await {
         return rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             Value::Null,

@@ -6,16 +6,18 @@
 //! gateway, the app's, whichever process the next request reaches.
 //!
 //! On the NATS server (see [`crate::cluster`]), per process: `abp.node.<node>.http` takes requests passed to this
-//! gateway (`{"line", "params"}`: the request as the gateway reads it, with its stream key as id, and the client's
-//! `Mcp-Param-*` headers, which are checked here against the app's tools), answered `ok`, `no-app` or
-//! `params:<why>`; `abp.node.<node>.lines` takes the lines this gateway's answers are made of, for the requests
-//! this process passed on. A stream key names the process it belongs to (`http-<node>-<n>`).
+//! gateway (`{"message", "params"}`: the request as the gateway reads it, with its stream key as id, and the
+//! client's `Mcp-Param-*` headers, which are checked here against the app's tools), answered `ok`, `no-app` or
+//! `params:<why>`; `abp.node.<node>.lines` takes the messages this gateway says for the requests this process
+//! passed on, one per NATS message. A stream key names the process it belongs to (`http-<node>-<n>`). Each
+//! payload is read once, where it arrives.
 //!
 //! A host that keeps a session with the gateway (a 2025-11-25 HTTP session, or the host on stdio) stays on the
-//! process where it began, but while the app is on another one it is served by that one's gateway ([`Follow`]): `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind",
-//! "line"}`, `kind` one of `joined`, `line`, `alive`, `left`), and `abp.node.<node>.session-lines` what that
-//! gateway says for it. The process serving it lets a session go when its own process has not said `alive` for
-//! [`crate::cluster::GONE_AFTER`].
+//! process where it began, but while the app is on another one it is served by that one's gateway ([`Follow`]):
+//! `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind", "message"}`, `kind` one of
+//! `joined`, `message`, `alive`, `left`), and `abp.node.<node>.session-lines` what that gateway says for it
+//! (`{"session", "message"}`), which goes to the host's [`Followed`]. The process serving it lets a session go
+//! when its own process has not said `alive` for [`crate::cluster::GONE_AFTER`].
 //!
 //! A client closing its stream here cancels the request there (its `notifications/cancelled` follows it). Should
 //! the app's process stop answering (killed, or NATS lost), the requests passed to it are answered here with an
@@ -25,16 +27,18 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use abp_wasm::core::dialect::jsonrpc::{error_to, notification, rpc};
+use abp_wasm::core::dialect::jsonrpc::notification;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::cluster::{Cluster, Holder, ALIVE_EVERY, GONE_AFTER};
+use crate::edge::HostInput;
+use crate::gateway::router::{shape_of, Shape};
+use crate::gateway::HTTP;
 use crate::hub::{lock, Hub};
-use crate::mcp::HostInput;
-use crate::mcp_http::{params_match, ParamHeaders, Session, Streams, HTTP};
+use crate::params::{params_match, ParamHeaders};
 
 /// What the process holding the app said to a request passed to it.
 pub(crate) enum Passed {
@@ -45,6 +49,26 @@ pub(crate) enum Passed {
     /// It no longer holds the app, or did not answer: serve the request here.
     NotThere,
 }
+
+/// A host of this process (a 2025-11-25 session, the host on stdio) while another process's gateway serves it.
+pub(crate) trait Followed: Send + Sync {
+    /// A message of the host went to that gateway.
+    fn sent(&self, message: &Value);
+    /// That gateway said `message` to the host.
+    fn said(&self, message: Value);
+    /// That gateway stopped answering: each request of the host it had is answered with an error saying `why`.
+    fn abandon(&self, why: &str);
+}
+
+/// The HTTP endpoint's requests open on this process, as far as the requests passed to other processes go.
+pub(crate) trait Requests: Send + Sync {
+    fn is_open(&self, key: &str) -> bool;
+    /// Request `key` will not be answered where it went: it is answered with an error saying `why`.
+    fn abandon(&self, key: &str, why: &str);
+}
+
+/// A host of this process served elsewhere, as the NATS side holds it.
+type Follower = Arc<dyn Followed>;
 
 pub(crate) struct Remote {
     cluster: Arc<Cluster>,
@@ -73,7 +97,7 @@ impl Remote {
         room: String,
         param_headers: Arc<ParamHeaders>,
         lines: UnboundedSender<Value>,
-        streams: Arc<Streams>,
+        streams: Arc<dyn Requests>,
     ) -> Result<Arc<Remote>, String> {
         let holder = cluster.follow_holder(&room).await?;
         let mut requests = cluster.inbox("http").await?;
@@ -119,12 +143,11 @@ impl Remote {
                 r.cluster.answer(&m, answer.as_bytes()).await;
             }
         });
-        let back = lines.clone();
         tokio::spawn(async move {
             while let Some(m) = answers.next().await {
                 // Read once, here: the dispatcher routes it by its id.
                 if let Ok(message) = serde_json::from_slice::<Value>(&m.payload) {
-                    let _ = back.send(message);
+                    let _ = lines.send(message);
                 }
             }
         });
@@ -133,7 +156,7 @@ impl Remote {
             let mut watch = tokio::time::interval(ALIVE_EVERY);
             loop {
                 watch.tick().await;
-                r.answer_the_abandoned(&streams, &lines);
+                r.answer_the_abandoned(&*streams);
                 r.still_asking().await;
                 r.cancel_the_orphans();
                 r.watch_sessions().await;
@@ -150,13 +173,13 @@ impl Remote {
         self.holder.elsewhere(self.cluster.node())
     }
 
-    /// Passes the request `line` (its id already its stream key) to `node`'s gateway, with the client's
+    /// Passes the request `message` (its id already its stream key) to `node`'s gateway, with the client's
     /// `Mcp-Param-*` headers.
     pub(crate) async fn pass(
         &self,
         node: &str,
         key: &str,
-        line: String,
+        message: &Value,
         headers: &HeaderMap,
     ) -> Passed {
         let params: Vec<(&str, &str)> = headers
@@ -164,7 +187,7 @@ impl Remote {
             .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
             .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
             .collect();
-        let payload = json!({ "line": line, "params": params }).to_string();
+        let payload = json!({ "message": message, "params": params }).to_string();
         match self.cluster.ask(node, "http", payload).await.as_deref() {
             Ok(b"ok") => {
                 lock(&self.passed).insert(key.to_owned(), node.to_owned());
@@ -180,40 +203,40 @@ impl Remote {
 
     /// The client of the request `key` closed its stream: when it was passed on, its cancel follows it there
     /// (true); else it is this process's to cancel (false).
-    pub(crate) fn cancel(&self, key: &str, line: String) -> bool {
+    pub(crate) fn cancel(&self, key: &str, notice: &Value) -> bool {
         let Some(node) = lock(&self.passed).remove(key) else {
             return false;
         };
         let cluster = self.cluster.clone();
-        let payload = json!({ "line": line }).to_string();
+        let payload = json!({ "message": notice }).to_string();
         tokio::spawn(async move { cluster.tell(&node, "http", payload).await });
         true
     }
 
-    /// A line of this gateway's answers for a stream that is not open here: to the process it belongs to, if its
-    /// key names another one.
-    pub(crate) async fn send_back(&self, key: &str, line: String) {
+    /// A message of this gateway's for a stream that is not open here: to the process it belongs to, if its key
+    /// names another one.
+    pub(crate) async fn send_back(&self, key: &str, message: Value) {
         if let Some(node) = node_of(key).filter(|n| *n != self.cluster.node()) {
-            if is_answer(&line) {
+            if shape_of(&message) == Shape::Response {
                 lock(&self.taken).remove(key);
             }
-            self.cluster.tell(node, "lines", line).await;
+            self.cluster.tell(node, "lines", message.to_string()).await;
         }
     }
 
     /// Host `id` of this process moves to the gateway of `node` (where the app is): it is set up there with
     /// `setup`, and what that gateway says for it comes back to `follower`.
-    async fn session_moved(&self, node: &str, id: &str, follower: Follower, setup: Vec<String>) {
+    async fn session_moved(&self, node: &str, id: &str, follower: Follower, setup: Vec<Value>) {
         lock(&self.sessions_there).insert(id.to_owned(), (node.to_owned(), follower));
         self.tell_session(node, id, "joined", None).await;
-        for line in setup {
-            self.tell_session(node, id, "line", Some(line)).await;
+        for message in &setup {
+            self.tell_session(node, id, "message", Some(message)).await;
         }
     }
 
-    /// A line of session `id`, to the gateway of `node` serving it.
-    async fn session_line(&self, node: &str, id: &str, line: String) {
-        self.tell_session(node, id, "line", Some(line)).await;
+    /// A message of session `id`, to the gateway of `node` serving it.
+    async fn session_message(&self, node: &str, id: &str, message: &Value) {
+        self.tell_session(node, id, "message", Some(message)).await;
     }
 
     /// Session `id` no longer uses the gateway of `node` (it ended, or moved).
@@ -222,9 +245,9 @@ impl Remote {
         self.tell_session(node, id, "left", None).await;
     }
 
-    async fn tell_session(&self, node: &str, id: &str, kind: &str, line: Option<String>) {
+    async fn tell_session(&self, node: &str, id: &str, kind: &str, message: Option<&Value>) {
         let payload =
-            json!({ "from": self.cluster.node(), "session": id, "kind": kind, "line": line });
+            json!({ "from": self.cluster.node(), "session": id, "kind": kind, "message": message });
         self.cluster
             .tell(node, "session", payload.to_string())
             .await;
@@ -232,9 +255,10 @@ impl Remote {
 
     /// What another process says for a session of its own that this gateway serves.
     fn serve_session(&self, payload: &[u8]) {
-        let Ok(said) = serde_json::from_slice::<Value>(payload) else {
+        let Ok(mut said) = serde_json::from_slice::<Value>(payload) else {
             return;
         };
+        let message = said.get_mut("message").map(Value::take);
         let (Some(from), Some(id), Some(kind)) = (
             said.get("from").and_then(Value::as_str),
             said.get("session").and_then(Value::as_str),
@@ -247,7 +271,7 @@ impl Remote {
         match kind {
             "joined" => {
                 let host = self.hub.next_id() + 1;
-                let (out, mut lines) = unbounded_channel::<String>();
+                let (out, mut lines) = unbounded_channel::<Value>();
                 if self
                     .hub
                     .to_mcp_gateway(&self.room, HostInput::Joined { host, out })
@@ -262,22 +286,20 @@ impl Remote {
                 }
                 let (cluster, from, id) = (self.cluster.clone(), from.to_owned(), id.to_owned());
                 tokio::spawn(async move {
-                    while let Some(line) = lines.recv().await {
-                        let back = json!({ "session": id, "line": line }).to_string();
+                    while let Some(message) = lines.recv().await {
+                        let back = json!({ "session": id, "message": message }).to_string();
                         cluster.tell(&from, "session-lines", back).await;
                     }
                 });
             }
-            "line" => {
-                let (Some((host, heard)), Some(line)) =
-                    (here.get_mut(&key), said.get("line").and_then(Value::as_str))
-                else {
+            "message" => {
+                let (Some((host, heard)), Some(message)) = (here.get_mut(&key), message) else {
                     return;
                 };
                 *heard = Instant::now();
-                let input = HostInput::Line {
+                let input = HostInput::Message {
                     host: *host,
-                    line: line.to_owned(),
+                    message,
                 };
                 let _ = self.hub.to_mcp_gateway(&self.room, input);
             }
@@ -296,20 +318,20 @@ impl Remote {
         }
     }
 
-    /// A line the gateway serving a session of this process said for it.
+    /// What the gateway serving a session of this process said for it.
     fn session_line_back(&self, payload: &[u8]) {
-        let Ok(back) = serde_json::from_slice::<Value>(payload) else {
+        let Ok(mut back) = serde_json::from_slice::<Value>(payload) else {
             return;
         };
-        let (Some(id), Some(line)) = (
+        let (Some(message), Some(id)) = (
+            back.get_mut("message").map(Value::take),
             back.get("session").and_then(Value::as_str),
-            back.get("line").and_then(Value::as_str),
         ) else {
             return;
         };
         let follower = lock(&self.sessions_there).get(id).map(|(_, f)| f.clone());
         if let Some(follower) = follower {
-            follower.route(line.to_owned());
+            follower.said(message);
         }
     }
 
@@ -341,10 +363,10 @@ impl Remote {
 
     /// A request another process passed here: to this gateway, if the app is here and its headers are right.
     fn take(&self, payload: &[u8], param_headers: &ParamHeaders) -> String {
-        let Ok(passed) = serde_json::from_slice::<Value>(payload) else {
+        let Ok(mut passed) = serde_json::from_slice::<Value>(payload) else {
             return "bad".into();
         };
-        let Some(line) = passed.get("line").and_then(Value::as_str) else {
+        let Some(message) = passed.get_mut("message").map(Value::take) else {
             return "bad".into();
         };
         if !self.hub.has_agent(&self.room) {
@@ -365,33 +387,32 @@ impl Remote {
                     headers.append(name, value);
                 }
             }
-            let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
             let method = message.get("method").and_then(Value::as_str).unwrap_or("");
             if let Err(why) = params_match(&headers, method, &message, param_headers) {
                 return format!("params:{why}");
             }
         }
-        let input = HostInput::Line {
+        let key = match (shape_of(&message), message.get("id")) {
+            (Shape::Request, Some(Value::String(key))) => Some(key.clone()),
+            _ => None,
+        };
+        let input = HostInput::Message {
             host: HTTP,
-            line: line.to_owned(),
+            message,
         };
         match self.hub.to_mcp_gateway(&self.room, input) {
             Ok(()) => {
-                self.taken_from(line);
+                if let Some(key) = key {
+                    self.taken_from(key);
+                }
                 "ok".into()
             }
             Err(_) => "no-app".into(),
         }
     }
 
-    /// Remembers a request passed here (not a notification) under the process whose stream key it carries.
-    fn taken_from(&self, line: &str) {
-        let Ok(head) = serde_json::from_str::<Head>(line) else {
-            return;
-        };
-        let (Some(_), Some(Value::String(key))) = (head.method, head.id) else {
-            return;
-        };
+    /// Remembers a request passed here under the process whose stream key it carries.
+    fn taken_from(&self, key: String) {
         if let Some(node) = node_of(&key).filter(|n| *n != self.cluster.node()) {
             let node = node.to_owned();
             lock(&self.asking).insert(node.clone(), Instant::now());
@@ -424,22 +445,22 @@ impl Remote {
         });
         drop(asking);
         for key in orphans {
-            let line = notification(
+            let notice = notification(
                 "notifications/cancelled",
                 Some(json!({ "requestId": key,
                     "reason": "the process this request came through is gone" })),
             );
-            let input = HostInput::Line {
+            let input = HostInput::Message {
                 host: HTTP,
-                line: line.to_string(),
+                message: notice,
             };
             let _ = self.hub.to_mcp_gateway(&self.room, input);
         }
     }
 
     /// Requests passed to a process that has stopped answering, or whose app went to another one, are answered
-    /// with an error (through `lines`, as the gateway would); those whose stream closed are forgotten.
-    fn answer_the_abandoned(&self, streams: &Streams, lines: &UnboundedSender<Value>) {
+    /// with an error; those whose stream closed are forgotten.
+    fn answer_the_abandoned(&self, streams: &dyn Requests) {
         lock(&self.passed).retain(|key, node| {
             if !streams.is_open(key) {
                 return false;
@@ -447,13 +468,10 @@ impl Remote {
             if self.holder.holds(node) {
                 return true;
             }
-            let error = error_to(
-                Some(json!(key)),
-                rpc::INTERNAL_ERROR,
+            streams.abandon(
+                key,
                 "The process holding the app stopped answering before this request was answered",
-                None,
             );
-            let _ = lines.send(error);
             false
         });
     }
@@ -466,25 +484,12 @@ fn node_of(key: &str) -> Option<&str> {
         .map(|(node, _)| node)
 }
 
-/// The head of a JSON-RPC message: whether it is a request (a method) and its id.
-#[derive(serde::Deserialize)]
-struct Head {
-    method: Option<serde::de::IgnoredAny>,
-    id: Option<Value>,
-}
-
-/// Whether `line` is a response (an id and no method), the last line of a request's answer.
-fn is_answer(line: &str) -> bool {
-    serde_json::from_str::<Head>(line).is_ok_and(|h| h.method.is_none() && h.id.is_some())
-}
-
 /// The id a replayed `initialize` goes with: its answer matches no request of the host, and is dropped.
 pub(crate) const REPLAYED: &str = "abp-replayed-initialize";
 
-/// Whether `line` is the gateway's answer to a replayed `initialize` (not the host's to see).
-pub(crate) fn is_replayed_answer(line: &str) -> bool {
-    line.contains(REPLAYED)
-        && serde_json::from_str::<Value>(line).is_ok_and(|m| m.get("id") == Some(&json!(REPLAYED)))
+/// Whether `message` is the gateway's answer to a replayed `initialize` (not the host's to see).
+pub(crate) fn is_replayed_answer(message: &Value) -> bool {
+    shape_of(message) == Shape::Response && message["id"] == REPLAYED
 }
 
 /// A host that keeps a session with the gateway (a 2025-11-25 HTTP session, or the host on stdio) as it follows
@@ -493,22 +498,22 @@ pub(crate) fn is_replayed_answer(line: &str) -> bool {
 #[derive(Default)]
 pub(crate) struct Follow {
     at: Option<String>,
-    setup: Vec<String>,
+    setup: Vec<Value>,
     /// This process's gateway has been told `setup`.
     set_up_here: bool,
 }
 
 impl Follow {
-    /// Host `id`'s `line`: sent to the gateway of the process holding the app, when that is another one (the host
-    /// moves there first); else the lines for this process's gateway, in order (what set the host up first, if
-    /// that gateway has not seen it).
+    /// Host `id`'s `message`: sent to the gateway of the process holding the app, when that is another one (the
+    /// host moves there first); else the messages for this process's gateway, in order (what set the host up
+    /// first, if that gateway has not seen it).
     pub(crate) async fn next(
         &mut self,
         remote: &Remote,
         id: &str,
         follower: &Follower,
-        line: String,
-    ) -> Vec<String> {
+        message: Value,
+    ) -> Vec<Value> {
         let mut here = Vec::new();
         let there = remote.elsewhere();
         if there != self.at {
@@ -530,24 +535,21 @@ impl Follow {
             }
             self.at = there;
         }
-        let is_setup = line.contains("initialize")
-            && serde_json::from_str::<Value>(&line).is_ok_and(|m| {
-                matches!(
-                    m.get("method").and_then(Value::as_str),
-                    Some("initialize" | "notifications/initialized")
-                )
-            });
+        let is_setup = matches!(
+            message.get("method").and_then(Value::as_str),
+            Some("initialize" | "notifications/initialized")
+        );
         if is_setup {
-            self.setup.push(line.clone());
+            self.setup.push(message.clone());
         }
         match &self.at {
             Some(node) => {
-                follower.sent(&line);
-                remote.session_line(node, id, line).await;
+                follower.sent(&message);
+                remote.session_message(node, id, &message).await;
             }
             None => {
                 self.set_up_here |= is_setup;
-                here.push(line);
+                here.push(message);
             }
         }
         here
@@ -561,84 +563,16 @@ impl Follow {
     }
 
     /// What set the host up, for a gateway it moves to (the `initialize` under an id of its own).
-    fn replayed_setup(&self) -> Vec<String> {
+    fn replayed_setup(&self) -> Vec<Value> {
         self.setup
             .iter()
-            .map(|line| match serde_json::from_str::<Value>(line) {
-                Ok(mut m) if m.get("id").is_some() => {
-                    m["id"] = json!(REPLAYED);
-                    m.to_string()
+            .map(|message| {
+                let mut message = message.clone();
+                if message.get("id").is_some() {
+                    message["id"] = json!(REPLAYED);
                 }
-                _ => line.clone(),
+                message
             })
             .collect()
-    }
-}
-
-/// Where the lines another process's gateway says for a host of this one go.
-#[derive(Clone)]
-pub(crate) enum Follower {
-    /// A 2025-11-25 session: to its request streams and GET stream.
-    Http(Arc<Session>),
-    /// The host on stdio: to stdout.
-    Stdio(Arc<StdioLines>),
-}
-
-/// The host on stdio's lines from another process's gateway, and its requests that gateway has not answered.
-pub(crate) struct StdioLines {
-    out: UnboundedSender<String>,
-    pending: Mutex<HashSet<String>>,
-}
-
-impl StdioLines {
-    pub(crate) fn new(out: UnboundedSender<String>) -> Arc<StdioLines> {
-        Arc::new(StdioLines {
-            out,
-            pending: Mutex::new(HashSet::new()),
-        })
-    }
-}
-
-impl Follower {
-    /// A request of the host went to another process's gateway.
-    fn sent(&self, line: &str) {
-        if let Follower::Stdio(stdio) = self {
-            if let Ok(m) = serde_json::from_str::<Value>(line) {
-                if let (Some(_), Some(id)) = (m.get("method"), m.get("id")) {
-                    lock(&stdio.pending).insert(id.to_string());
-                }
-            }
-        }
-    }
-
-    fn route(&self, line: String) {
-        match self {
-            Follower::Http(session) => session.route(line),
-            Follower::Stdio(stdio) => {
-                if is_replayed_answer(&line) {
-                    return;
-                }
-                if let Ok(m) = serde_json::from_str::<Value>(&line) {
-                    if let (None, Some(id)) = (m.get("method"), m.get("id")) {
-                        lock(&stdio.pending).remove(&id.to_string());
-                    }
-                }
-                let _ = stdio.out.send(line);
-            }
-        }
-    }
-
-    /// The gateway serving the host stopped answering: each request waiting is answered with an error.
-    fn abandon(&self, why: &str) {
-        match self {
-            Follower::Http(session) => session.abandon(why),
-            Follower::Stdio(stdio) => {
-                for key in lock(&stdio.pending).drain() {
-                    let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-                    let error = error_to(Some(id), rpc::INTERNAL_ERROR, why, None);
-                    let _ = stdio.out.send(error.to_string());
-                }
-            }
-        }
     }
 }

@@ -613,7 +613,9 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                     crate::relay_remote::serve(socket, joined, ping).await
                 }
                 (Endpoint::Control { room }, _) => crate::control::serve(socket, hub, room).await,
-                (Endpoint::McpHost { room }, _) => crate::mcp::serve_host(socket, hub, room).await,
+                (Endpoint::McpHost { room }, _) => {
+                    crate::mcp_host::serve_host(socket, hub, room).await
+                }
                 _ => {}
             }
         })

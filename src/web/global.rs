@@ -21,8 +21,8 @@ use super::value::{
 };
 use crate::core::capability::PROTOCOL_VERSION;
 use crate::core::capability::{apply_changes, support_info};
-use crate::core::dialect::abp::types;
-use crate::core::payload::Wire;
+use crate::core::dialect::abp::{self, types};
+use crate::core::payload::{CallFields, Wire};
 use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
 use crate::core::{AbpError, AppConfig, ErrorCode};
@@ -70,14 +70,6 @@ pub(crate) struct GlobalSession {
     timer: RefCell<Option<Timer>>,
     api: RefCell<JsValue>,
     _dispatch: RefCell<Option<GlobalDispatch>>,
-}
-
-fn message(ty: &str, id: &str, payload: JsValue) -> JsValue {
-    let mut m = JsValue::object();
-    m.set("type", JsValue::from_str(ty));
-    m.set("id", JsValue::from_str(id));
-    m.set("payload", payload);
-    m
 }
 
 fn resolved(v: &JsValue) -> JsValue {
@@ -145,13 +137,12 @@ impl GlobalSession {
         self.api.borrow().clone()
     }
 
-    /// Feeds a request to the core; the returned Promise resolves with its answer. `waiting` makes what
-    /// waits from the pending promise.
+    /// Feeds a request to the core, written by the dialect (`build` given its id); the returned Promise resolves
+    /// with its answer. `waiting` makes what waits from the pending promise.
     fn request(
         &self,
         conn: &Rc<AppConnInner>,
-        ty: &str,
-        payload: JsValue,
+        build: impl FnOnce(&str) -> JsValue,
         waiting: impl FnOnce(Deferred) -> Waiting,
     ) -> (String, JsValue) {
         let id = conn.next_id();
@@ -160,7 +151,7 @@ impl GlobalSession {
         self.waiting
             .borrow_mut()
             .insert(id.clone(), waiting(deferred));
-        conn.feed(message(ty, &id, payload));
+        conn.feed(build(&id));
         (id, promise.into())
     }
 
@@ -178,17 +169,14 @@ impl GlobalSession {
                 } else {
                     JsValue::object()
                 };
-                self.request(&conn, types::INITIALIZE, params, Waiting::Initialize)
-                    .1
+                let build = |id: &str| abp::request(types::INITIALIZE, id, now(), params);
+                self.request(&conn, build, Waiting::Initialize).1
             }
             "shutdown" => {
                 // `shutdown({ reason })` as the reference types it, or `shutdown(reason)`.
                 let reason = a.as_string().or_else(|| opt_string(&a, "reason"));
-                let mut p = JsValue::object();
-                if let Some(r) = reason {
-                    p.set("reason", JsValue::from_str(&r));
-                }
-                conn.feed(message(types::SHUTDOWN, &conn.next_id(), p));
+                let id = conn.next_id();
+                conn.feed(abp::shutdown_message(&id, reason.as_deref(), None, &now));
                 resolved(&JsValue::UNDEFINED)
             }
             "call" => self.call(&conn, a, b, c),
@@ -202,12 +190,8 @@ impl GlobalSession {
                 let Some(call_id) = call_id else {
                     return rejected("abp.cancel: callId must be a string");
                 };
-                let mut p = JsValue::object();
-                p.set("callId", JsValue::from_str(&call_id));
-                if let Some(r) = reason {
-                    p.set("reason", JsValue::from_str(&r));
-                }
-                self.request(&conn, types::CANCEL, p, Waiting::Cancel).1
+                let build = |id: &str| abp::cancel_message(id, &call_id, reason.as_deref(), &now);
+                self.request(&conn, build, Waiting::Cancel).1
             }
             "listCapabilities" => resolved(&conn.capabilities()),
             "describeCapability" => {
@@ -274,18 +258,7 @@ impl GlobalSession {
         let timeout = options
             .get_f64(TIMEOUT.name)
             .filter(|t| t.is_finite() && *t >= 0.0);
-        let mut opts = JsValue::object();
-        if let Some(t) = timeout {
-            opts.set("timeout", JsValue::from_f64(t));
-        }
-        if let Some(token) = options.get(PROGRESS_TOKEN.name) {
-            opts.set("progressToken", token);
-        }
-        let mut p = JsValue::object();
-        p.set("callId", JsValue::from_str(&call_id));
-        p.set("capability", JsValue::from_str(&capability));
-        p.set("params", params);
-        p.set("options", opts);
+        let progress_token = opt_string(&options, PROGRESS_TOKEN.name);
         let started = now();
         if let Some(t) = timeout {
             // Before feeding: a refused call is answered (and forgets its deadline) inside `request`.
@@ -298,7 +271,17 @@ impl GlobalSession {
             resolve,
             started,
         };
-        let (id, promise) = self.request(conn, types::CALL, p, waiting);
+        let build = |id: &str| {
+            let call = CallFields {
+                id,
+                call_id: &call_id,
+                capability: &capability,
+                timeout,
+                progress_token: progress_token.as_deref(),
+            };
+            abp::call_message(&call, &now, params)
+        };
+        let (id, promise) = self.request(conn, build, waiting);
         if let Some(d) = self.deadlines.borrow_mut().get_mut(&call_id) {
             d.0 = id;
         }
@@ -356,10 +339,8 @@ impl GlobalSession {
                 resolve.resolve(&r);
             }
             if let Some(conn) = &conn {
-                let mut p = JsValue::object();
-                p.set("callId", JsValue::from_str(&call_id));
-                p.set("reason", JsValue::from_str("timeout"));
-                conn.feed(message(types::CANCEL, &conn.next_id(), p));
+                let id = conn.next_id();
+                conn.feed(abp::cancel_message(&id, &call_id, Some("timeout"), &now));
             }
         }
         self.arm();
@@ -420,7 +401,12 @@ impl Outlet for GlobalSession {
                 let weak = Rc::downgrade(conn);
                 let answer = move |response: JsValue| {
                     if let Some(c) = weak.upgrade() {
-                        c.feed(message(types::ELICITATION_RESPONSE, &id, response));
+                        c.feed(abp::request(
+                            types::ELICITATION_RESPONSE,
+                            &id,
+                            now(),
+                            response,
+                        ));
                     }
                 };
                 let asked = ask_global(&api, &payload);

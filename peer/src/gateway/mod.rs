@@ -30,13 +30,17 @@ use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToA
 use serde_json::{json, Value};
 
 use crate::control::{Command, Event};
-use crate::mcp_http::ParamHeaders;
+use crate::params::ParamHeaders;
+pub(crate) mod router;
 pub(crate) mod tasks;
 
 use tasks::Tasks;
 
 /// The host on stdin/stdout.
 pub(crate) const STDIO: u64 = 0;
+
+/// The HTTP endpoint's 2026-07-28 requests, all one host (each 2025-11-25 session is a host of its own).
+pub(crate) const HTTP: u64 = u64::MAX;
 
 /// The hosts one gateway serves at once: stdio's, HTTP's (all modern requests), each 2025-11-25 HTTP session and
 /// each host joined through `/mcp-host`.
@@ -172,17 +176,10 @@ impl Gateway {
         self.perform();
     }
 
-    /// One line from `host` (an edge that reads text: stdio, `/mcp-host`, another process), at `now`; one that
-    /// is not JSON is answered with a parse error.
-    pub(crate) fn handle_line(&mut self, host: u64, line: &str, now: Instant) {
-        match serde_json::from_str::<Value>(line) {
-            Ok(message) => self.handle_host(host, message, now),
-            Err(_) => {
-                // Without an id (the MCP SDK's schema refuses `id: null`), as the dialect answers unreadable
-                // requests.
-                self.send(host, error_to(None, rpc::PARSE_ERROR, "Parse error", None));
-            }
-        }
+    /// A line from `host` that its edge could not read as JSON: answered with a parse error, without an id (the
+    /// MCP SDK's schema refuses `id: null`), as the dialect answers unreadable requests.
+    pub(crate) fn handle_unreadable(&mut self, host: u64) {
+        self.send(host, error_to(None, rpc::PARSE_ERROR, "Parse error", None));
     }
 
     /// One event of the room's app, at `now`.
@@ -941,7 +938,8 @@ mod tests {
         }
 
         fn host(&mut self, line: &str) {
-            self.g.handle_line(STDIO, line, Instant::now());
+            let message = serde_json::from_str(line).expect("a test's line is JSON");
+            self.g.handle_host(STDIO, message, Instant::now());
             self.drain();
         }
 

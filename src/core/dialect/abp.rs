@@ -300,6 +300,12 @@ pub fn app_ready<P: Wire>(timestamp: f64) -> P {
     envelope(types::APP_READY, None, timestamp, P::object())
 }
 
+/// A message whose payload its sender wrote (the page's `window.abp.initialize(params)`, its answer to a question),
+/// in ABP's envelope.
+pub fn request<P: Wire>(ty: &'static str, id: &str, timestamp: f64, payload: P) -> P {
+    envelope(ty, Some(id), timestamp, payload)
+}
+
 fn envelope<P: Wire>(ty: &'static str, id: Option<&str>, timestamp: f64, payload: P) -> P {
     P::object_of(&mut [
         ("type", Some(P::constant(ty))),
@@ -565,7 +571,7 @@ fn call_result_message<P: Wire>(
     envelope(types::CALL_RESULT, Some(id), clock(), p)
 }
 
-fn cancel_message<P: Wire>(
+pub fn cancel_message<P: Wire>(
     id: &str,
     call_id: &str,
     reason: Option<&str>,
@@ -672,7 +678,7 @@ fn elicitation_response_message<P: Wire>(
     envelope(types::ELICITATION_RESPONSE, Some(id), clock(), p)
 }
 
-fn shutdown_message<P: Wire>(
+pub fn shutdown_message<P: Wire>(
     id: &str,
     reason: Option<&str>,
     session_id: Option<&str>,

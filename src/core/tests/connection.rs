@@ -297,8 +297,8 @@ fn every_dialect_has_a_subprotocol_that_names_it_or_none() {
 }
 
 /// The drivers move values between their transports and their connections: none of them names a codec, the
-/// encode context or the role filter, derives a policy from the dialect itself, or writes JSON-RPC by hand (the
-/// dialect's `jsonrpc` module writes it). Every Rust file of `src/web` and `peer/src` is read (their unit tests
+/// encode context or the role filter, derives a policy from the dialect itself, or writes JSON-RPC or an ABP
+/// envelope by hand (the dialect's `jsonrpc` and `abp` modules write them). Every Rust file of `src/web` and `peer/src` is read (their unit tests
 /// left out), so that a new one is checked without being listed.
 #[test]
 fn no_driver_writes_the_wire() {
@@ -319,6 +319,11 @@ fn no_driver_writes_the_wire() {
         "== DialectKind::",
         // A JSON-RPC message built by hand (`json!({ "jsonrpc": "2.0", … })`).
         "\"jsonrpc\": ",
+        // An ABP envelope (`{ type, id, timestamp, payload }`) built by hand: the dialect's `abp` module writes it.
+        "set(\"type\"",
+        "set(\"payload\"",
+        "(\"payload\", ",
+        "\"payload\": ",
     ];
     for file in &drivers {
         let source = std::fs::read_to_string(file).expect("a readable source");
