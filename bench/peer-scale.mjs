@@ -14,7 +14,8 @@
 // Environment: CARGO_TARGET_DIR (default target/), PEER_SCALE_STEPS (idle connections held, cumulative, default
 // 1000,5000,10000,15000), PEER_SCALE_CONCURRENCY (calls in flight, default 1,64), PEER_SCALE_WINDOW (seconds per
 // round, default 3), PEER_SCALE_CYCLES (times all are closed and opened again, default 2), PEER_SCALE_ONLY
-// (idle,relay,gateway,cluster,caps,burst,tasks), PEER_SCALE_BURST (apps in the reconnect storm, default 10000), PEER_SCALE_JSON=1 (also print the raw JSON).
+// (idle,relay,gateway,cluster,caps,burst,tasks), PEER_SCALE_BURST (apps in the reconnect storm, default 10000), PEER_SCALE_JSON=1 (also print the raw JSON),
+// BENCH_PEER (another abp-peer binary to measure, as in bench/mcp-http.mjs).
 import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,14 +26,17 @@ const target = path.resolve(root, process.env.CARGO_TARGET_DIR ?? 'target');
 const env = { ...process.env, PATH: `${os.homedir()}/.cargo/bin:${process.env.PATH}` };
 const deadline = Number(process.env.PEER_SCALE_DEADLINE ?? 300);
 
-console.error('peer-scale: cargo build --release -p abp-peer --bin abp-peer --example scale');
-const build = spawnSync('cargo', ['build', '--release', '-p', 'abp-peer', '--bin', 'abp-peer', '--example', 'scale'],
+// BENCH_PEER=path measures another abp-peer binary (a build before a change, say), built by whoever gave it; the
+// generator is still built here.
+const bins = process.env.BENCH_PEER ? ['--example', 'scale'] : ['--bin', 'abp-peer', '--example', 'scale'];
+console.error(`peer-scale: cargo build --release -p abp-peer ${bins.join(' ')}`);
+const build = spawnSync('cargo', ['build', '--release', '-p', 'abp-peer', ...bins],
   { cwd: root, env, stdio: 'inherit' });
 if (build.status !== 0) {
   console.error('peer-scale: the build failed');
   process.exit(1);
 }
-const peerBin = path.join(target, 'release', 'abp-peer');
+const peerBin = process.env.BENCH_PEER ? path.resolve(process.env.BENCH_PEER) : path.join(target, 'release', 'abp-peer');
 const generator = path.join(target, 'release', 'examples', 'scale');
 
 const args = ['run', '--peer', peerBin, '--deadline', String(deadline)];
