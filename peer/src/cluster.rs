@@ -19,7 +19,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use abp_wasm::core::error::{encode_error, ErrorCode};
 use abp_wasm::core::AbpError;
@@ -31,12 +31,8 @@ use tokio::task::JoinHandle;
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::{no_app, slot, Hub, Slot};
-use crate::nats::Link;
+use crate::nats::{Link, ALIVE_EVERY, GONE_AFTER};
 
-/// How often the process holding a room's app says it is still there.
-pub(crate) const ALIVE_EVERY: Duration = Duration::from_millis(250);
-/// A controller whose calls are pending and that has not heard the holder for this long settles them.
-pub(crate) const GONE_AFTER: Duration = Duration::from_secs(1);
 /// The header naming the process that published an event.
 const NODE: &str = "Abp-Node";
 

@@ -15,11 +15,11 @@
 //! process where it began, but while the app is on another one it is served by that one's gateway ([`Follow`]): `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind",
 //! "line"}`, `kind` one of `joined`, `line`, `alive`, `left`), and `abp.node.<node>.session-lines` what that
 //! gateway says for it. The process serving it lets a session go when its own process has not said `alive` for
-//! [`crate::cluster::GONE_AFTER`].
+//! [`crate::nats::GONE_AFTER`].
 //!
 //! A client closing its stream here cancels the request there (its `notifications/cancelled` follows it). Should
 //! the app's process stop answering (killed, or NATS lost), the requests passed to it are answered here with an
-//! error within [`crate::cluster::GONE_AFTER`] and a heartbeat.
+//! error within [`crate::nats::GONE_AFTER`] and a heartbeat.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -31,10 +31,11 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
-use crate::cluster::{Cluster, Holder, ALIVE_EVERY, GONE_AFTER};
+use crate::cluster::{Cluster, Holder};
 use crate::hub::{lock, Hub};
 use crate::mcp::HostInput;
 use crate::mcp_http::{params_match, ParamHeaders, Session, Streams, HTTP};
+use crate::nats::{ALIVE_EVERY, GONE_AFTER};
 
 /// What the process holding the app said to a request passed to it.
 pub(crate) enum Passed {

@@ -27,8 +27,9 @@ use axum::extract::ws::WebSocket;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::cluster::{Cluster, Task, ALIVE_EVERY, GONE_AFTER};
+use crate::cluster::{Cluster, Task};
 use crate::hub::{Hub, Slot};
+use crate::nats::{ALIVE_EVERY, GONE_AFTER};
 use crate::relay::{self, Joined, Out, APP_JOINED, APP_LEFT};
 use crate::ws::{Conn, Incoming};
 
