@@ -23,7 +23,7 @@ pub(crate) struct Hub {
     agents: Registry<Envelope>,
     controllers: Registry<Event>,
     /// Per room, the MCP gateway that hosts joining through `/mcp-host` reach.
-    mcp_gateways: Registry<crate::mcp::HostInput>,
+    mcp_gateways: Registry<crate::edge::HostInput>,
     pub(crate) relay: Mutex<HashMap<String, relay::Room>>,
     next_id: AtomicU64,
     /// With `--nats`: the other processes sharing the rooms.
@@ -189,7 +189,7 @@ impl Hub {
     pub(crate) fn attach_mcp_gateway(
         self: &Arc<Self>,
         room: &str,
-    ) -> Registration<crate::mcp::HostInput> {
+    ) -> Registration<crate::edge::HostInput> {
         self.register(|h| &h.mcp_gateways, room)
     }
 
@@ -197,7 +197,7 @@ impl Hub {
     pub(crate) fn to_mcp_gateway(
         &self,
         room: &str,
-        input: crate::mcp::HostInput,
+        input: crate::edge::HostInput,
     ) -> Result<(), NoAgent> {
         let gateways = lock(&self.mcp_gateways);
         let (_, tx, _) = gateways.get(room).ok_or(NoAgent)?;

@@ -25,6 +25,7 @@ mod agent;
 mod cluster;
 mod control;
 mod discover;
+mod edge;
 mod gateway;
 mod hub;
 mod mcp;

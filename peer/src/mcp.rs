@@ -23,6 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::control::{Command, Envelope, Event};
+use crate::edge::HostInput;
 use crate::gateway::{Clock, Gateway, Output, STDIO};
 use crate::hub::{Hub, Registration};
 use crate::mcp_remote::{is_replayed_answer, Follow, Follower, StdioLines};
@@ -64,29 +65,6 @@ const GOODBYE_MS: u64 = 600;
 
 /// The host on stdin/stdout's name among the hosts of this process another process's gateway serves (with `--nats`).
 const STDIO_HOST: &str = "stdio";
-
-/// What a host that joins through `/mcp-host` sends the gateway (by the hub), one message at a time.
-#[derive(Debug)]
-pub(crate) enum HostInput {
-    /// A host joined: its lines go to `out`.
-    Joined {
-        host: u64,
-        out: UnboundedSender<String>,
-    },
-    /// A line of text from the host (stdio relayed by another copy, or another process's gateway).
-    Line {
-        host: u64,
-        line: String,
-    },
-    /// A message its edge already read (an HTTP request's body).
-    Message {
-        host: u64,
-        message: Value,
-    },
-    Left {
-        host: u64,
-    },
-}
 
 /// `/mcp-host`: a host's copy of this command joined; its lines go to the room's gateway and the gateway's
 /// answers come back, until either side goes.

@@ -44,8 +44,8 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::edge::HostInput;
 use crate::hub::{lock, Hub};
-use crate::mcp::HostInput;
 use crate::mcp_remote::{Follow, Follower, Passed, Remote};
 use crate::security::Guard;
 

@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::cluster::{Cluster, Holder};
+use crate::edge::HostInput;
 use crate::hub::{lock, Hub};
-use crate::mcp::HostInput;
 use crate::mcp_http::{params_match, ParamHeaders, Session, Streams, HTTP};
 use crate::nats::{ALIVE_EVERY, GONE_AFTER};
 
