@@ -29,8 +29,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use crate::control::{Command, Envelope, Event};
-use crate::hub::{no_app, slot, Hub, Slot};
+use crate::control::{no_app, Command, Envelope, Event};
+use crate::hub::{slot, Hub, Slot};
 use crate::nats::{Link, ALIVE_EVERY, GONE_AFTER};
 
 /// The header naming the process that published an event.

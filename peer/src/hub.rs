@@ -8,11 +8,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use serde_json::Value;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::cluster::{Cluster, Task};
-use crate::control::{Envelope, Event};
+use crate::control::{no_app, Envelope, Event};
 use crate::relay;
 
 /// Per room: the registration's id, its inbox, and (for an app's slot) the room key it holds the slot with.
@@ -245,16 +244,6 @@ impl Hub {
         }
         self.emit(room, event);
     }
-}
-
-/// The `error` event for a command sent to a room without an app.
-pub(crate) fn no_app(room: &str, reference: Value) -> Event {
-    let path = if room.is_empty() {
-        "/agent".to_owned()
-    } else {
-        format!("/agent/{room}")
-    };
-    Event::error(Some(reference), format!("no app is connected to {path}"))
 }
 
 /// An entry in one of the hub's registries, with its inbox; removed when dropped (if still its own).

@@ -612,7 +612,9 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
                 (Endpoint::Relay { .. }, Place::Relay(joined)) => {
                     crate::relay_remote::serve(socket, joined, ping).await
                 }
-                (Endpoint::Control { room }, _) => crate::control::serve(socket, hub, room).await,
+                (Endpoint::Control { room }, _) => {
+                    crate::controller::serve(socket, hub, room).await
+                }
                 (Endpoint::McpHost { room }, _) => crate::mcp::serve_host(socket, hub, room).await,
                 _ => {}
             }
