@@ -12,7 +12,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::cluster::{Cluster, Task};
 use crate::control::{no_app, Envelope, Event};
-use crate::relay;
+use crate::relay::Relay;
 
 /// Per room: the registration's id, its inbox, and (for an app's slot) the room key it holds the slot with.
 type Registry<T> = Mutex<HashMap<String, (u64, UnboundedSender<T>, Option<String>)>>;
@@ -23,7 +23,7 @@ pub(crate) struct Hub {
     controllers: Registry<Event>,
     /// Per room, the MCP gateway that hosts joining through `/mcp-host` reach.
     mcp_gateways: Registry<crate::edge::HostInput>,
-    pub(crate) relay: Mutex<HashMap<String, relay::Room>>,
+    pub(crate) relay: Arc<Relay>,
     next_id: AtomicU64,
     /// With `--nats`: the other processes sharing the rooms.
     pub(crate) cluster: Option<Arc<Cluster>>,

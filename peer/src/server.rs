@@ -687,9 +687,12 @@ async fn place(
 ) -> Result<Place, Refusal> {
     let place = match endpoint {
         Endpoint::Agent { room } => attach_agent(&s.hub, room, key.as_deref()).await,
-        Endpoint::Relay { room, agent } => crate::relay_remote::join(&s.hub, room, *agent, key)
-            .await
-            .map(|place| place.map(Place::Relay)),
+        Endpoint::Relay { room, agent } => {
+            let (relay, cluster) = (&s.hub.relay, s.hub.cluster.as_ref());
+            crate::relay_remote::join(relay, cluster, room, *agent, key)
+                .await
+                .map(|place| place.map(Place::Relay))
+        }
         _ => Ok(Ok(Place::None)),
     };
     // With `--nats`, NATS did not answer: the room may be held where this process cannot see.
