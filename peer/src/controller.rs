@@ -8,20 +8,20 @@ use axum::extract::ws::WebSocket;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::control::parse;
-use crate::hub::Hub;
+use crate::switchboard::Switchboard;
 use crate::ws::{Conn, Incoming};
 
 /// `/control/<room>`: commands in, the room's agent events out. A newer controller of the room replaces this one
 /// (its inbox closes, and so does this socket).
-pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String) {
+pub(crate) async fn serve(socket: WebSocket, switchboard: Arc<Switchboard>, room: String) {
     let mut conn = Conn::new(socket);
-    let mut registration = hub.attach_controller(&room);
+    let mut registration = switchboard.attach_controller(&room);
     loop {
         tokio::select! {
             incoming = conn.recv() => match incoming {
                 Incoming::Text(line) => match parse(&line) {
-                    Ok(envelope) => hub.command_or_error(&room, envelope),
-                    Err(error) => hub.emit(&room, error),
+                    Ok(envelope) => switchboard.command_or_error(&room, envelope),
+                    Err(error) => switchboard.emit(&room, error),
                 },
                 Incoming::Other => {}
                 Incoming::Closed => break,
@@ -42,8 +42,8 @@ pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String) {
 
 /// `--stdin`: commands for the room `""` (`/agent`) from standard input, one per line; its events to standard
 /// output, one per line. Runs until the process ends (stdin reaching its end stops only the reading).
-pub(crate) fn serve_stdin(hub: Arc<Hub>) {
-    let mut registration = hub.attach_controller("");
+pub(crate) fn serve_stdin(switchboard: Arc<Switchboard>) {
+    let mut registration = switchboard.attach_controller("");
     tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(event) = registration.inbox.recv().await {
@@ -61,8 +61,8 @@ pub(crate) fn serve_stdin(hub: Arc<Hub>) {
                 continue;
             }
             match parse(&line) {
-                Ok(envelope) => hub.command_or_error("", envelope),
-                Err(error) => hub.emit("", error),
+                Ok(envelope) => switchboard.command_or_error("", envelope),
+                Err(error) => switchboard.emit("", error),
             }
         }
     });

@@ -37,6 +37,7 @@ mod relay;
 mod relay_remote;
 mod security;
 mod server;
+mod switchboard;
 mod token;
 mod ws;
 
@@ -148,23 +149,23 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         joined = cluster::Cluster::join(&args.nats) => joined,
         () = &mut stop => Ok(None),
     };
-    let hub = Arc::new(match cluster {
-        Ok(Some(cluster)) => hub::Hub::clustered(cluster),
+    let switchboard = Arc::new(match cluster {
+        Ok(Some(cluster)) => switchboard::Switchboard::clustered(cluster),
         Ok(None) if args.nats.nats.is_some() => {
             server::remove_token_file(token_file.as_deref());
             return Ok(());
         }
-        Ok(None) => hub::Hub::default(),
+        Ok(None) => switchboard::Switchboard::default(),
         Err(e) => {
             server::remove_token_file(token_file.as_deref());
             return Err(e);
         }
     });
     if args.stdin {
-        controller::serve_stdin(hub.clone());
+        controller::serve_stdin(switchboard.clone());
     }
     let result = tokio::select! {
-        r = server.run(routes, hub) => r.map_err(|e| format!("the server stopped: {e}")),
+        r = server.run(routes, switchboard) => r.map_err(|e| format!("the server stopped: {e}")),
         () = &mut stop => Ok(()),
     };
     server::remove_token_file(token_file.as_deref());

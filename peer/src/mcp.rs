@@ -25,9 +25,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use crate::control::{Command, Envelope, Event};
 use crate::edge::HostInput;
 use crate::gateway::{Clock, Gateway, Output, STDIO};
-use crate::hub::{Hub, Registration};
+use crate::hub::Registration;
 use crate::mcp_remote::{is_replayed_answer, Follow, Follower, StdioLines};
 use crate::server::{self, Routes, Server, ServerOptions};
+use crate::switchboard::Switchboard;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -68,7 +69,11 @@ const STDIO_HOST: &str = "stdio";
 
 /// `/mcp-host`: a host's copy of this command joined; its lines go to the room's gateway and the gateway's
 /// answers come back, until either side goes.
-pub(crate) async fn serve_host(socket: axum::extract::ws::WebSocket, hub: Arc<Hub>, room: String) {
+pub(crate) async fn serve_host(
+    socket: axum::extract::ws::WebSocket,
+    hub: Arc<Switchboard>,
+    room: String,
+) {
     let mut conn = crate::ws::Conn::new(socket);
     let host = hub.next_id() + 1; // never STDIO
     let (out, mut answers) = unbounded_channel();
@@ -238,7 +243,12 @@ fn routes(room: &str) -> Routes {
 
 /// What a host that joined through the hub (`/mcp-host`, a 2025-11-25 HTTP session, the HTTP endpoint's
 /// requests, another process's host) says, to the gateway.
-fn from_joined(gateway: &mut Gateway, hub: &Hub, sinks: &mut HashMap<u64, Sink>, input: HostInput) {
+fn from_joined(
+    gateway: &mut Gateway,
+    hub: &Switchboard,
+    sinks: &mut HashMap<u64, Sink>,
+    input: HostInput,
+) {
     match input {
         HostInput::Joined { host, out } => {
             // Past the gateway's hosts, `out` is dropped, which closes the host's connection.
@@ -302,7 +312,7 @@ impl StdioEdge {
     async fn read(
         &mut self,
         gateway: &mut Gateway,
-        hub: &Hub,
+        hub: &Switchboard,
         remote: Option<&Arc<crate::mcp_remote::Remote>>,
         line: String,
     ) {
@@ -330,7 +340,7 @@ impl StdioEdge {
 
 /// A host's line to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is now
 /// (a call that finds no app is told when the link is down).
-fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, line: &str) {
+fn from_host(gateway: &mut Gateway, hub: &Switchboard, host: u64, line: &str) {
     gateway.set_link_down(hub.link_down());
     gateway.handle_line(host, line, Instant::now());
 }
@@ -346,7 +356,7 @@ pub(crate) enum Sink {
 /// cannot reach it is handed back), lines to the hosts' sinks; stdio's lines are returned, for stdout.
 fn carry_out(
     gateway: &mut Gateway,
-    hub: &Hub,
+    hub: &Switchboard,
     room: &str,
     sinks: &HashMap<u64, Sink>,
 ) -> Vec<String> {
@@ -384,7 +394,7 @@ fn carry_out(
 
 /// What the gateway's edges on one process share.
 struct Shared<'a> {
-    hub: &'a Arc<Hub>,
+    hub: &'a Arc<Switchboard>,
     streams: Arc<crate::mcp_http::Streams>,
     param_headers: &'a Arc<crate::mcp_http::ParamHeaders>,
     remote: &'a Option<Arc<crate::mcp_remote::Remote>>,
@@ -513,8 +523,8 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         }
     };
     let hub = Arc::new(match &cluster {
-        Some(c) => Hub::clustered(c.clone()),
-        None => Hub::default(),
+        Some(c) => Switchboard::clustered(c.clone()),
+        None => Switchboard::default(),
     });
     let mut registration = hub.attach_local_controller(&args.room);
     let mut joining = hub.attach_mcp_gateway(&args.room);

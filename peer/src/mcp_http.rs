@@ -45,9 +45,10 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 use crate::edge::HostInput;
-use crate::hub::{lock, Hub};
+use crate::hub::lock;
 use crate::mcp_remote::{Follow, Follower, Passed, Remote};
 use crate::security::Guard;
+use crate::switchboard::Switchboard;
 
 /// The gateway's host id for everything that comes over HTTP.
 pub(crate) const HTTP: u64 = u64::MAX;
@@ -392,7 +393,7 @@ pub(crate) async fn dispatch(
 pub(crate) struct Endpoint {
     pub(crate) guard: Guard,
     pub(crate) auth: bool,
-    pub(crate) hub: Arc<Hub>,
+    pub(crate) hub: Arc<Switchboard>,
     pub(crate) room: String,
     pub(crate) streams: Arc<Streams>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,

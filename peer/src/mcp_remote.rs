@@ -33,9 +33,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::cluster::{Cluster, Holder};
 use crate::edge::HostInput;
-use crate::hub::{lock, Hub};
+use crate::hub::lock;
 use crate::mcp_http::{params_match, ParamHeaders, Session, Streams, HTTP};
 use crate::nats::{ALIVE_EVERY, GONE_AFTER};
+use crate::switchboard::Switchboard;
 
 /// What the process holding the app said to a request passed to it.
 pub(crate) enum Passed {
@@ -50,7 +51,7 @@ pub(crate) enum Passed {
 pub(crate) struct Remote {
     cluster: Arc<Cluster>,
     holder: Arc<Holder>,
-    hub: Arc<Hub>,
+    hub: Arc<Switchboard>,
     room: String,
     /// Requests passed to another process and not answered yet: stream key → that process.
     passed: Mutex<HashMap<String, String>>,
@@ -70,7 +71,7 @@ impl Remote {
     /// is where the gateway's lines for [`HTTP`] go (the dispatcher), `streams` the requests open here.
     pub(crate) async fn start(
         cluster: Arc<Cluster>,
-        hub: Arc<Hub>,
+        hub: Arc<Switchboard>,
         room: String,
         param_headers: Arc<ParamHeaders>,
         lines: UnboundedSender<Value>,

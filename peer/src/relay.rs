@@ -22,8 +22,7 @@ use std::time::Duration;
 use axum::extract::ws::WebSocket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::cluster::Task;
-use crate::hub::{lock, slot, Slot};
+use crate::hub::{lock, slot, Slot, Task};
 use crate::ws::{Conn, Incoming};
 
 const WAITING_LIMIT: usize = 256;

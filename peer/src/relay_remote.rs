@@ -27,8 +27,8 @@ use axum::extract::ws::WebSocket;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::cluster::{Cluster, Task};
-use crate::hub::Slot;
+use crate::cluster::Cluster;
+use crate::hub::{Slot, Task};
 use crate::nats::{ALIVE_EVERY, GONE_AFTER};
 use crate::relay::{self, Joined, Out, Relay, APP_JOINED, APP_LEFT};
 use crate::ws::{Conn, Incoming};
