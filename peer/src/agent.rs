@@ -3,10 +3,9 @@
 //! One task per app connection. It waits for whichever comes first: a frame from the app, a command (see
 //! [`crate::control`]) from the room's controller, or the next deadline (the core's `poll_timeout`, or a
 //! scheduled abort); then it feeds the core and does what the core asks. Events go to the room's controller
-//! (a `/control/<room>` socket, stdout with `--stdin`, or another mode's bridge) through the [`Hub`].
+//! (a `/control/<room>` socket, stdout with `--stdin`, or another mode's bridge) by the sink it is given.
 //! Anything the app sends that is not ABP (or the dialect's) is counted and otherwise ignored.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abp_wasm::core::dialect::{Carrier, DialectKind};
@@ -19,13 +18,14 @@ use axum::extract::ws::WebSocket;
 use serde_json::{json, Value};
 
 use crate::control::{Command, Envelope, Event};
-use crate::hub::{Hub, Registration};
+use crate::hub::Registration;
 use crate::ws::{Conn, Incoming};
 
 struct Agent {
     /// Speaking the app's dialect (from the WebSocket subprotocol).
     core: AgentConnection<Value>,
-    hub: Arc<Hub>,
+    /// Where its events go: the room's controllers.
+    events: Box<dyn Fn(Event) + Send + Sync>,
     room: String,
     start: Instant,
     /// callId → the command's `ref`.
@@ -46,7 +46,7 @@ impl Agent {
     }
 
     fn event(&self, event: Event) {
-        self.hub.emit_from_agent(&self.room, event);
+        (self.events)(event);
     }
 
     fn take_ref(list: &mut Vec<(String, Value)>, key: &str) -> Value {
@@ -289,13 +289,13 @@ pub(crate) fn unix_ms() -> f64 {
 }
 
 /// `/agent/<room>`: an app connected; be its agent until it goes. `registration`: the room, taken for it before
-/// the upgrade was answered ([`Hub::try_attach_agent`]).
+/// the upgrade was answered (its inbox brings the controllers' commands); `events`: where the agent's events go.
 /// `dialect`: what the app speaks (ABP; MCP for the subprotocol `mcp`; Tesseron, where this peer is the
 /// gateway, for `tesseron-gateway`).
 pub(crate) async fn serve(
     socket: WebSocket,
-    hub: Arc<Hub>,
     mut registration: Registration<Envelope>,
+    events: impl Fn(Event) + Send + Sync + 'static,
     room: String,
     dialect: DialectKind,
     ping: Duration,
@@ -317,7 +317,7 @@ pub(crate) async fn serve(
     );
     let mut agent = Agent {
         core,
-        hub: hub.clone(),
+        events: Box::new(events),
         room,
         start: Instant::now(),
         refs: Vec::new(),

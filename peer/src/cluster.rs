@@ -19,7 +19,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use abp_wasm::core::error::{encode_error, ErrorCode};
 use abp_wasm::core::AbpError;
@@ -27,16 +27,11 @@ use async_nats::{Client, HeaderMap, Message, RequestErrorKind, Subscriber};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio::task::JoinHandle;
 
-use crate::control::{Command, Envelope, Event};
-use crate::hub::{no_app, slot, Hub, Slot};
-use crate::nats::Link;
+use crate::control::{no_app, Command, Envelope, Event};
+use crate::hub::{lock, slot, Rooms, Slot, Task};
+use crate::nats::{Link, ALIVE_EVERY, GONE_AFTER};
 
-/// How often the process holding a room's app says it is still there.
-pub(crate) const ALIVE_EVERY: Duration = Duration::from_millis(250);
-/// A controller whose calls are pending and that has not heard the holder for this long settles them.
-pub(crate) const GONE_AFTER: Duration = Duration::from_secs(1);
 /// The header naming the process that published an event.
 const NODE: &str = "Abp-Node";
 
@@ -58,14 +53,14 @@ struct Origins(std::sync::Mutex<HashMap<String, HashMap<String, String>>>);
 
 impl Origins {
     fn add(&self, room: &str, call_id: String, node: String) {
-        crate::hub::lock(&self.0)
+        lock(&self.0)
             .entry(room.to_owned())
             .or_default()
             .insert(call_id, node);
     }
 
     fn settled(&self, room: &str, call_id: &str) {
-        let mut rooms = crate::hub::lock(&self.0);
+        let mut rooms = lock(&self.0);
         if let Some(calls) = rooms.get_mut(room) {
             calls.remove(call_id);
             if calls.is_empty() {
@@ -76,7 +71,7 @@ impl Origins {
 
     /// Takes the calls of `room` whose process is not among those heard recently (`alive`).
     fn orphans(&self, room: &str, alive: impl Fn(&str) -> bool) -> Vec<String> {
-        let mut rooms = crate::hub::lock(&self.0);
+        let mut rooms = lock(&self.0);
         let Some(calls) = rooms.get_mut(room) else {
             return Vec::new();
         };
@@ -92,7 +87,7 @@ impl Origins {
     }
 
     fn forget(&self, room: &str) {
-        crate::hub::lock(&self.0).remove(room);
+        lock(&self.0).remove(room);
     }
 }
 
@@ -106,21 +101,6 @@ fn subject(prefix: &str, room: &str, what: &str) -> String {
     s.push('.');
     s.push_str(what);
     s
-}
-
-/// A task that ends when this is dropped (with the registration that holds it).
-pub(crate) struct Task(JoinHandle<()>);
-
-impl Task {
-    pub(crate) fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) -> Task {
-        Task(tokio::spawn(work))
-    }
-}
-
-impl Drop for Task {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl Cluster {
@@ -212,12 +192,12 @@ impl Cluster {
         }
     }
 
-    /// Serves the room whose app just connected here to the other processes: their commands reach `to_agent`,
-    /// holders-to-be are answered, and the room's heartbeat goes out. Subscribed before it returns, so a
-    /// command sent once the app is told it joined finds it.
+    /// Serves the room whose app just connected here (held in `agents` by `registration`) to the other
+    /// processes: their commands reach the room's agent, holders-to-be are answered, and the room's heartbeat
+    /// goes out. Subscribed before it returns, so a command sent once the app is told it joined finds it.
     pub(crate) async fn hold(
         self: &Arc<Self>,
-        hub: Arc<Hub>,
+        agents: Arc<Rooms<Envelope>>,
         room: String,
         key: Option<String>,
         registration: u64,
@@ -246,7 +226,7 @@ impl Cluster {
         let alive = self.subject(&room, "alive");
         let node = self.node.clone();
         let cluster = self.clone();
-        Ok(Task(tokio::spawn(async move {
+        Ok(Task::spawn(async move {
             let mut beats = tokio::time::interval(ALIVE_EVERY);
             // When each process with calls here last said it is still waiting for them.
             let mut heard: HashMap<String, Instant> = HashMap::new();
@@ -260,7 +240,7 @@ impl Cluster {
                             heard.insert(from.to_owned(), Instant::now());
                             cluster.origins.add(&room, id.clone(), from.to_owned());
                         }
-                        let answer: &'static [u8] = match command.map(|e| hub.command(&room, e)) {
+                        let answer: &'static [u8] = match command.map(|e| agents.send(&room, e)) {
                             Some(Ok(())) => b"ok",
                             Some(Err(_)) => b"gone",
                             None => b"bad",
@@ -274,7 +254,7 @@ impl Cluster {
                         let answer: &'static [u8] = match slot(true, key.as_deref(), key_asked.as_deref()) {
                             Slot::Retake => {
                                 eprintln!("abp-peer: an app with the key of /agent/{room} joined on another process; this one's app goes");
-                                hub.release_agent(&room, registration);
+                                agents.release(&room, registration);
                                 b"free"
                             }
                             Slot::WrongKey => b"wrong-key",
@@ -297,14 +277,14 @@ impl Cluster {
                                 call_id,
                                 reason: Some("the process that made this call is gone (or the link to NATS)".into()),
                             };
-                            let _ = hub.command(&room, Envelope { reference: Value::Null, command: abort });
+                            let _ = agents.send(&room, Envelope { reference: Value::Null, command: abort });
                         }
                     }
                     else => break,
                 }
             }
             cluster.origins.forget(&room);
-        })))
+        }))
     }
 
     /// Subscribes to `room`'s subject `what` (`abp.<room>.<what>`), in effect once it returns.
@@ -375,7 +355,7 @@ impl Cluster {
         tokio::spawn(async move {
             while let Some(m) = beats.next().await {
                 if let Some(node) = sender(&m) {
-                    *crate::hub::lock(&h.seen) = Some((node.to_owned(), Instant::now()));
+                    *lock(&h.seen) = Some((node.to_owned(), Instant::now()));
                 }
             }
         });
@@ -426,26 +406,26 @@ impl Cluster {
     }
 
     /// Carries the commands of a controller of `room` on this process to the room's agent wherever it is, and
-    /// that agent's events back to `hub` (for this process's controller of the room). Commands go in order.
-    /// Controller `id` of this process is replaced when a newer one of the room joins another process, as on one
-    /// process.
+    /// that agent's events back to `controllers` (to this process's controller of the room). Commands go in
+    /// order. Controller `id` of this process is replaced when a newer one of the room joins another process, as
+    /// on one process.
     pub(crate) fn control(
         self: &Arc<Self>,
-        hub: Arc<Hub>,
+        controllers: Arc<Rooms<Event>>,
         room: String,
         id: u64,
     ) -> (Task, UnboundedSender<Envelope>) {
         let (tx, commands) = unbounded_channel();
         let cluster = self.clone();
         (
-            Task(tokio::spawn(cluster.relay_control(hub, room, id, commands))),
+            Task::spawn(cluster.relay_control(controllers, room, id, commands)),
             tx,
         )
     }
 
     async fn relay_control(
         self: Arc<Self>,
-        hub: Arc<Hub>,
+        controllers: Arc<Rooms<Event>>,
         room: String,
         id: u64,
         mut commands: UnboundedReceiver<Envelope>,
@@ -454,14 +434,12 @@ impl Cluster {
         // connection's messages in order, and the holder answers them in order); each answer comes to this
         // controller's own inbox, under the command's number.
         let inbox = self.link.client.new_inbox();
-        let (mut events, mut alive, mut answers, mut controllers) =
+        let (mut events, mut alive, mut answers, mut others) =
             match self.follow_room(&room, &inbox).await {
                 Ok(s) => s,
                 Err(e) => {
-                    hub.emit(
-                        &room,
-                        Event::error(None, format!("NATS: cannot follow the room's agent: {e}")),
-                    );
+                    let why = format!("NATS: cannot follow the room's agent: {e}");
+                    let _ = controllers.send(&room, Event::error(None, why));
                     return;
                 }
             };
@@ -480,7 +458,7 @@ impl Cluster {
             .await;
         let mut c = Controlling {
             cluster: &self,
-            hub: &hub,
+            controllers: &controllers,
             room: &room,
             inbox,
             unanswered: HashMap::new(),
@@ -497,9 +475,9 @@ impl Cluster {
                 Some(m) = answers.next() => c.answer(&m),
                 Some(m) = events.next() => c.event(&m),
                 Some(_) = alive.next() => c.heard = Instant::now(),
-                Some(m) = controllers.next() => {
+                Some(m) = others.next() => {
                     if sender(&m) != Some(self.node.as_str()) && m.payload.as_ref() > stamp.as_bytes() {
-                        hub.release_controller(&room, id);
+                        controllers.release(&room, id);
                     }
                 }
                 _ = watch.tick() => c.tick().await,
@@ -535,7 +513,8 @@ impl Cluster {
 /// A controller of a room whose agent is on another process: what it sent, and what it still waits for.
 struct Controlling<'a> {
     cluster: &'a Cluster,
-    hub: &'a Hub,
+    /// This process's controllers, among them the one of `room`.
+    controllers: &'a Rooms<Event>,
     room: &'a str,
     /// Where the answers to its commands come (`<inbox>.<number>`).
     inbox: String,
@@ -552,6 +531,11 @@ struct Controlling<'a> {
 }
 
 impl Controlling<'_> {
+    /// An event for this process's controller of the room, if it has one.
+    fn emit(&self, event: Event) {
+        let _ = self.controllers.send(self.room, event);
+    }
+
     /// A command of the controller's, to the holder.
     async fn command(&mut self, mut envelope: Envelope) {
         // A call's id is ours to give when it has none, so that it can be settled here if its agent is lost (ids
@@ -595,7 +579,7 @@ impl Controlling<'_> {
                 }
                 self.unanswered.insert(self.sent, command);
             }
-            Err(e) => undelivered(self.hub, self.room, command, &mut self.given_up, &e),
+            Err(e) => undelivered(self.controllers, self.room, command, &mut self.given_up, &e),
         }
     }
 
@@ -616,8 +600,7 @@ impl Controlling<'_> {
         if let Some(id) = &command.call {
             self.pending.remove(id);
         }
-        self.hub
-            .emit(self.room, no_app(self.room, command.reference));
+        self.emit(no_app(self.room, command.reference));
     }
 
     /// An event of the room's agent, from the process holding it.
@@ -635,7 +618,7 @@ impl Controlling<'_> {
             }
             self.pending.remove(call_id);
         }
-        self.hub.emit(self.room, event);
+        self.emit(event);
     }
 
     /// Every [`ALIVE_EVERY`]: says it still waits (the holder aborts the calls of a process it stops hearing this
@@ -669,7 +652,13 @@ impl Controlling<'_> {
                     .cluster
                     .link_down()
                     .unwrap_or_else(|| "no answer from NATS".into());
-                undelivered(self.hub, self.room, command, &mut self.given_up, &why);
+                undelivered(
+                    self.controllers,
+                    self.room,
+                    command,
+                    &mut self.given_up,
+                    &why,
+                );
             }
         }
         if !self.pending.is_empty() && self.heard.elapsed() > GONE_AFTER {
@@ -681,9 +670,11 @@ impl Controlling<'_> {
             };
             for (call_id, reference) in self.pending.drain() {
                 self.given_up.insert(call_id.clone());
-                self.hub.emit(self.room, lost(reference, call_id, &why));
+                let _ = self
+                    .controllers
+                    .send(self.room, lost(reference, call_id, &why));
             }
-            self.hub.emit(self.room, Event::Disconnected);
+            self.emit(Event::Disconnected);
         }
     }
 }
@@ -705,7 +696,7 @@ struct Sent {
 /// A command NATS did not confirm: it may have reached the app's process, so a call is settled as lost here (and
 /// its answer dropped should it come); anything else is an error.
 fn undelivered(
-    hub: &Hub,
+    controllers: &Rooms<Event>,
     room: &str,
     command: Sent,
     given_up: &mut HashSet<String>,
@@ -715,15 +706,12 @@ fn undelivered(
         Some(call_id) => {
             given_up.insert(call_id.clone());
             let why = format!("NATS did not confirm the call reached the app's process ({why})");
-            hub.emit(room, lost(command.reference, call_id, &why));
+            let _ = controllers.send(room, lost(command.reference, call_id, &why));
         }
-        None => hub.emit(
-            room,
-            Event::error(
-                Some(command.reference),
-                format!("NATS: the command was not delivered ({why})"),
-            ),
-        ),
+        None => {
+            let why = format!("NATS: the command was not delivered ({why})");
+            let _ = controllers.send(room, Event::error(Some(command.reference), why));
+        }
     }
 }
 
@@ -750,7 +738,7 @@ pub(crate) struct Holder {
 impl Holder {
     /// The process holding the app, if it is another one and was heard within [`GONE_AFTER`].
     pub(crate) fn elsewhere(&self, here: &str) -> Option<String> {
-        let seen = crate::hub::lock(&self.seen);
+        let seen = lock(&self.seen);
         seen.as_ref()
             .filter(|(node, at)| node != here && at.elapsed() <= GONE_AFTER)
             .map(|(node, _)| node.clone())
@@ -758,7 +746,7 @@ impl Holder {
 
     /// Whether `node` still holds the app: heard within [`GONE_AFTER`], and no other process since.
     pub(crate) fn holds(&self, node: &str) -> bool {
-        let seen = crate::hub::lock(&self.seen);
+        let seen = lock(&self.seen);
         seen.as_ref()
             .is_some_and(|(n, at)| n == node && at.elapsed() <= GONE_AFTER)
     }

@@ -16,15 +16,8 @@
 //! Events: `connected`, `progress`, `notification`, `capabilities`, `elicitation`, `elicitation-aborted`,
 //! `disconnected`, `status`, `settled`, `cancel-result`, and `error` (a command that could not be done).
 
-use std::sync::Arc;
-
-use axum::extract::ws::WebSocket;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-use crate::hub::Hub;
-use crate::ws::{Conn, Incoming};
 
 /// One command and the `ref` it came with (`Null` when it had none).
 #[derive(Clone, Debug)]
@@ -179,61 +172,14 @@ impl Event {
     }
 }
 
-/// `/control/<room>`: commands in, the room's agent events out. A newer controller of the room replaces this one
-/// (its inbox closes, and so does this socket).
-pub(crate) async fn serve(socket: WebSocket, hub: Arc<Hub>, room: String) {
-    let mut conn = Conn::new(socket);
-    let mut registration = hub.attach_controller(&room);
-    loop {
-        tokio::select! {
-            incoming = conn.recv() => match incoming {
-                Incoming::Text(line) => match parse(&line) {
-                    Ok(envelope) => hub.command_or_error(&room, envelope),
-                    Err(error) => hub.emit(&room, error),
-                },
-                Incoming::Other => {}
-                Incoming::Closed => break,
-            },
-            event = registration.inbox.recv() => match event {
-                Some(event) => {
-                    if !conn.send(event.to_line()).await {
-                        break;
-                    }
-                }
-                None => break,
-            },
-        }
-    }
-    drop(registration);
-    conn.close().await;
-}
-
-/// `--stdin`: commands for the room `""` (`/agent`) from standard input, one per line; its events to standard
-/// output, one per line. Runs until the process ends (stdin reaching its end stops only the reading).
-pub(crate) fn serve_stdin(hub: Arc<Hub>) {
-    let mut registration = hub.attach_controller("");
-    tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(event) = registration.inbox.recv().await {
-            let mut line = event.to_line();
-            line.push('\n');
-            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match parse(&line) {
-                Ok(envelope) => hub.command_or_error("", envelope),
-                Err(error) => hub.emit("", error),
-            }
-        }
-    });
+/// The `error` event for a command sent to `room` while no app is connected there.
+pub(crate) fn no_app(room: &str, reference: Value) -> Event {
+    let path = if room.is_empty() {
+        "/agent".to_owned()
+    } else {
+        format!("/agent/{room}")
+    };
+    Event::error(Some(reference), format!("no app is connected to {path}"))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! One server, three kinds of endpoint:
 //! - `/agent/<room>`: a browser app connects (`app.listen(await WebSocketTransport.connect(url))`) and this
 //!   process is its agent. It is driven by JSON commands from `/control/<room>` (another WebSocket) or, with
-//!   `--stdin`, from standard input for the room `""` (`/agent`); see [`agent`] and [`control`].
+//!   `--stdin`, from standard input for the room `""` (`/agent`); see [`agent`], [`control`] and [`controller`].
 //! - `/relay/<room>/agent` and `/relay/<room>/app`: pairs an agent connection with an app connection and
 //!   forwards text frames both ways; when one side goes, the other is closed (see [`relay`]).
 //! - `/admin/exit` (only with `--allow-exit`): the process exits at once, as if killed. For tests.
@@ -24,6 +24,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod agent;
 mod cluster;
 mod control;
+mod controller;
 mod discover;
 mod edge;
 mod gateway;
@@ -38,6 +39,7 @@ mod relay;
 mod relay_remote;
 mod security;
 mod server;
+mod switchboard;
 mod token;
 mod ws;
 
@@ -149,23 +151,23 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         joined = cluster::Cluster::join(&args.nats) => joined,
         () = &mut stop => Ok(None),
     };
-    let hub = Arc::new(match cluster {
-        Ok(Some(cluster)) => hub::Hub::clustered(cluster),
+    let switchboard = Arc::new(match cluster {
+        Ok(Some(cluster)) => switchboard::Switchboard::clustered(cluster),
         Ok(None) if args.nats.nats.is_some() => {
             server::remove_token_file(token_file.as_deref());
             return Ok(());
         }
-        Ok(None) => hub::Hub::default(),
+        Ok(None) => switchboard::Switchboard::default(),
         Err(e) => {
             server::remove_token_file(token_file.as_deref());
             return Err(e);
         }
     });
     if args.stdin {
-        control::serve_stdin(hub.clone());
+        controller::serve_stdin(switchboard.clone());
     }
     let result = tokio::select! {
-        r = server.run(routes, hub) => r.map_err(|e| format!("the server stopped: {e}")),
+        r = server.run(routes, switchboard) => r.map_err(|e| format!("the server stopped: {e}")),
         () = &mut stop => Ok(()),
     };
     server::remove_token_file(token_file.as_deref());

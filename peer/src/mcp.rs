@@ -26,9 +26,10 @@ use crate::control::{Command, Envelope, Event};
 use crate::edge::HostInput;
 use crate::gateway::router::{key_of, shape_of, Routed, Router, Shape};
 use crate::gateway::{Clock, Gateway, Output, HTTP, STDIO};
-use crate::hub::{lock, Hub, Registration};
+use crate::hub::{lock, Registration};
 use crate::mcp_remote::{is_replayed_answer, Follow, Followed};
 use crate::server::{self, Routes, Server, ServerOptions};
+use crate::switchboard::Switchboard;
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -203,7 +204,7 @@ fn routes(room: &str) -> Routes {
 /// requests, another process's host) says, to the gateway. `sinks`: where each host's messages go but stdio's.
 fn from_joined(
     gateway: &mut Gateway,
-    hub: &Hub,
+    hub: &Switchboard,
     sinks: &mut HashMap<u64, UnboundedSender<Value>>,
     input: HostInput,
 ) {
@@ -305,7 +306,7 @@ impl StdioEdge {
     async fn read(
         &mut self,
         gateway: &mut Gateway,
-        hub: &Hub,
+        hub: &Switchboard,
         remote: Option<&Arc<crate::mcp_remote::Remote>>,
         line: String,
     ) {
@@ -340,7 +341,7 @@ impl StdioEdge {
 
 /// A host's message to the gateway, now; with `--nats`, with the state of the link to the NATS server as it is
 /// now (a call that finds no app is told when the link is down).
-fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, message: Value) {
+fn from_host(gateway: &mut Gateway, hub: &Switchboard, host: u64, message: Value) {
     gateway.set_link_down(hub.link_down());
     gateway.handle_host(host, message, Instant::now());
 }
@@ -349,7 +350,7 @@ fn from_host(gateway: &mut Gateway, hub: &Hub, host: u64, message: Value) {
 /// cannot reach it is handed back), messages to the hosts' sinks; stdio's are returned, for stdout.
 fn carry_out(
     gateway: &mut Gateway,
-    hub: &Hub,
+    hub: &Switchboard,
     room: &str,
     sinks: &HashMap<u64, UnboundedSender<Value>>,
 ) -> Vec<Value> {
@@ -383,7 +384,7 @@ fn carry_out(
 
 /// What the gateway's edges on one process share.
 struct Shared<'a> {
-    hub: &'a Arc<Hub>,
+    hub: &'a Arc<Switchboard>,
     streams: Arc<crate::mcp_http::Streams>,
     param_headers: &'a Arc<crate::params::ParamHeaders>,
     remote: &'a Option<Arc<crate::mcp_remote::Remote>>,
@@ -512,8 +513,8 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
         }
     };
     let hub = Arc::new(match &cluster {
-        Some(c) => Hub::clustered(c.clone()),
-        None => Hub::default(),
+        Some(c) => Switchboard::clustered(c.clone()),
+        None => Switchboard::default(),
     });
     let mut registration = hub.attach_local_controller(&args.room);
     let mut joining = hub.attach_mcp_gateway(&args.room);

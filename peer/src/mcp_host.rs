@@ -6,11 +6,15 @@ use std::sync::Arc;
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::edge::HostInput;
-use crate::hub::Hub;
+use crate::switchboard::Switchboard;
 
 /// `/mcp-host`: a host's copy of this command joined; its lines go to the room's gateway and the gateway's
 /// answers come back, until either side goes.
-pub(crate) async fn serve_host(socket: axum::extract::ws::WebSocket, hub: Arc<Hub>, room: String) {
+pub(crate) async fn serve_host(
+    socket: axum::extract::ws::WebSocket,
+    hub: Arc<Switchboard>,
+    room: String,
+) {
     let mut conn = crate::ws::Conn::new(socket);
     let host = hub.next_id() + 1; // never STDIO
     let (out, mut answers) = unbounded_channel();

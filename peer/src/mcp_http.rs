@@ -46,10 +46,11 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use crate::edge::HostInput;
 use crate::gateway::router::{key_of, shape_of, Routed, Router, Shape, Stream};
 use crate::gateway::HTTP;
-use crate::hub::{lock, Hub};
+use crate::hub::lock;
 use crate::mcp_remote::{Follow, Followed, Passed, Remote, Requests};
 use crate::params::{decode_header, params_match, ParamHeaders};
 use crate::security::Guard;
+use crate::switchboard::Switchboard;
 
 /// The largest request body read.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -301,7 +302,7 @@ pub(crate) async fn dispatch(
 pub(crate) struct Endpoint {
     pub(crate) guard: Guard,
     pub(crate) auth: bool,
-    pub(crate) hub: Arc<Hub>,
+    pub(crate) hub: Arc<Switchboard>,
     pub(crate) room: String,
     pub(crate) streams: Arc<Streams>,
     pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,

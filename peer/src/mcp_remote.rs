@@ -17,11 +17,11 @@
 //! `abp.node.<node>.session` takes what the session says (`{"from", "session", "kind", "message"}`, `kind` one of
 //! `joined`, `message`, `alive`, `left`), and `abp.node.<node>.session-lines` what that gateway says for it
 //! (`{"session", "message"}`), which goes to the host's [`Followed`]. The process serving it lets a session go
-//! when its own process has not said `alive` for [`crate::cluster::GONE_AFTER`].
+//! when its own process has not said `alive` for [`crate::nats::GONE_AFTER`].
 //!
 //! A client closing its stream here cancels the request there (its `notifications/cancelled` follows it). Should
 //! the app's process stop answering (killed, or NATS lost), the requests passed to it are answered here with an
-//! error within [`crate::cluster::GONE_AFTER`] and a heartbeat.
+//! error within [`crate::nats::GONE_AFTER`] and a heartbeat.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -33,12 +33,14 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
-use crate::cluster::{Cluster, Holder, ALIVE_EVERY, GONE_AFTER};
+use crate::cluster::{Cluster, Holder};
 use crate::edge::HostInput;
 use crate::gateway::router::{shape_of, Shape};
 use crate::gateway::HTTP;
-use crate::hub::{lock, Hub};
+use crate::hub::lock;
+use crate::nats::{ALIVE_EVERY, GONE_AFTER};
 use crate::params::{params_match, ParamHeaders};
+use crate::switchboard::Switchboard;
 
 /// What the process holding the app said to a request passed to it.
 pub(crate) enum Passed {
@@ -73,7 +75,7 @@ type Follower = Arc<dyn Followed>;
 pub(crate) struct Remote {
     cluster: Arc<Cluster>,
     holder: Arc<Holder>,
-    hub: Arc<Hub>,
+    hub: Arc<Switchboard>,
     room: String,
     /// Requests passed to another process and not answered yet: stream key → that process.
     passed: Mutex<HashMap<String, String>>,
@@ -93,7 +95,7 @@ impl Remote {
     /// is where the gateway's lines for [`HTTP`] go (the dispatcher), `streams` the requests open here.
     pub(crate) async fn start(
         cluster: Arc<Cluster>,
-        hub: Arc<Hub>,
+        hub: Arc<Switchboard>,
         room: String,
         param_headers: Arc<ParamHeaders>,
         lines: UnboundedSender<Value>,

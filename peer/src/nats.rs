@@ -15,6 +15,13 @@ use std::time::{Duration, Instant};
 
 use async_nats::{Client, ConnectErrorKind, ConnectOptions, Event, ServerAddr};
 
+/// How often a process serving a room to the others (the holder of its app, a relay room's home) says it is
+/// still there.
+pub(crate) const ALIVE_EVERY: Duration = Duration::from_millis(250);
+/// A process not heard from for this long is taken as gone: a controller settles the calls it waits for there,
+/// a relay side or a room's home lets the other go, and a request to it stops waiting.
+pub(crate) const GONE_AFTER: Duration = Duration::from_secs(1);
+
 /// How long one attempt to reach the server may take (TCP, TLS and the login).
 const ATTEMPT: Duration = Duration::from_secs(3);
 /// The pause between attempts while the server cannot be reached at start.
@@ -265,7 +272,7 @@ impl Settings {
             .name(name)
             .custom_inbox_prefix(format!("{prefix}._INBOX"))
             .connection_timeout(ATTEMPT)
-            .request_timeout(Some(crate::cluster::GONE_AFTER))
+            .request_timeout(Some(GONE_AFTER))
             .require_tls(self.tls);
         options = match &self.url_login {
             Some(UrlLogin::UserPassword(user, password)) => {

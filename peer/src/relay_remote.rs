@@ -27,9 +27,10 @@ use axum::extract::ws::WebSocket;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::cluster::{Cluster, Task, ALIVE_EVERY, GONE_AFTER};
-use crate::hub::{Hub, Slot};
-use crate::relay::{self, Joined, Out, APP_JOINED, APP_LEFT};
+use crate::cluster::Cluster;
+use crate::hub::{Slot, Task};
+use crate::nats::{ALIVE_EVERY, GONE_AFTER};
+use crate::relay::{self, Joined, Out, Relay, APP_JOINED, APP_LEFT};
 use crate::ws::{Conn, Incoming};
 
 /// A side's place in its room, taken before the upgrade is answered.
@@ -40,30 +41,31 @@ pub(crate) enum Place {
     There(Tunnel),
 }
 
-/// Takes side `is_agent` of `room` with `key`: here when the room is here, or has no home anywhere; else at its
-/// home. A NATS server that does not answer refuses the side (the room may be held where this process cannot
-/// see).
+/// Takes side `is_agent` of `room` with `key`: here when the room is here, or has no home anywhere (or there is
+/// no `cluster`); else at its home. A NATS server that does not answer refuses the side (the room may be held
+/// where this process cannot see).
 pub(crate) async fn join(
-    hub: &Arc<Hub>,
+    relay: &Arc<Relay>,
+    cluster: Option<&Arc<Cluster>>,
     room: &str,
     is_agent: bool,
     key: Option<String>,
 ) -> Result<Result<Place, Slot>, String> {
-    let Some(cluster) = hub.cluster.clone() else {
-        return Ok(relay::join(hub, room, is_agent, key).map(Place::Here));
+    let Some(cluster) = cluster else {
+        return Ok(relay.join(room, is_agent, key).map(Place::Here));
     };
-    if !relay::is_here(hub, room) {
-        if let Some(there) = Tunnel::open(&cluster, hub, room, is_agent, key.as_deref()).await? {
+    if !relay.is_here(room) {
+        if let Some(there) = Tunnel::open(cluster, relay, room, is_agent, key.as_deref()).await? {
             return Ok(there.map(Place::There));
         }
     }
-    let joined = match relay::join(hub, room, is_agent, key) {
+    let joined = match relay.join(room, is_agent, key) {
         Ok(joined) => joined,
         Err(refused) => return Ok(Err(refused)),
     };
-    if relay::wants_home(hub, room) {
-        let task = serve_home(cluster, hub.clone(), room.to_owned()).await?;
-        relay::set_home(hub, room, task);
+    if relay.wants_home(room) {
+        let task = serve_home(cluster.clone(), relay.clone(), room.to_owned()).await?;
+        relay.set_home(room, task);
     }
     Ok(Ok(Place::Here(joined)))
 }
@@ -90,12 +92,12 @@ impl Tunnel {
     /// Asks the room's home for the side's place: `None` when the room has no home.
     async fn open(
         cluster: &Arc<Cluster>,
-        hub: &Hub,
+        relay: &Relay,
         room: &str,
         is_agent: bool,
         key: Option<&str>,
     ) -> Result<Option<Result<Tunnel, Slot>>, String> {
-        let id = format!("{}-{}", cluster.node(), hub.next_id());
+        let id = format!("{}-{}", cluster.node(), relay.next_id());
         // Listening before asking: what the home sends as it answers (frames that waited) is not missed.
         let out = cluster.subscribe(room, &format!("relay.out.{id}")).await?;
         let alive = cluster.subscribe(room, "relay.alive").await?;
@@ -204,7 +206,11 @@ struct Remote {
 }
 
 /// Serves `room`, here, to sides that join other processes (until the room goes, which drops the task).
-async fn serve_home(cluster: Arc<Cluster>, hub: Arc<Hub>, room: String) -> Result<Task, String> {
+async fn serve_home(
+    cluster: Arc<Cluster>,
+    relay: Arc<Relay>,
+    room: String,
+) -> Result<Task, String> {
     let mut joins = cluster.subscribe(&room, "relay.join").await?;
     let mut incoming = cluster.subscribe(&room, "relay.in.*").await?;
     Ok(Task::spawn(async move {
@@ -213,7 +219,7 @@ async fn serve_home(cluster: Arc<Cluster>, hub: Arc<Hub>, room: String) -> Resul
         loop {
             tokio::select! {
                 Some(m) = joins.next() => {
-                    let answer = match take(&cluster, &hub, &room, &m.payload) {
+                    let answer = match take(&cluster, &relay, &room, &m.payload) {
                         Ok((tunnel, remote)) => {
                             remotes.insert(tunnel, remote);
                             "ok"
@@ -231,7 +237,7 @@ async fn serve_home(cluster: Arc<Cluster>, hub: Arc<Hub>, room: String) -> Resul
                         Some((b'f', text)) => {
                             let (me, id) = remote.side;
                             let text = String::from_utf8_lossy(text).into_owned();
-                            if let Err(why) = relay::pass(&hub, &room, me, id, text) {
+                            if let Err(why) = relay.pass(&room, me, id, text) {
                                 eprintln!("abp-peer: closed a side of /relay/{room}: {why}");
                                 remotes.remove(tunnel);
                             }
@@ -255,7 +261,7 @@ async fn serve_home(cluster: Arc<Cluster>, hub: Arc<Hub>, room: String) -> Resul
 /// A side asking to join `room` from another process: its place here, and what carries its frames there.
 fn take(
     cluster: &Arc<Cluster>,
-    hub: &Arc<Hub>,
+    relay: &Arc<Relay>,
     room: &str,
     ask: &[u8],
 ) -> Result<(String, Remote), Slot> {
@@ -268,7 +274,7 @@ fn take(
         .to_owned();
     let is_agent = ask.get("agent").and_then(Value::as_bool).unwrap_or(false);
     let key = ask.get("key").and_then(Value::as_str).map(str::to_owned);
-    let joined = relay::join(hub, room, is_agent, key)?;
+    let joined = relay.join(room, is_agent, key)?;
     let side = joined.side();
     let carrier = Task::spawn(carry(
         cluster.clone(),

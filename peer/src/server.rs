@@ -24,8 +24,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
 use crate::control::Envelope;
-use crate::hub::{Hub, Registration, Slot};
+use crate::hub::{Registration, Slot};
 use crate::security::{default_token_file, Access, Guard, Origin, Refusal};
+use crate::switchboard::Switchboard;
 use crate::token::{Source, Token, NEW_TOKEN_FLAG, TOKEN_ENV};
 
 /// What every server mode accepts on its command line.
@@ -367,11 +368,15 @@ impl Server {
     }
 
     /// Prints `abp-peer listening on ws://HOST:PORT` on stderr and serves `routes` until the process ends.
-    pub(crate) async fn run(self, routes: Routes, hub: Arc<Hub>) -> std::io::Result<()> {
+    pub(crate) async fn run(
+        self,
+        routes: Routes,
+        switchboard: Arc<Switchboard>,
+    ) -> std::io::Result<()> {
         let state = Arc::new(Served {
             guard: self.guard,
             routes,
-            hub,
+            switchboard,
             token_file: self.token_file,
             max_message_bytes: self.max_message_bytes,
             app_ping: self.app_ping,
@@ -484,7 +489,7 @@ pub(crate) fn stop_signal() -> impl std::future::Future<Output = ()> {
 struct Served {
     guard: Guard,
     routes: Routes,
-    hub: Arc<Hub>,
+    switchboard: Arc<Switchboard>,
     token_file: Option<PathBuf>,
     max_message_bytes: usize,
     app_ping: Duration,
@@ -594,7 +599,7 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
         Ok(place) => place,
         Err(r) => return refused(&path, r),
     };
-    let hub = s.hub.clone();
+    let switchboard = s.switchboard.clone();
     let ping = s.app_ping;
     upgrade
         // tungstenite allocates the whole read buffer per connection up front (128 KiB by default); most of these
@@ -607,14 +612,18 @@ async fn handle(State(s): State<Arc<Served>>, request: Request) -> Response {
             match (endpoint, place) {
                 (Endpoint::Agent { room }, Place::Agent(registration)) => {
                     let dialect = dialect_of(chosen);
-                    crate::agent::serve(socket, hub, registration, room, dialect, ping).await
+                    let to = room.clone();
+                    let events = move |event| switchboard.emit_from_agent(&to, event);
+                    crate::agent::serve(socket, registration, events, room, dialect, ping).await
                 }
                 (Endpoint::Relay { .. }, Place::Relay(joined)) => {
                     crate::relay_remote::serve(socket, joined, ping).await
                 }
-                (Endpoint::Control { room }, _) => crate::control::serve(socket, hub, room).await,
+                (Endpoint::Control { room }, _) => {
+                    crate::controller::serve(socket, switchboard, room).await
+                }
                 (Endpoint::McpHost { room }, _) => {
-                    crate::mcp_host::serve_host(socket, hub, room).await
+                    crate::mcp_host::serve_host(socket, switchboard, room).await
                 }
                 _ => {}
             }
@@ -686,10 +695,17 @@ async fn place(
     path: &str,
 ) -> Result<Place, Refusal> {
     let place = match endpoint {
-        Endpoint::Agent { room } => attach_agent(&s.hub, room, key.as_deref()).await,
-        Endpoint::Relay { room, agent } => crate::relay_remote::join(&s.hub, room, *agent, key)
+        Endpoint::Agent { room } => s
+            .switchboard
+            .attach_agent(room, key.as_deref())
             .await
-            .map(|place| place.map(Place::Relay)),
+            .map(|place| place.map(Place::Agent)),
+        Endpoint::Relay { room, agent } => {
+            let (relay, cluster) = (&s.switchboard.relay, s.switchboard.cluster.as_ref());
+            crate::relay_remote::join(relay, cluster, room, *agent, key)
+                .await
+                .map(|place| place.map(Place::Relay))
+        }
         _ => Ok(Ok(Place::None)),
     };
     // With `--nats`, NATS did not answer: the room may be held where this process cannot see.
@@ -710,37 +726,6 @@ async fn place(
             ),
         },
     })
-}
-
-/// An app's place in its room: here, unless another app holds it (with `--nats`, on any process). With `--nats`,
-/// the room is then served to the other processes before the app is told it joined.
-async fn attach_agent(
-    hub: &Arc<Hub>,
-    room: &str,
-    key: Option<&str>,
-) -> Result<Result<Place, Slot>, String> {
-    if let Some(cluster) = &hub.cluster {
-        match cluster.claim(room, key).await? {
-            Slot::Free | Slot::Retake => {}
-            refused => return Ok(Err(refused)),
-        }
-    }
-    let mut registration = match hub.try_attach_agent(room, key) {
-        Ok(r) => r,
-        Err(refused) => return Ok(Err(refused)),
-    };
-    if let Some(cluster) = &hub.cluster {
-        let task = cluster
-            .hold(
-                hub.clone(),
-                room.to_owned(),
-                key.map(str::to_owned),
-                registration.id(),
-            )
-            .await?;
-        registration.serve_with(task);
-    }
-    Ok(Ok(Place::Agent(registration)))
 }
 
 /// A room's side, taken for a connection before its upgrade is answered.

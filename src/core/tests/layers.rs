@@ -1,5 +1,11 @@
 //! The core is built in layers, each using only the ones below it, so that a room can be read (and changed)
 //! knowing only what it stands on: no module of the core reaches up or sideways.
+//!
+//! The same holds for the peer's modules (`peer/src`), checked the other way round: none of them reaches back
+//! to itself through the modules it names. Beside these, two checks of the sources of both crates: no function
+//! runs over 100 lines, and the MCP gateway's endpoint does no IO.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Bottom to top; a module may use the modules of the layers before its own.
 const LAYERS: &[&[&str]] = &[
@@ -256,4 +262,170 @@ fn the_gateway_endpoint_touches_no_io() {
         read += 1;
     }
     assert!(read >= 2, "read {read} files of peer/src/gateway");
+}
+
+/// The peer's modules (`peer/src`) and the modules each names in code (`crate::x`): a file `x.rs` or a folder
+/// `x/` is the module `x`, every file in the folder counting as `x`, so that a new one is read without being
+/// listed. A module naming itself is left out.
+fn peer_uses() -> BTreeMap<String, BTreeSet<String>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peer/src");
+    let mut uses = BTreeMap::new();
+    for path in super::rust_files(&["peer/src"]) {
+        let module = path
+            .strip_prefix(&root)
+            .ok()
+            .and_then(|p| p.components().next())
+            .and_then(|c| c.as_os_str().to_str())
+            .map(|name| name.trim_end_matches(".rs").to_owned())
+            .expect("a file under peer/src");
+        let source = std::fs::read_to_string(&path).expect("a readable source");
+        let named: &mut BTreeSet<String> = uses.entry(module.clone()).or_default();
+        named.extend(
+            crate_uses(&source)
+                .into_iter()
+                .filter(|name| *name != module),
+        );
+    }
+    uses
+}
+
+/// The modules a source names as `crate::x`, comments and `#[cfg(test)]` modules left out (the code is
+/// rustfmt'ed, so such a module ends at the first line that is `}`).
+fn crate_uses(source: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut lines = source.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("mod ") && next.ends_with('{'))
+        {
+            lines.by_ref().find(|l| *l == "}");
+            continue;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        for (at, _) in code.match_indices("crate::") {
+            // `crate::` as a path's first word, not the end of another (`my_crate::`).
+            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let name: String = code[at + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// The circles of `uses`: each set of more than one module in which every module reaches every other by the
+/// modules they name (a strongly connected component of the graph).
+fn circles(uses: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    let reach = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut next = vec![from.to_owned()];
+        while let Some(module) = next.pop() {
+            for named in uses.get(&module).into_iter().flatten() {
+                if seen.insert(named.clone()) {
+                    next.push(named.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&str, _> = uses.keys().map(|m| (m.as_str(), reach(m))).collect();
+    let mut circles: Vec<BTreeSet<String>> = Vec::new();
+    for (module, reaches) in &reached {
+        if circles.iter().any(|c| c.contains(*module)) {
+            continue;
+        }
+        let circle: BTreeSet<String> = reaches
+            .iter()
+            .filter(|other| {
+                reached
+                    .get(other.as_str())
+                    .is_some_and(|r| r.contains(*module))
+            })
+            .cloned()
+            .collect();
+        if circle.len() > 1 {
+            circles.push(circle);
+        }
+    }
+    circles
+}
+
+/// The peer is built in floors too (STYLE.md: a lower file never names a higher one), whatever their order:
+/// no module of `peer/src` reaches back to itself through the modules it names. A failure names each circle with
+/// the uses inside it, one of which has to go.
+#[test]
+fn no_module_of_the_peer_is_in_a_circle() {
+    let uses = peer_uses();
+    // The check read the sources: the server stands on the hub, the cluster on the link to NATS.
+    for (module, named) in [("server", "hub"), ("cluster", "nats"), ("relay", "hub")] {
+        assert!(
+            uses.get(module).is_some_and(|u| u.contains(named)),
+            "`{module}` does not use `{named}`?"
+        );
+    }
+    let found: Vec<String> = circles(&uses)
+        .iter()
+        .map(|circle| {
+            let inside: Vec<String> = circle
+                .iter()
+                .flat_map(|m| {
+                    uses[m]
+                        .iter()
+                        .filter(|n| circle.contains(*n))
+                        .map(move |n| format!("{m} → {n}"))
+                })
+                .collect();
+            format!("{circle:?}: {}", inside.join(", "))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "modules of peer/src name each other in a circle (cut one use of each):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_reader_of_the_peer_s_uses_skips_comments_and_tests() {
+    let source = "use crate::hub::{lock, Rooms};\n\
+        /// See [`crate::relay`].\n\
+        let x = crate::nats::GONE_AFTER; // crate::mcp\n\
+        let y = abp_crate::x;\n\
+        #[cfg(test)]\n\
+        mod tests {\n    use crate::server;\n}\n\
+        use crate::ws::Conn;";
+    assert_eq!(crate_uses(source), ["hub", "nats", "ws"]);
+    let uses = |edges: &[(&str, &str)]| {
+        let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in edges {
+            uses.entry((*from).to_owned())
+                .or_default()
+                .insert((*to).to_owned());
+            uses.entry((*to).to_owned()).or_default();
+        }
+        uses
+    };
+    let found = circles(&uses(&[
+        ("a", "b"),
+        ("b", "c"),
+        ("c", "a"),
+        ("d", "a"),
+        ("d", "e"),
+        ("e", "d"),
+        ("f", "a"),
+    ]));
+    let names = |c: &BTreeSet<String>| c.iter().cloned().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        found.iter().map(names).collect::<Vec<_>>(),
+        ["a b c", "d e"]
+    );
+    assert!(circles(&uses(&[("a", "b"), ("b", "c"), ("a", "c")])).is_empty());
 }

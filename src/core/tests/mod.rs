@@ -5,7 +5,8 @@
 //! `disconnect`, `robustness`, `messages`, and `conformance` (the rest of the reference rules). The other
 //! dialects: `mcp` and `mcp_modern` (its stateless era), `acp`, `tesseron`, and `dialects` (the list of dialects and what is derived from it).
 //! Around them: `connection` (the connections as their drivers use them), `fastpath` (the JavaScript
-//! builders and reader in the JS snippets against the codec) and `layers` (no module of the core reaches up).
+//! builders and reader in the JS snippets against the codec) and `layers` (no module of the core reaches up,
+//! and none of the peer's names another in a circle).
 
 mod pair;
 
