@@ -310,13 +310,15 @@ impl Remote {
                     *heard = Instant::now();
                 }
             }
-            _ => {
+            "left" => {
                 if let Some((host, _)) = here.remove(&key) {
                     let _ = self
                         .hub
                         .to_mcp_gateway(&self.room, HostInput::Left { host });
                 }
             }
+            // A kind this version does not know (another version of abp-peer on the same NATS server).
+            _ => {}
         }
     }
 

@@ -117,6 +117,8 @@ impl<S: Stream> Router<S> {
         principal: String,
         stream: S,
     ) {
+        // A request under a key still open (its host used the id again) takes its place.
+        let _ = self.take(&key);
         let token = token.map(|(known, written)| (key_of(&known), written));
         if let Some((known, _)) = &token {
             self.tokens.insert(known.clone(), key.clone());
@@ -129,9 +131,7 @@ impl<S: Stream> Router<S> {
             principal,
             order: self.next,
         };
-        if let Some(old) = self.requests.insert(key, pending) {
-            self.forget_token(&old);
-        }
+        self.requests.insert(key, pending);
     }
 
     /// What names no request goes to `stream` from now on.
@@ -142,7 +142,7 @@ impl<S: Stream> Router<S> {
     /// The request `key` is no longer awaited (its stream closed, or it went elsewhere): its stream.
     pub(crate) fn take(&mut self, key: &str) -> Option<S> {
         let pending = self.requests.remove(key)?;
-        self.forget_token(&pending);
+        self.forget_token(key, &pending);
         Some(pending.stream)
     }
 
@@ -175,15 +175,16 @@ impl<S: Stream> Router<S> {
     /// ends its request (the stream is dropped after `deliver`, which ends it).
     pub(crate) fn route(&mut self, mut message: Value, deliver: impl FnOnce(&S, Value)) -> Routed {
         if self.spills {
-            self.requests.retain(|_, p| p.stream.is_open());
+            self.forget_closed();
         }
-        if shape_of(&message) == Shape::Response {
+        let shape = shape_of(&message);
+        if shape == Shape::Response {
             let key = key_of(&message["id"]);
             let Some(pending) = self.requests.remove(&key) else {
                 let id = message["id"].clone();
                 return Routed::Unknown(id, message);
             };
-            self.forget_token(&pending);
+            self.forget_token(&key, &pending);
             message["id"] = pending.id;
             deliver(&pending.stream, message);
             return Routed::Delivered;
@@ -215,7 +216,24 @@ impl<S: Stream> Router<S> {
             deliver(&pending.stream, message);
             return Routed::Delivered;
         }
+        if shape == Shape::Other {
+            // An answer to nothing (an error without an id): no stream of a request waits for it.
+            return Routed::Unclaimed(message);
+        }
         self.spill(message, deliver)
+    }
+
+    /// Requests whose streams closed: forgotten, with their tokens (their host reads nothing more of them).
+    fn forget_closed(&mut self) {
+        let closed: Vec<String> = self
+            .requests
+            .iter()
+            .filter(|(_, p)| !p.stream.is_open())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in closed {
+            let _ = self.take(&key);
+        }
     }
 
     /// What names no request: to the listening stream, else the newest request's, if this router spills.
@@ -257,14 +275,17 @@ impl<S: Stream> Router<S> {
     /// As [`Router::abandon`], for the request `key` alone.
     pub(crate) fn abandon_one(&mut self, key: &str, why: &str) -> Option<(S, Value)> {
         let pending = self.requests.remove(key)?;
-        self.forget_token(&pending);
+        self.forget_token(key, &pending);
         let error = error_to(Some(pending.id), rpc::INTERNAL_ERROR, why, None);
         Some((pending.stream, error))
     }
 
-    fn forget_token(&mut self, pending: &Pending<S>) {
+    /// Forgets the token of request `key`, unless another request has taken it since.
+    fn forget_token(&mut self, key: &str, pending: &Pending<S>) {
         if let Some((known, _)) = &pending.token {
-            self.tokens.remove(known);
+            if self.tokens.get(known).is_some_and(|k| k == key) {
+                self.tokens.remove(known);
+            }
         }
     }
 }
@@ -451,6 +472,41 @@ mod tests {
         );
         let (key, stream) = r.take_named("alice", &json!(5)).unwrap();
         assert_eq!((key, stream.0), (key_of(&json!("g-1")), "a"));
+    }
+
+    #[test]
+    fn a_token_two_requests_share_stays_with_the_one_still_running() {
+        let mut r = Router::new(true);
+        let token = || Some((json!("t"), json!("t")));
+        r.open(
+            key_of(&json!(1)),
+            json!(1),
+            token(),
+            String::new(),
+            Named("first", true),
+        );
+        r.open(
+            key_of(&json!(2)),
+            json!(2),
+            token(),
+            String::new(),
+            Named("second", true),
+        );
+        routed(&mut r, json!({ "id": 1, "result": {} }));
+        let progress =
+            json!({ "method": "notifications/progress", "params": { "progressToken": "t" } });
+        assert_eq!(routed(&mut r, progress).unwrap().0, "second");
+    }
+
+    #[test]
+    fn an_answer_to_nothing_is_not_spilled_onto_a_stream() {
+        let mut r = Router::new(true);
+        r.listen(Named("get", true));
+        let error = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600 } });
+        assert!(matches!(
+            r.route(error, |_, _| panic!()),
+            Routed::Unclaimed(_)
+        ));
     }
 
     #[test]
