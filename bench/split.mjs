@@ -1,0 +1,107 @@
+// What a page would fetch before it is connected if each role build's wasm were split by binaryen's wasm-split
+// (`npm run bench:split`, after `npm run build`). The tool is scripts/wasm-split.sh's (binaryen 132, built once), or
+// WASM_SPLIT=<path> (132 or later: older ones cannot read this wasm). Nothing here changes the package: it measures
+// how far a split would take the bytes before connected.
+//
+// 1. Each role build's wasm (pkg/agent, pkg/app) is instrumented (`wasm-split --instrument`): the copy records which
+//    functions ran, and exports `__write_profile`.
+// 2. bench/load.mjs's two pages load the instrumented copies in Chromium (a host and its app in a frame, two
+//    origins): connect, and one call. Each side then writes its profile, which the page posts here.
+// 3. Each wasm is split by its profile (`wasm-split --split`): the primary module keeps what connecting and a first
+//    call ran, the secondary the rest, which a page would load on its first use.
+// Printed: per role build, the primary, the secondary and the whole wasm gzipped, and what a page would fetch
+// before it is connected (its module, abp_wasm.js, as it is now, plus the primary) against what it fetches today,
+// counted as bench/bytes.mjs counts them.
+import { execFileSync } from 'node:child_process';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { serve } from '../www/serve.mjs';
+import { reports, runPage } from './direct.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const tool = process.env.WASM_SPLIT
+  ?? execFileSync('bash', [`${root}scripts/wasm-split.sh`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+const version = execFileSync(tool, ['--version'], { encoding: 'utf8' }).trim();
+const out = `${root}target/split`;
+const roles = ['agent', 'app'];
+const parts = await readFile(new URL('load/parts.js', import.meta.url), 'utf8');
+
+// The wasm features rustc and wasm-opt use here (the tool must read them, and write nothing a browser lacks).
+const features = ['--enable-sign-ext', '--enable-mutable-globals', '--enable-nontrapping-float-to-int',
+  '--enable-bulk-memory', '--enable-bulk-memory-opt', '--enable-reference-types', '--enable-multivalue'];
+await rm(out, { recursive: true, force: true });
+for (const role of roles) {
+  await mkdir(`${out}/inst/${role}`, { recursive: true });
+  await cp(`${root}pkg/${role}`, `${out}/inst/${role}`, { recursive: true });
+  execFileSync(tool, ['--instrument', ...features, `${root}pkg/${role}/abp_wasm_bg.wasm`,
+    '-o', `${out}/inst/${role}/abp_wasm_bg.wasm`]);
+}
+
+// In both pages, after bench/load/parts.js: keep the instance that has `__write_profile`, and write its profile on
+// request. The host asks the app for its profile once its first call is answered, and reports both with its times.
+const capture = `<script>
+(() => {
+  let instance;
+  const instantiate = WebAssembly.instantiate;
+  WebAssembly.instantiate = async (...args) => {
+    const r = await instantiate.apply(WebAssembly, args);
+    const i = r.instance ?? r;
+    if (i.exports.__write_profile) instance = i;
+    return r;
+  };
+  const profile = () => {
+    // The build's exports have short names, its allocator's too: the profile goes into a page grown for it, past
+    // everything the allocator holds (the page is written once, at the end).
+    const e = instance.exports;
+    const memory = Object.values(e).find((v) => v instanceof WebAssembly.Memory);
+    const size = e.__write_profile(0, 0);
+    const at = memory.grow(Math.ceil(size / 65536)) * 65536;
+    e.__write_profile(at, size);
+    const bytes = new Uint8Array(memory.buffer, at, size);
+    let s = '';
+    for (const b of bytes) s += String.fromCharCode(b);
+    return btoa(s);
+  };
+  if (window === top) {
+    const replied = new Promise((ok) => addEventListener('message', (e) => { if (e.data?.profile) ok(e.data.profile); }));
+    const finish = window.finish;
+    window.finish = async (times) => {
+      const agent = profile();
+      document.querySelector('iframe').contentWindow.postMessage({ writeProfile: true }, '*');
+      finish({ ...times, profiles: { agent, app: await replied } });
+    };
+  } else {
+    addEventListener('message', (e) => { if (e.data?.writeProfile) parent.postMessage({ profile: profile() }, '*'); });
+  }
+})();
+</script>`;
+
+const pages = reports();
+const server = await serve(0, {
+  onPost: pages.onPost,
+  inject: (path) => (path === '/bench/load/host.html' || path === '/bench/load/app.html' ? `<script>${parts}</script>${capture}` : undefined),
+});
+const { port } = server.address();
+const url = `http://127.0.0.1:${port}/bench/load/host.html?build=role&pkg=/target/split/inst&app=http://localhost:${port}`;
+const { times } = await runPage('chromium', url, pages, { timeoutMs: 60000 });
+server.close();
+
+const gz = (bytes) => gzipSync(bytes, { level: 9 }).length;
+const kb = (n) => (n / 1000).toFixed(1);
+console.log(`wasm-split (${version}) by a profile of connecting and one call (Chromium), each role build; KB gzipped`);
+console.log('');
+console.log('| build | wasm now | primary | secondary | JS | before connected now | before connected, split |');
+console.log('|---|---|---|---|---|---|---|');
+for (const role of roles) {
+  const dir = `${out}/${role}`;
+  await mkdir(dir, { recursive: true });
+  await writeFile(`${dir}/profile`, Buffer.from(times.profiles[role], 'base64'));
+  execFileSync(tool, ['--split', ...features, `${root}pkg/${role}/abp_wasm_bg.wasm`, `--profile=${dir}/profile`,
+    '-o1', `${dir}/primary.wasm`, '-o2', `${dir}/secondary.wasm`]);
+  const whole = gz(await readFile(`${root}pkg/${role}/abp_wasm_bg.wasm`));
+  const primary = gz(await readFile(`${dir}/primary.wasm`));
+  const secondary = gz(await readFile(`${dir}/secondary.wasm`));
+  const js = gz(await readFile(`${root}pkg/${role}/abp_wasm.js`));
+  console.log(`| ${role} | ${kb(whole)} | ${kb(primary)} | ${kb(secondary)} | ${kb(js)} | ${kb(js + whole)} | ${kb(js + primary)} |`);
+}
