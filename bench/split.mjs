@@ -11,12 +11,15 @@
 //    call ran, the secondary the rest, which a page would load on its first use.
 // Printed: per role build, the primary, the secondary and the whole wasm gzipped, and what a page would fetch
 // before it is connected (its module, abp_wasm.js, as it is now, plus the primary) against what it fetches today,
-// counted as bench/bytes.mjs counts them.
+// counted as bench/bytes.mjs counts them. Then where the primary's code is: each build is built once more with its
+// function names (as bench/bytes.mjs does; the same code), and each function the profile kept is charged to the
+// Rust module its name starts in (bench/bytes.mjs's parts).
 import { execFileSync } from 'node:child_process';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { serve } from '../www/serve.mjs';
+import { partOf, readWasm } from './bytes.mjs';
 import { reports, runPage } from './direct.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -104,4 +107,34 @@ for (const role of roles) {
   const secondary = gz(await readFile(`${dir}/secondary.wasm`));
   const js = gz(await readFile(`${root}pkg/${role}/abp_wasm.js`));
   console.log(`| ${role} | ${kb(whole)} | ${kb(primary)} | ${kb(secondary)} | ${kb(js)} | ${kb(js + whole)} | ${kb(js + primary)} |`);
+}
+
+// Where each primary's code is: the functions the profile kept, by part, in a build with names (the same code).
+const names = `${root}target/split-named`;
+for (const role of roles) {
+  execFileSync('bash', [`${root}scripts/build.sh`, '--wasm-only', `${names}/${role}`, '--no-default-features', '--features', role],
+    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ABP_WASM_OPT_G: '-g' } });
+  const printed = execFileSync(tool, [`--print-profile=${out}/${role}/profile`, ...features, `${root}pkg/${role}/abp_wasm_bg.wasm`],
+    { encoding: 'utf8' });
+  // The profile names a function by its place among the module's own functions (after the imported ones).
+  const kept = new Set(printed.split('\n').filter((l) => l.startsWith('+ ')).map((l) => Number(l.slice(2))));
+  const named = readWasm(await readFile(`${names}/${role}/abp_wasm_bg.wasm`));
+  const shipped = readWasm(await readFile(`${root}pkg/${role}/abp_wasm_bg.wasm`));
+  if (named.bodies.some((b, i) => Buffer.compare(b.bytes, shipped.bodies[i]?.bytes ?? Buffer.alloc(0)) !== 0)) {
+    throw new Error(`the ${role} build with names has other code than pkg/'s: run \`npm run build\` first`);
+  }
+  const first = Math.min(...named.bodies.map((b) => b.index));
+  const parts = new Map();
+  for (const b of named.bodies.filter((b) => kept.has(b.index - first))) {
+    const part = partOf(b.name);
+    parts.set(part, [...(parts.get(part) ?? []), b.bytes]);
+  }
+  const rows = [...parts].map(([part, bytes]) => ({ part, raw: bytes.reduce((n, b) => n + b.length, 0), gz: gz(Buffer.concat(bytes)) }))
+    .sort((a, b) => b.gz - a.gz);
+  console.log('');
+  console.log(`The ${role} primary's code: ${kept.size} of ${named.bodies.length} functions; each part gzipped alone (data, ${kb(gz(Buffer.concat(named.data)))} KB, is all in the primary)`);
+  console.log('');
+  console.log('| part | raw B | gzipped B |');
+  console.log('|---|---|---|');
+  for (const r of rows) console.log(`| ${r.part} | ${r.raw} | ${r.gz} |`);
 }
