@@ -233,9 +233,18 @@ struct StdioFollowed {
 
 impl Followed for StdioFollowed {
     fn sent(&self, message: &Value) {
-        if shape_of(message) == Shape::Request {
-            let id = message["id"].clone();
-            lock(&self.router).open(key_of(&id), id, None, String::new(), ());
+        match shape_of(message) {
+            Shape::Request => {
+                let id = message["id"].clone();
+                lock(&self.router).open(key_of(&id), id, None, String::new(), ());
+            }
+            // A request the host cancelled is answered by nobody, not even when that gateway goes.
+            Shape::Notification if message["method"] == "notifications/cancelled" => {
+                if let Some(id) = message.pointer("/params/requestId") {
+                    let _ = lock(&self.router).take(&key_of(id));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -588,4 +597,40 @@ pub(crate) async fn main(args: Args) -> Result<(), String> {
     serving.abort();
     server::remove_token_file(token_file.as_deref());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn followed() -> (StdioFollowed, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+        let (out, said) = unbounded_channel();
+        let router = std::sync::Mutex::new(Router::new(false));
+        (StdioFollowed { out, router }, said)
+    }
+
+    #[test]
+    fn a_request_left_waiting_where_the_host_was_served_is_answered_when_that_gateway_goes() {
+        let (f, mut said) = followed();
+        f.sent(&json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call" }));
+        f.abandon("gone");
+        let error = said.try_recv().expect("an error for the request");
+        assert_eq!(
+            (&error["id"], &error["error"]["message"]),
+            (&json!(7), &json!("gone"))
+        );
+    }
+
+    #[test]
+    fn a_request_the_host_cancelled_is_not_answered_when_that_gateway_goes() {
+        let (f, mut said) = followed();
+        f.sent(&json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call" }));
+        f.sent(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7 } }));
+        f.abandon("gone");
+        assert!(
+            said.try_recv().is_err(),
+            "nothing is written for a cancelled request"
+        );
+    }
 }

@@ -18,7 +18,8 @@
 //! `Mcp-Session-Id`; the session is a host of its own in the gateway, as on stdio. Its requests are answered on
 //! their POST, its notifications and answers are 202, a GET opens the stream for what the server says unasked
 //! (`list_changed`, and `elicitation/create` when no request stream is open), and DELETE ends it (its calls are
-//! cancelled in the app). In that era a closed stream is not a cancel: the client POSTs `notifications/cancelled`.
+//! cancelled in the app). In that era a closed stream is not a cancel: the client POSTs `notifications/cancelled`,
+//! and the cancelled request's stream, if still open, ends with no response.
 //! With `--nats` a session follows the app: while the app is on another process, the session's lines go to that
 //! process's gateway (see [`crate::mcp_remote`]).
 //!
@@ -996,7 +997,15 @@ async fn in_session(
                 return session_request(e, session, message, &parts.headers).await;
             }
             // A notification (`notifications/cancelled` among them: this era's cancel), or an answer to the
-            // server's question.
+            // server's question. A cancelled request gets no response: its stream ends now, rather than stay open
+            // for one.
+            if message["method"] == "notifications/cancelled" {
+                if let Some(id) = message.pointer("/params/requestId") {
+                    if let Some(stream) = lock(&session.router).take(&key_of(id)) {
+                        let _ = stream.send(Said::EndedByNotice);
+                    }
+                }
+            }
             match to_session_host(e, session, message).await {
                 true => StatusCode::ACCEPTED.into_response(),
                 false => rpc_error(

@@ -843,6 +843,32 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     let t0 = Instant::now();
     legacy_cancel(&g, &sid, 5).await;
     app.aborted_after(&call_id, t0).await;
+    // And the cancelled call's stream, still open, ends with no response rather than wait for one.
+    let slow = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
+    let stream = request(
+        &g,
+        "POST",
+        "/mcp",
+        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
+        &slow.to_string(),
+    );
+    let (call_id, _) = app.started().await;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a read timeout");
+    let t0 = Instant::now();
+    legacy_cancel(&g, &sid, 8).await;
+    app.aborted_after(&call_id, t0).await;
+    let (status, head, body) = blocking(move || answer(stream)).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "the cancelled call's stream stayed open: {head}\n{body}"
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(
+        events(&body).iter().all(|m| m.get("id").is_none()),
+        "a response was written after the cancel: {body}"
+    );
 
     // DELETE ends the session: its calls are cancelled in the app, and its id is unknown after.
     let slow = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
