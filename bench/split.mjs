@@ -138,3 +138,70 @@ for (const role of roles) {
   console.log('|---|---|---|');
   for (const r of rows) console.log(`| ${r.part} | ${r.raw} | ${r.gz} |`);
 }
+
+// SPLIT_PKG=1: a copy of the role builds that loads split, in target/split/pkg (for `LOAD_AB=target/split/pkg node
+// bench/load.mjs`): each build's primary as its wasm, the secondary beside it, and its module with a loader in front.
+// The loader gives the primary its placeholders, and once the page is idle after the primary started (connecting
+// waits for the app: idle time) it fetches and compiles the secondary. The first placeholder called instantiates it
+// on the primary's table and memory (fetching it at once, in one synchronous request, if it has not arrived: a
+// placeholder must answer before it returns) and calls the function it put there. A profile that covers connecting
+// and the first call leaves none to call before.
+const loader = `const __splitSecondary = new URL('abp_wasm_bg.secondary.wasm', import.meta.url);
+let __splitPrimary;
+let __splitTable;
+let __splitModule;
+const __splitFetch = () => {
+  const request = new XMLHttpRequest();
+  request.open('GET', __splitSecondary, false);
+  request.overrideMimeType('text/plain; charset=x-user-defined');
+  request.send();
+  const text = request.responseText;
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i) & 255;
+  return new WebAssembly.Module(bytes);
+};
+const __splitLoad = () => {
+  if (__splitTable) return;
+  const module = __splitModule ?? __splitFetch();
+  new WebAssembly.Instance(module, { primary: __splitPrimary.exports });
+  // The table the placeholders sit in is the one wasm-split added last (before it: the module's own function table).
+  const tables = WebAssembly.Module.imports(module).filter((i) => i.kind === 'table' && i.name !== '__wbindgen_externrefs');
+  __splitTable = __splitPrimary.exports[tables[tables.length - 1].name];
+};
+{
+  const instantiate = WebAssembly.instantiate;
+  WebAssembly.instantiate = async function (module, imports) {
+    if (!(module instanceof WebAssembly.Module)) return instantiate.apply(WebAssembly, arguments);
+    const placeholders = {};
+    for (const i of WebAssembly.Module.imports(module)) {
+      if (i.module === 'placeholder.deferred') {
+        placeholders[i.name] = (...args) => { __splitLoad(); return __splitTable.get(Number(i.name))(...args); };
+      }
+    }
+    const instance = await instantiate.call(WebAssembly, module, { ...imports, 'placeholder.deferred': placeholders });
+    __splitPrimary = instance;
+    const idle = globalThis.requestIdleCallback ?? ((f) => setTimeout(f, 50));
+    idle(() => WebAssembly.compileStreaming(fetch(__splitSecondary)).then((m) => { __splitModule = m; }, () => {}));
+    return instance;
+  };
+  // (The load bench's pages have already split it into these two steps, and time them.)
+  if (String(WebAssembly.instantiateStreaming).includes('[native code]')) {
+    WebAssembly.instantiateStreaming = async (source, imports) => {
+      const module = await WebAssembly.compileStreaming(source);
+      return { module, instance: await WebAssembly.instantiate(module, imports) };
+    };
+  }
+}
+`;
+if (process.env.SPLIT_PKG) {
+  for (const role of roles) {
+    const dir = `${out}/pkg/${role}`;
+    await mkdir(dir, { recursive: true });
+    await cp(`${root}pkg/${role}`, dir, { recursive: true });
+    await cp(`${out}/${role}/primary.wasm`, `${dir}/abp_wasm_bg.wasm`);
+    await cp(`${out}/${role}/secondary.wasm`, `${dir}/abp_wasm_bg.secondary.wasm`);
+    await writeFile(`${dir}/abp_wasm.js`, loader + await readFile(`${root}pkg/${role}/abp_wasm.js`, 'utf8'));
+  }
+  console.log('');
+  console.log(`A copy that loads split: ${out}/pkg (LOAD_AB=target/split/pkg node bench/load.mjs)`);
+}
