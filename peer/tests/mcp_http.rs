@@ -824,14 +824,7 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     );
 
     // The stream of a running call closes: in this era that is no cancel.
-    let slow = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
-    let stream = request(
-        &g,
-        "POST",
-        "/mcp",
-        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
-        &slow.to_string(),
-    );
+    let stream = slow_in_session(&g, &sid, 5);
     let (call_id, _) = app.started().await;
     drop(stream);
     let quiet = tokio::time::timeout(Duration::from_millis(700), app.next("nothing")).await;
@@ -844,14 +837,7 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     legacy_cancel(&g, &sid, 5).await;
     app.aborted_after(&call_id, t0).await;
     // And the cancelled call's stream, still open, ends with no response rather than wait for one.
-    let slow = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
-    let stream = request(
-        &g,
-        "POST",
-        "/mcp",
-        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
-        &slow.to_string(),
-    );
+    let stream = slow_in_session(&g, &sid, 8);
     let (call_id, _) = app.started().await;
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -871,14 +857,7 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
     );
 
     // DELETE ends the session: its calls are cancelled in the app, and its id is unknown after.
-    let slow = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
-    let _stream = request(
-        &g,
-        "POST",
-        "/mcp",
-        &legacy_headers(Some(&sid), "application/json, text/event-stream"),
-        &slow.to_string(),
-    );
+    let _stream = slow_in_session(&g, &sid, 6);
     let (call_id, _) = app.started().await;
     let t0 = Instant::now();
     let deleted = blocking(|| {
@@ -900,4 +879,16 @@ async fn a_2025_11_25_session_where_a_closed_stream_is_not_a_cancel() {
         404
     );
     app.leave();
+}
+
+/// Session `sid`'s `tools/call` of the app's `slow` capability as request `id`, POSTed: its connection.
+fn slow_in_session(g: &Gateway, sid: &str, id: u64) -> TcpStream {
+    let slow = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "slow", "arguments": {} } });
+    request(
+        g,
+        "POST",
+        "/mcp",
+        &legacy_headers(Some(sid), "application/json, text/event-stream"),
+        &slow.to_string(),
+    )
 }

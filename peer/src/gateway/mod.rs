@@ -952,6 +952,28 @@ mod tests {
             self.commands.pop_front().expect("a command for the app")
         }
 
+        /// The app asks `e1` (a confirmation) in the call it was sent last.
+        fn app_asks_in_the_call(&mut self) {
+            let Command::Call { call_id, .. } = self.next_command() else {
+                panic!("the tool call goes to the app")
+            };
+            self.app(Event::Elicitation {
+                id: "e1".into(),
+                call_id,
+                request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
+            });
+        }
+
+        /// A modern host calls the `ask` tool as request `id` (declaring elicitation or not): the app's call id.
+        fn call_ask(&mut self, id: u64, elicitation: bool) -> Option<String> {
+            let ask = json!({ "name": "ask", "arguments": {} });
+            self.host(&modern_request(id, "tools/call", ask, elicitation));
+            let Command::Call { call_id, .. } = self.next_command() else {
+                panic!("the tool call goes to the app")
+            };
+            call_id
+        }
+
         /// The gateway's answer to the app's elicitation `id`: the next command the app gets must be it.
         fn answer_to(&mut self, id: &str) -> Value {
             match self.next_command() {
@@ -998,14 +1020,7 @@ mod tests {
     #[test]
     fn an_elicitation_for_a_host_without_the_capability_is_not_supported() {
         let mut t = gateway(json!({}));
-        let Command::Call { call_id, .. } = t.next_command() else {
-            panic!("the tool call goes to the app")
-        };
-        t.app(Event::Elicitation {
-            id: "e1".into(),
-            call_id,
-            request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
-        });
+        t.app_asks_in_the_call();
         assert_eq!(t.answer_to("e1")["error"]["code"], "NOT_SUPPORTED");
         assert!(
             !t.lines.iter().any(|l| l.contains("elicitation/create")),
@@ -1017,14 +1032,7 @@ mod tests {
     #[test]
     fn an_elicitation_for_a_host_with_it_is_asked_and_its_answer_goes_back() {
         let mut t = gateway(json!({ "elicitation": {} }));
-        let Command::Call { call_id, .. } = t.next_command() else {
-            panic!("the tool call goes to the app")
-        };
-        t.app(Event::Elicitation {
-            id: "e1".into(),
-            call_id,
-            request: json!({ "method": "elicitation/confirm", "params": { "message": "Sure?" } }),
-        });
+        t.app_asks_in_the_call();
         let asked: Value = t
             .lines
             .iter()
@@ -1106,15 +1114,7 @@ mod tests {
         );
         assert_eq!(out[1]["result"]["tools"][0]["name"], "ask");
         assert_eq!(out[1]["result"]["cacheScope"], "private");
-        t.host(&modern_request(
-            3,
-            "tools/call",
-            json!({ "name": "ask", "arguments": {} }),
-            false,
-        ));
-        let Command::Call { call_id, .. } = t.next_command() else {
-            panic!("the tool call goes to the app")
-        };
+        let call_id = t.call_ask(3, false);
         t.app(Event::Settled {
             reference: Value::Null,
             call_id: call_id.unwrap(),
@@ -1178,15 +1178,7 @@ mod tests {
     fn a_modern_hosts_call_that_asks_is_answered_by_the_retry() {
         let mut t = modern_gateway();
         t.commands.clear();
-        t.host(&modern_request(
-            3,
-            "tools/call",
-            json!({ "name": "ask", "arguments": {} }),
-            true,
-        ));
-        let Command::Call { call_id, .. } = t.next_command() else {
-            panic!("the tool call goes to the app")
-        };
+        let call_id = t.call_ask(3, true);
         t.app(Event::Elicitation {
             id: "e1".into(),
             call_id: call_id.clone(),

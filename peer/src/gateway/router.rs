@@ -225,6 +225,9 @@ impl<S: Stream> Router<S> {
 
     /// Requests whose streams closed: forgotten, with their tokens (their host reads nothing more of them).
     fn forget_closed(&mut self) {
+        if self.requests.values().all(|p| p.stream.is_open()) {
+            return;
+        }
         let closed: Vec<String> = self
             .requests
             .iter()
