@@ -145,7 +145,28 @@ one after another, and a slow stretch of the machine falls on one row and not th
 ${pairs.map((pair) => `| ${label(pair[0])} ÷ ${label(pair[1])} | ${browsers.map((b) => {
     const sessions = headToHead[b][pair.join(',')]?.map((x) => ({ [pair[0]]: x[pair[0]], [pair[1]]: x[pair[1]] }));
     return `${cell(sessions, 'mean')} | ${cell(sessions, 'throughput')}`;
-  }).join(' | ')} |`).join('\n')}`;
+  }).join(' | ')} |`).join('\n')}
+
+${callsTargets()}`;
+};
+/** The calls target, read from the head-to-head: abp against ABP's envelope written by hand (the floor any
+ *  implementation of ABP starts from), a mean round trip at most 1.10× and calls/s at least 0.95×, per browser. */
+const callsTargets = () => {
+  const sessions = (b) => headToHead[b]['abp,rawport-abp'];
+  if (!browsers.some((b) => sessions(b)?.length)) return '';
+  const mid = (b, key) => median(sessions(b).map((x) => x.abp[key] / x['rawport-abp'][key]));
+  const judge = (r, limit, atMost) => ((atMost ? r <= limit : r >= limit) ? 'met'
+    : `not met (${(Math.abs(r / limit - 1) * 100).toFixed(0)} % ${atMost ? 'over' : 'under'})`);
+  const rows = browsers.filter((b) => sessions(b)?.length).map((b) => {
+    const mean = mid(b, 'mean');
+    const calls = mid(b, 'throughput');
+    return `| ${BROWSER_NAMES[b] ?? b} | ${mean.toFixed(2)}× | ≤ 1.10×: ${judge(mean, 1.1, true)} | ${calls.toFixed(2)}× | ≥ 0.95×: ${judge(calls, 0.95, false)} |`;
+  });
+  return `Targets: abp against ABP's envelope by hand, head to head (the medians above)
+
+| browser | mean round trip | target | calls/s (256 in flight) | target |
+|---|---|---|---|---|
+${rows.join('\n')}`;
 };
 const r = results.chromium ?? results[browsers[0]];
 const mb = (b) => (b / 1048576).toFixed(2);
