@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::error::encode_error;
+use abp_wasm::core::trace::Trace;
 use abp_wasm::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, Settlement,
@@ -74,6 +75,8 @@ impl Agent {
                 progress,
                 abort_after,
                 reason,
+                traceparent,
+                tracestate,
             } => {
                 let Some(capability) = capability else {
                     return self.event(Event::error(Some(r), "call needs a capability"));
@@ -88,6 +91,7 @@ impl Agent {
                     params,
                     timeout: non_negative(timeout),
                     progress_token: progress.then(|| format!("p-{call_id}")),
+                    trace: Trace::read(traceparent.as_deref(), tracestate.as_deref()),
                     reset_timeout_on_progress: false,
                     max_total_timeout: None,
                     transfer: None,

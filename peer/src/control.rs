@@ -3,8 +3,9 @@
 //! [`Event::to_line`] are the only places that see the text.
 //!
 //! Commands (`ref` is optional on each and echoed in the answer):
-//! - `{"op":"call", "capability", "params"?, "callId"?, "timeout"?, "progress"?, "abortAfter"?, "reason"?}`:
-//!   calls a capability; `abortAfter` (ms) aborts it like an `AbortSignal` would. Answered by
+//! - `{"op":"call", "capability", "params"?, "callId"?, "timeout"?, "progress"?, "abortAfter"?, "reason"?,
+//!   "traceparent"?, "tracestate"?}`: calls a capability; `abortAfter` (ms) aborts it like an `AbortSignal` would;
+//!   a valid W3C trace context goes with the call to the app's `ctx.trace`. Answered by
 //!   `{"op":"settled", "ref", "callId", "response"}` where `response` is what `abp.call` resolves to in the browser.
 //! - `{"op":"cancel", "callId", "reason"?}`: an explicit cancel → `{"op":"cancel-result", "ref", "answer"}`.
 //! - `{"op":"abort", "callId", "reason"?}`: what aborting the call's signal does.
@@ -39,6 +40,11 @@ pub(crate) enum Command {
         progress: bool,
         abort_after: Option<f64>,
         reason: Option<String>,
+        /// W3C trace context for the app's `ctx.trace` (sent only when valid).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traceparent: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tracestate: Option<String>,
     },
     Cancel {
         #[serde(default)]

@@ -15,6 +15,7 @@ use super::payload::Kind;
 use super::payload::Wire;
 use super::text::{text, IdGen};
 use super::timers::{TimerId, Timers};
+use super::trace::Trace;
 
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -74,6 +75,8 @@ pub struct CallRequest<P> {
     pub params: P,
     pub timeout: Option<f64>,
     pub progress_token: Option<String>,
+    /// The trace context to send with the call (`_meta`'s `traceparent` and `tracestate`).
+    pub trace: Option<Trace>,
     pub reset_timeout_on_progress: bool,
     pub max_total_timeout: Option<f64>,
     /// Carried to the outgoing message untouched (postMessage transfer list).
@@ -503,6 +506,7 @@ impl<P: Wire> AgentCore<P> {
             params: req.params,
             timeout,
             progress_token: req.progress_token,
+            trace: req.trace,
             transfer: req.transfer,
         }));
         Ok(())

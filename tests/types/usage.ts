@@ -5,6 +5,7 @@ import init, {
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
   type SupportInfo, type CapabilityDescriptor, type CapabilityChanges, type AbpManifest, type InitializeResult,
   type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP, discover, type DiscoveryResult, WebMCPTransport,
+  type TraceContext,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -46,6 +47,11 @@ export function app(): void {
     return { ok: answer.success };
   }, { description: 'Render HTML to PDF', inputSchema: { type: 'object', required: ['pages'] } });
   app.register('untyped', (params, ctx) => ({ params, id: ctx.callId }));
+  // The caller's trace context: optional, its tracestate optional too.
+  app.register('traced', (_params, ctx) => {
+    const t: TraceContext | undefined = ctx.trace;
+    return t === undefined ? null : [t.traceparent.split('-')[1], t.tracestate ?? ''];
+  });
   app.register<{ pages: number }>('typed', (params, ctx) => params.pages + ctx.callId.length);
   // @ts-expect-error: params are `unknown` unless the handler or `register<P>` types them
   app.register('unknown', (params) => params.pages);
@@ -80,6 +86,8 @@ export async function automationAgent(): Promise<boolean> {
   const caps: CapabilityDescriptor[] = await abp.listCapabilities();
   const support: SupportInfo = await abp.supports('camera.snap');
   const r: ABPResponse = await abp.call('echo', undefined, { timeout: 1000 });
+  const trace: TraceContext = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
+  await abp.call('echo', undefined, { trace });
   if (!init.error) { const id: string = init.sessionId; void id; }
   const typed = await abp.call<number>('count');
   if (typed.cancelled) { const c: string = typed.error.code; void c; } else if (typed.success) { const n: number = typed.data; void n; }

@@ -26,7 +26,7 @@ use abp_wasm::core::dialect::jsonrpc::{error_to, response_to, rpc};
 use abp_wasm::core::dialect::mcp::{era_of, Era};
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::error::{encode_error, AbpError, ErrorCode};
-use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
+use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp, Trace};
 use serde_json::{json, Value};
 
 use crate::control::{Command, Event};
@@ -35,6 +35,17 @@ pub(crate) mod router;
 pub(crate) mod tasks;
 
 use tasks::Tasks;
+
+/// The trace context of a request's `params._meta`, when valid, as a command carries it.
+fn trace_of(params: &Value) -> (Option<String>, Option<String>) {
+    let text = |key: &str| params.get("_meta")?.get(key)?.as_str();
+    fields_of(Trace::read(text("traceparent"), text("tracestate")))
+}
+
+/// A trace context as a command carries it: `traceparent` and `tracestate`.
+fn fields_of(trace: Option<Trace>) -> (Option<String>, Option<String>) {
+    trace.map_or((None, None), |t| (Some(t.traceparent), t.tracestate))
+}
 
 /// The host on stdin/stdout.
 pub(crate) const STDIO: u64 = 0;
@@ -452,6 +463,7 @@ impl Gateway {
     fn start_task(&mut self, host: u64, capability: &str, params: &Value) -> Option<Value> {
         self.next_call += 1;
         let abp_id = format!("mcp-{}", self.next_call);
+        let (traceparent, tracestate) = trace_of(params);
         let sent = self.command(Command::Call {
             capability: Some(capability.to_owned()),
             params: params
@@ -463,6 +475,8 @@ impl Gateway {
             progress: true,
             abort_after: None,
             reason: None,
+            traceparent,
+            tracestate,
         });
         sent.then(|| {
             self.tasks
@@ -532,9 +546,11 @@ impl Gateway {
                     capability,
                     params,
                     progress_token,
+                    trace,
                 } => {
                     self.next_call += 1;
                     let abp_id = format!("mcp-{}", self.next_call);
+                    let (traceparent, tracestate) = fields_of(trace);
                     let sent = self.command(Command::Call {
                         capability: Some(capability),
                         params,
@@ -543,6 +559,8 @@ impl Gateway {
                         progress: progress_token.is_some(),
                         abort_after: None,
                         reason: None,
+                        traceparent,
+                        tracestate,
                     });
                     if sent {
                         let progressed = None;
@@ -1127,6 +1145,74 @@ mod tests {
             .expect("the call's result");
         assert_eq!(done["result"]["resultType"], "complete");
         assert_eq!(done["result"]["structuredContent"], json!({ "ok": true }));
+    }
+
+    /// The trace context of the command `t` sent the app last.
+    fn traced(t: &mut T) -> (Option<String>, Option<String>) {
+        let Command::Call {
+            traceparent,
+            tracestate,
+            ..
+        } = t.next_command()
+        else {
+            panic!("a tool call goes to the app")
+        };
+        (traceparent, tracestate)
+    }
+
+    #[test]
+    fn a_hosts_trace_context_goes_with_its_call_to_the_app() {
+        const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        // The helper's call had none; a legacy host's with one, an invalid one, and a modern host's task.
+        let mut t = gateway(json!({}));
+        assert_eq!(traced(&mut t), (None, None));
+        let call = |id: u64, meta: Value| {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "ask", "arguments": {}, "_meta": meta } })
+            .to_string()
+        };
+        t.host(&call(
+            3,
+            json!({ "traceparent": PARENT, "tracestate": "rojo=1" }),
+        ));
+        assert_eq!(traced(&mut t), (Some(PARENT.into()), Some("rojo=1".into())));
+        t.host(&call(
+            4,
+            json!({ "traceparent": "00-junk", "tracestate": "rojo=1" }),
+        ));
+        assert_eq!(traced(&mut t), (None, None), "dropped, not passed on");
+        t.host(&call(
+            5,
+            json!({ "traceparent": PARENT, "tracestate": "Not Valid" }),
+        ));
+        assert_eq!(traced(&mut t), (Some(PARENT.into()), None));
+
+        let mut t = modern_gateway();
+        t.commands.clear();
+        t.app(Event::Capabilities {
+            payload: json!({ "capabilities": [{ "name": "render", "task": "optional" }] }),
+        });
+        for (id, tasks) in [(1, false), (2, true)] {
+            let mut m: Value = serde_json::from_str(&modern_request(
+                id,
+                "tools/call",
+                json!({ "name": "render", "arguments": {} }),
+                false,
+            ))
+            .unwrap_or_default();
+            m["params"]["_meta"]["traceparent"] = json!(PARENT);
+            m["params"]["_meta"]["tracestate"] = json!("Not Valid");
+            if tasks {
+                m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({ "extensions": { tasks::EXTENSION: {} } });
+            }
+            t.host(&m.to_string());
+            assert_eq!(
+                traced(&mut t),
+                (Some(PARENT.into()), None),
+                "a task: {tasks}"
+            );
+        }
     }
 
     #[test]
