@@ -20,6 +20,22 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// What asked for a call's cancel, as its span's events name it (`abp.cancel.signal`).
+pub(crate) mod signal {
+    /// The host's `notifications/cancelled`.
+    pub(crate) const CANCELLED: &str = "notifications/cancelled";
+    /// A 2026-07-28 host closed the request's stream.
+    pub(crate) const STREAM_CLOSED: &str = "stream closed";
+    /// The host's `tasks/cancel`.
+    pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
+    /// A deadline passed (a task's `ttlMs`, a call's timeout).
+    pub(crate) const TIMEOUT: &str = "timeout";
+    /// The host went away (stdin closed, its session ended, the gateway stopped).
+    pub(crate) const HOST_GONE: &str = "host gone";
+    /// The process that made the call is gone, or the link to NATS.
+    pub(crate) const PROCESS_GONE: &str = "process gone";
+}
+
 /// One command and the `ref` it came with (`Null` when it had none).
 #[derive(Clone, Debug)]
 pub(crate) struct Envelope {
@@ -50,11 +66,18 @@ pub(crate) enum Command {
         #[serde(default)]
         call_id: String,
         reason: Option<String>,
+        /// What asked for it, for the call's span (`tasks/cancel`); absent from a controller.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
     },
     Abort {
         #[serde(default)]
         call_id: String,
         reason: Option<String>,
+        /// What asked for it, for the call's span (`notifications/cancelled`, `stream closed`, `timeout`, `host
+        /// gone`, `process gone`); absent from a controller.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
     },
     Elicitation {
         answer: Option<Value>,

@@ -130,6 +130,12 @@ pub enum AgentOutput<P, T = FromAgent<P>> {
         handle: String,
         answer: CancelAnswer<P>,
     },
+    /// The app answered the cancel an abort sent for `call_id` (not an explicit `cancel`, which has its own
+    /// answer): `cancelled` when it stopped the handler. For observers; the call settles as before.
+    CancelAcknowledged {
+        call_id: String,
+        cancelled: bool,
+    },
     Progress {
         call_id: String,
         payload: P,
@@ -174,6 +180,9 @@ impl<P, T> AgentOutput<P, T> {
                 settlement,
             },
             O::CancelAnswered { handle, answer } => O::CancelAnswered { handle, answer },
+            O::CancelAcknowledged { call_id, cancelled } => {
+                O::CancelAcknowledged { call_id, cancelled }
+            }
             O::Progress { call_id, payload } => O::Progress { call_id, payload },
             O::Notification { event, payload } => O::Notification { event, payload },
             O::CapabilitiesChanged { payload } => O::CapabilitiesChanged { payload },
@@ -1031,6 +1040,11 @@ impl<P: Wire> AgentCore<P> {
             self.out.push_back(AgentOutput::CancelAnswered {
                 handle,
                 answer: CancelAnswer::Remote(payload),
+            });
+        } else {
+            self.out.push_back(AgentOutput::CancelAcknowledged {
+                call_id: req.call_id.clone(),
+                cancelled: matches!(verdict, CancelVerdict::Cancelled),
             });
         }
         if !self.calls.contains_key(&req.call_id) {

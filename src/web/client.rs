@@ -665,6 +665,7 @@ impl ClientInner {
                 }
             }
             AgentOutput::CancelAnswered { handle, answer } => self.cancel_answered(&handle, answer),
+            AgentOutput::CancelAcknowledged { .. } => {}
             AgentOutput::Progress { call_id, payload } => {
                 let per_call = self
                     .js

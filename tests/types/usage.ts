@@ -16,6 +16,8 @@ export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement)
   const controller = new AbortController();
   const result: ABPResponse = await abp.call('export.pdf', { pages: 40 }, {
     signal: controller.signal, timeout: 60000, onProgress: (p: ProgressInfo) => { bar.value = p.progress; } });
+  const trace: TraceContext = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
+  await abp.call('echo', undefined, { trace, signal: controller.signal });
   const cancelled: CancelResponse = await abp.cancel('call-1', 'user clicked stop');
   const support: SupportInfo = abp.supports('export.pdf');
   const caps: CapabilityDescriptor[] = abp.listCapabilities();
@@ -86,8 +88,6 @@ export async function automationAgent(): Promise<boolean> {
   const caps: CapabilityDescriptor[] = await abp.listCapabilities();
   const support: SupportInfo = await abp.supports('camera.snap');
   const r: ABPResponse = await abp.call('echo', undefined, { timeout: 1000 });
-  const trace: TraceContext = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
-  await abp.call('echo', undefined, { trace });
   if (!init.error) { const id: string = init.sessionId; void id; }
   const typed = await abp.call<number>('count');
   if (typed.cancelled) { const c: string = typed.error.code; void c; } else if (typed.success) { const n: number = typed.data; void n; }
