@@ -3,12 +3,14 @@
 // processes (A, B), and the app page (tests/trace/app.html) in headless Chromium joined to A, whose handlers start
 // their spans as children of `ctx.trace` with OpenTelemetry's web SDK, exported to the same receiver. The host
 // POSTs to B (revision 2026-07-28, plain HTTP) with its own `traceparent` in `_meta`:
-//   - a call: B's server span `tools/call echo` (the host's span its parent) → B's hop across NATS → A's hop to
-//     the app → the handler's span, all in the host's trace, each the parent of the next; the result says the
-//     handler's `ctx.trace` named A's hop;
-//   - a cancel: the host closes the request's stream; B's server span, B's NATS hop and A's app hop each have a
-//     `cancel` event naming the signal (`stream closed`), A's hop the app's acknowledgement, and the handler's span
-//     its abort;
+//   - a call: B's server span `tools/call echo` (the host's span its parent) → B's hop across NATS → A's server
+//     span of the request passed to it → A's hop to the app → the handler's span, all in the host's trace, each
+//     the parent of the next; the result says the handler's `ctx.trace` named A's hop;
+//   - a cancel: the host closes the request's stream; B's server span, B's NATS hop, A's server span and A's app
+//     hop each have a `cancel` event naming the signal (`stream closed`), A's hop the app's acknowledgement, and
+//     the handler's span its abort;
+//   - a cancel by notice: a request at A cancelled by a POSTed `notifications/cancelled` (as bridges send it):
+//     A's spans name the notice and its reason;
 //   - without `--otlp`, a process exports nothing (C).
 // Needs `npm run build` (pkg/), `node tests/interop/build.mjs` (the OpenTelemetry web SDK) and nats-server.
 import { chromium } from 'playwright-core';
@@ -186,6 +188,30 @@ try {
   check(eventOf(cancelled.hop, 'cancel acknowledged').attributes['abp.cancel.acknowledged_by'] === 'app', 'the app acknowledged', cancelled.hop);
   check(eventOf(cancelled.handler, 'aborted') && cancelled.handler.parentSpanId === cancelled.hop.spanId, 'the handler\'s span saw its abort', cancelled.handler);
   say('a cancel: the closed stream is an event of B\'s server span, of B\'s NATS hop, of A\'s server span and of A\'s app hop; A\'s hop has the app\'s acknowledgement, and the handler\'s span its abort');
+
+  // A cancel by notice: a request at A (the app's process), cancelled by a POSTed notifications/cancelled, as
+  // bridges for stdio hosts send it.
+  const host4 = hostSpan();
+  const before4 = await page.evaluate(() => window.started ?? 0);
+  const noticed = call(a, 'wait', {}, host4.traceparent);
+  await page.waitForFunction((n) => (window.started ?? 0) > n, before4, { timeout: 10000 });
+  const notice = await fetch(a.url, { method: 'POST', headers: { 'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}`, 'MCP-Protocol-Version': '2026-07-28' },
+  body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: nextId, reason: 'the user pressed stop' } }) });
+  check(notice.status === 202, 'the notice is taken', notice.status);
+  const byNotice = await until('the noticed call\'s spans, ended', (all) => {
+    const mine = all.filter((s) => s.traceId === host4.traceId);
+    const server = mine.find((s) => s.kind === 2 && s.service === 'abp-peer-A');
+    const hop = mine.find((s) => s.attributes['abp.hop'] === 'app');
+    return server && hop && eventOf(hop, 'cancel acknowledged') && { server, hop };
+  });
+  for (const span of [byNotice.server, byNotice.hop]) {
+    const cancel = eventOf(span, 'cancel');
+    check(cancel?.attributes['abp.cancel.signal'] === 'notifications/cancelled'
+      && cancel.attributes['abp.cancel.reason'] === 'the user pressed stop', `${span.name} names the notice and its reason`, span);
+  }
+  noticed.request.destroy();
+  say('a cancel by notifications/cancelled at A: A\'s server span and its hop to the app name the notice and its reason');
 
   // Without --otlp nothing is exported.
   const c = await gateway('C', false);
