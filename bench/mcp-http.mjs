@@ -16,10 +16,12 @@
 // process, which runs nothing else meanwhile). Then abort → handler: the
 // client's AbortSignal to the handler's signal (the SDK server's own; the page's ctx.signal through the gateway),
 // BENCH_ABORTS times (default 20), read on both ends from performance.timeOrigin + performance.now().
+// BENCH_OTLP=1 has each gateway export its spans (`--otlp`) to a collector in this process that drops them.
 // Needs `npm run build` (pkg/) and `node tests/interop/build.mjs` (the SDKs); builds abp-peer itself.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch } from './direct.mjs';
@@ -119,8 +121,21 @@ if (natsInstalled() && process.env.BENCH_NATS !== '0') {
   nats = await startNats({ tls: false });
   natsTls = await startNats({ tls: true });
 }
+// BENCH_OTLP=1: every gateway exports its spans (`--otlp`) to a collector here that takes them and counts the bytes.
+let otlpArgs = [];
+let otlpBytes = 0;
+if (process.env.BENCH_OTLP === '1') {
+  const sink = createServer((req, res) => {
+    req.on('data', (c) => { otlpBytes += c.length; });
+    req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end());
+  });
+  await new Promise((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sink.unref();
+  otlpArgs = ['--otlp', `http://127.0.0.1:${sink.address().port}`];
+  process.on('exit', () => console.log(`mcp-http: the gateways exported ${(otlpBytes / 1024).toFixed(0)} KiB of spans`));
+}
 const startGateway = (name, natsArgs = []) => {
-  const child = spawn(peerBin, ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+  const child = spawn(peerBin, ['mcp', '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', ...otlpArgs,
     '--allow-origin', pageOrigin, ...natsArgs, '--token-file', join(tmpdir(), `abp-bench-http-${process.pid}-${name}.token`)],
   { env: { ...process.env, ABP_PEER_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] });
   child.log = '';

@@ -145,6 +145,17 @@ try {
   if (echoed.structuredContent?.from !== 'C') fail(`echo at C: ${JSON.stringify(echoed)}`);
   say(`the app joined A; B lists its tools (${names}); C calls echo`);
 
+  // A host's trace context in `_meta` reaches the page's handler (joined to A) through B and NATS; an invalid one
+  // is dropped on the way, not refused.
+  const traceId = randomBytes(16).toString('hex');
+  const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+  const traced = await rpc(b, 'tools/call', { name: 'trace', arguments: {}, _meta: { traceparent, tracestate: 'abp=1' } });
+  const got = traced.structuredContent?.trace;
+  if (got?.traceparent?.split('-')[1] !== traceId || got?.tracestate !== 'abp=1') fail(`the trace at B: ${JSON.stringify(traced)}`);
+  const junk = await rpc(b, 'tools/call', { name: 'trace', arguments: {}, _meta: { traceparent: traceparent.toUpperCase() } });
+  if (junk.structuredContent?.trace !== null) fail(`an invalid traceparent at B: ${JSON.stringify(junk)}`);
+  say('a traceparent in a request\'s _meta at B reached the handler on A as ctx.trace; an invalid one did not');
+
   const counted = await (await post(b, 'tools/call', { name: 'count', arguments: { to: 3 }, _meta: { progressToken: 'p' } },
     { stream: true })).text();
   const seen = events(counted);
@@ -202,6 +213,10 @@ try {
   for (const [callTool, g, label] of sides) {
     const echoed = await callTool({ name: 'echo', arguments: { via: label } });
     if (echoed.structuredContent?.via !== label) fail(`${label} at ${g.name}: ${JSON.stringify(echoed)}`);
+    // The SDK passes a request's `_meta` on: its trace context reaches the handler with the same trace id.
+    const sdkTrace = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+    const seen = (await callTool({ name: 'trace', arguments: {}, _meta: { traceparent: sdkTrace } })).structuredContent?.trace;
+    if (seen?.traceparent?.split('-')[1] !== sdkTrace.split('-')[1]) fail(`${label} at ${g.name}: the handler saw the trace ${JSON.stringify(seen)}`);
     const before = await page.evaluate(() => { window.abortedAt = undefined; return window.started ?? 0; });
     const controller = new AbortController();
     const calling = callTool({ name: 'wait', arguments: {} }, { signal: controller.signal }).catch((e) => e);
@@ -212,7 +227,7 @@ try {
     await page.waitForFunction(() => window.abortedAt, null, { timeout: 5000 });
     const tookSdk = (await page.evaluate(() => window.abortedAt)) - abortAt;
     if (tookSdk > 500) fail(`${label} at ${g.name}: the handler was aborted ${tookSdk.toFixed(0)} ms after the abort`);
-    say(`${label} at ${g.name}: echo answered, and its AbortSignal aborted the page's handler on A ${tookSdk.toFixed(1)} ms later`);
+    say(`${label} at ${g.name}: echo answered, its _meta.traceparent reached the handler, and its AbortSignal aborted the page's handler on A ${tookSdk.toFixed(1)} ms later`);
   }
   await sdk2.close();
   await sdk1.close();

@@ -102,5 +102,8 @@ node scripts/lna-check.mjs
 echo "== three abp-peer mcp --http processes sharing one browser app over NATS (headless Chromium)"
 node scripts/cluster-check.mjs
 
+echo "== one trace from an MCP host to the browser handler: spans over OTLP/HTTP from two abp-peer mcp --otlp processes and the page (headless Chromium)"
+node scripts/trace-check.mjs
+
 echo "== consumer: npm pack → a Vite app outside the crate → a call and a cancellation in headless Chromium"
 node scripts/consumer.mjs

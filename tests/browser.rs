@@ -284,3 +284,8 @@ async fn acp_dialect_between_our_own_sides() {
 async fn the_private_channel_answers_as_window_messages_do() {
     check("thePrivateChannelAnswersAsWindowMessagesDo").await;
 }
+
+#[wasm_bindgen_test]
+async fn a_callers_trace_reaches_the_handler() {
+    check("aCallersTraceReachesTheHandler").await;
+}

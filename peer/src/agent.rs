@@ -6,10 +6,12 @@
 //! (a `/control/<room>` socket, stdout with `--stdin`, or another mode's bridge) by the sink it is given.
 //! Anything the app sends that is not ABP (or the dialect's) is counted and otherwise ignored.
 
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::error::encode_error;
+use abp_wasm::core::trace::Trace;
 use abp_wasm::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, Settlement,
@@ -19,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::Registration;
+use crate::telemetry::{self, cancel_attributes, KeyValue, Span, SpanKind};
 use crate::ws::{Conn, Incoming};
 
 struct Agent {
@@ -38,6 +41,10 @@ struct Agent {
     next_call: u64,
     ignored: u64,
     outbox: Vec<String>,
+    /// callId → the span of its hop to the app (only with `--otlp`).
+    spans: HashMap<String, Span>,
+    /// The calls among them whose cancel the app acknowledged.
+    acknowledged: HashSet<String>,
 }
 
 impl Agent {
@@ -63,61 +70,18 @@ impl Agent {
             command,
         }: Envelope,
     ) {
-        let now = self.now();
-        let non_negative = |n: Option<f64>| n.filter(|n| *n >= 0.0);
         match command {
-            Command::Call {
-                capability,
-                params,
+            command @ Command::Call { .. } => self.call(r, command),
+            Command::Cancel {
                 call_id,
-                timeout,
-                progress,
-                abort_after,
                 reason,
-            } => {
-                let Some(capability) = capability else {
-                    return self.event(Event::error(Some(r), "call needs a capability"));
-                };
-                let call_id = call_id.unwrap_or_else(|| {
-                    self.next_call += 1;
-                    format!("native-{}", self.next_call)
-                });
-                let req = CallRequest {
-                    call_id: call_id.clone(),
-                    capability,
-                    params,
-                    timeout: non_negative(timeout),
-                    progress_token: progress.then(|| format!("p-{call_id}")),
-                    reset_timeout_on_progress: false,
-                    max_total_timeout: None,
-                    transfer: None,
-                    cancel_grace: None,
-                };
-                match self.core.start_call(req, now) {
-                    Ok(()) => {
-                        self.refs.push((call_id.clone(), r));
-                        if let Some(ms) = non_negative(abort_after) {
-                            self.aborts.push((now + ms, call_id, reason));
-                        }
-                    }
-                    Err(e) => self.event(Event::Settled {
-                        reference: r,
-                        response: local_response(e, false, &call_id),
-                        call_id,
-                    }),
-                }
-            }
-            Command::Cancel { call_id, reason } => match self.core.cancel(&call_id, reason, now) {
-                Ok(handle) => self.cancel_refs.push((handle, r)),
-                Err(e) => self.event(Event::CancelResult {
-                    reference: r,
-                    answer: json!({ "callId": call_id, "cancelled": false, "error": encode_error(e) }),
-                }),
-            },
-            Command::Abort { call_id, reason } => {
-                self.core
-                    .abort_call(&call_id, AbortKind::Signal(reason), now);
-            }
+                signal,
+            } => self.cancel(r, &call_id, reason, signal.as_deref().unwrap_or("cancel")),
+            Command::Abort {
+                call_id,
+                reason,
+                signal,
+            } => self.abort(&call_id, reason, signal.as_deref().unwrap_or("abort")),
             Command::Elicitation { answer } => self.elicit_answer = answer.filter(|a| !a.is_null()),
             Command::Answer { id, answer } => {
                 let answer = match answer.filter(|a| !a.is_null()) {
@@ -142,6 +106,109 @@ impl Agent {
                 ignored: self.ignored,
             }),
             Command::Shutdown { reason } => self.core.shutdown(reason),
+        }
+    }
+
+    /// Aborts `call_id` as its signal would; `signal` names what asked, for its span.
+    fn abort(&mut self, call_id: &str, reason: Option<String>, signal: &str) {
+        if let Some(span) = self.spans.get_mut(call_id) {
+            span.event("cancel", cancel_attributes(signal, reason.as_deref()), None);
+        }
+        let now = self.now();
+        self.core
+            .abort_call(call_id, AbortKind::Signal(reason), now);
+    }
+
+    /// An explicit cancel of `call_id`, answered by the app (the answer goes to `r`'s command); `signal` names
+    /// what asked, for its span.
+    fn cancel(&mut self, r: Value, call_id: &str, reason: Option<String>, signal: &str) {
+        if let Some(span) = self.spans.get_mut(call_id) {
+            span.event("cancel", cancel_attributes(signal, reason.as_deref()), None);
+        }
+        let now = self.now();
+        match self.core.cancel(call_id, reason, now) {
+            Ok(handle) => self.cancel_refs.push((handle, r)),
+            Err(e) => self.event(Event::CancelResult {
+                reference: r,
+                answer: json!({ "callId": call_id, "cancelled": false, "error": encode_error(e) }),
+            }),
+        }
+    }
+
+    /// `call_id` settled: its controller is told, and its hop's span ends.
+    fn settled(&mut self, call_id: String, settlement: Settlement<Value>) {
+        let reference = Self::take_ref(&mut self.refs, &call_id);
+        self.aborts.retain(|(_, c, _)| *c != call_id);
+        let remote = matches!(settlement, Settlement::Remote(_));
+        let response = match settlement {
+            Settlement::Remote(p) => p,
+            Settlement::Local { error, cancelled } => local_response(error, cancelled, &call_id),
+        };
+        if let Some(span) = self.spans.remove(&call_id) {
+            let acknowledged = self.acknowledged.remove(&call_id);
+            end_hop(span, &response, remote, acknowledged);
+        }
+        self.event(Event::Settled {
+            reference,
+            call_id,
+            response,
+        });
+    }
+
+    /// A `call` command: its hop's span, then the call.
+    fn call(&mut self, r: Value, command: Command) {
+        let Command::Call {
+            capability,
+            params,
+            call_id,
+            timeout,
+            progress,
+            abort_after,
+            reason,
+            traceparent,
+            tracestate,
+        } = command
+        else {
+            return;
+        };
+        let now = self.now();
+        let non_negative = |n: Option<f64>| n.filter(|n| *n >= 0.0);
+        let Some(capability) = capability else {
+            return self.event(Event::error(Some(r), "call needs a capability"));
+        };
+        let call_id = call_id.unwrap_or_else(|| {
+            self.next_call += 1;
+            format!("native-{}", self.next_call)
+        });
+        let caller = Trace::read(traceparent.as_deref(), tracestate.as_deref());
+        let span = hop_span(&capability, &call_id, &self.room, caller.as_ref());
+        let req = CallRequest {
+            call_id: call_id.clone(),
+            trace: telemetry::onward(span.as_ref(), caller.as_ref()),
+            capability,
+            params,
+            timeout: non_negative(timeout),
+            progress_token: progress.then(|| format!("p-{call_id}")),
+            reset_timeout_on_progress: false,
+            max_total_timeout: None,
+            transfer: None,
+            cancel_grace: None,
+        };
+        match self.core.start_call(req, now) {
+            Ok(()) => {
+                if let Some(span) = span {
+                    self.spans.insert(call_id.clone(), span);
+                }
+                self.refs.push((call_id.clone(), r));
+                if let Some(ms) = non_negative(abort_after) {
+                    self.aborts.push((now + ms, call_id, reason));
+                }
+            }
+            Err(e) => self.event(Event::Settled {
+                reference: r,
+                response: local_response(e, false, &call_id),
+                call_id,
+            }),
         }
     }
 
@@ -178,23 +245,10 @@ impl Agent {
                 AgentOutput::Settled {
                     call_id,
                     settlement,
-                } => {
-                    let reference = Self::take_ref(&mut self.refs, &call_id);
-                    self.aborts.retain(|(_, c, _)| *c != call_id);
-                    let response = match settlement {
-                        Settlement::Remote(p) => p,
-                        Settlement::Local { error, cancelled } => {
-                            local_response(error, cancelled, &call_id)
-                        }
-                    };
-                    self.event(Event::Settled {
-                        reference,
-                        call_id,
-                        response,
-                    });
-                }
+                } => self.settled(call_id, settlement),
                 AgentOutput::CancelAnswered { handle, answer } => {
                     let reference = Self::take_ref(&mut self.cancel_refs, &handle);
+                    let remote = matches!(answer, CancelAnswer::Remote(_));
                     let answer = match answer {
                         CancelAnswer::Remote(p) => p,
                         CancelAnswer::Local { call_id, error } => {
@@ -206,7 +260,21 @@ impl Agent {
                             reason,
                         } => json!({ "callId": call_id, "cancelled": cancelled, "reason": reason }),
                     };
+                    let call_id = answer["callId"].as_str().unwrap_or_default();
+                    if let Some(span) = self.spans.get_mut(call_id) {
+                        span.event("cancel answered", answered(&answer, remote), None);
+                    }
                     self.event(Event::CancelResult { reference, answer });
+                }
+                AgentOutput::CancelAcknowledged { call_id, cancelled } => {
+                    if let Some(span) = self.spans.get_mut(&call_id) {
+                        let attributes = vec![
+                            KeyValue::new("abp.cancel.acknowledged_by", "app"),
+                            KeyValue::new("abp.cancel.cancelled", cancelled),
+                        ];
+                        span.event("cancel acknowledged", attributes, None);
+                        self.acknowledged.insert(call_id);
+                    }
                 }
                 AgentOutput::Progress { call_id, payload } => {
                     self.event(Event::Progress { call_id, payload })
@@ -265,10 +333,68 @@ impl Agent {
             .partition(|(at, _, _)| *at <= now);
         self.aborts = later;
         for (_, call_id, reason) in due {
-            self.core
-                .abort_call(&call_id, AbortKind::Signal(reason), now);
+            self.abort(&call_id, reason, "abortAfter");
         }
     }
+}
+
+/// The span of a call's hop from this process to the app (`None` without `--otlp`): a client span, a child of
+/// the caller's context.
+fn hop_span(capability: &str, call_id: &str, room: &str, caller: Option<&Trace>) -> Option<Span> {
+    telemetry::start(
+        format!("capabilities/call {capability}"),
+        SpanKind::Client,
+        caller,
+        vec![
+            KeyValue::new("gen_ai.tool.name", capability.to_owned()),
+            KeyValue::new("abp.call.id", call_id.to_owned()),
+            KeyValue::new("abp.room", room.to_owned()),
+            KeyValue::new("abp.hop", "app"),
+            KeyValue::new("network.transport", "tcp"),
+        ],
+        None,
+    )
+}
+
+/// A cancel's answer as an event's attributes: whether the handler was cancelled, and who said so.
+fn answered(answer: &Value, remote: bool) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new("abp.cancel.cancelled", answer["cancelled"] == true),
+        KeyValue::new(
+            "abp.cancel.answered_by",
+            if remote { "app" } else { "agent" },
+        ),
+    ]
+}
+
+/// Ends a hop's span with how its call settled: `response` as `abp.call` resolves, `remote` when the app's own
+/// result settled it, `acknowledged` when the app already answered the cancel (an event by then).
+fn end_hop(mut span: Span, response: &Value, remote: bool, acknowledged: bool) {
+    if response["cancelled"] == true && !acknowledged {
+        // The app's own `cancelled` result acknowledges it; settled here, nobody answered within the grace.
+        let by = if remote {
+            "app"
+        } else {
+            "nobody: settled here"
+        };
+        let by = vec![KeyValue::new("abp.cancel.acknowledged_by", by)];
+        span.event("cancel acknowledged", by, None);
+    }
+    if response["success"] != true {
+        let code = response["error"]["code"]
+            .as_str()
+            .unwrap_or("UNKNOWN")
+            .to_owned();
+        let message = response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if code == "TIMEOUT" {
+            span.event("cancel", cancel_attributes("timeout", Some(&message)), None);
+        }
+        span.fail(code, message);
+    }
+    span.end(None);
 }
 
 /// What `abp.call` resolves to when the call settled on this side, as the browser client writes it.
@@ -327,6 +453,8 @@ pub(crate) async fn serve(
         next_call: 0,
         ignored: 0,
         outbox: Vec::new(),
+        spans: HashMap::new(),
+        acknowledged: HashSet::new(),
     };
     let now = agent.now();
     agent.core.connect(now);

@@ -22,15 +22,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use abp_wasm::core::error::{encode_error, ErrorCode};
+use abp_wasm::core::trace::Trace;
 use abp_wasm::core::AbpError;
 use async_nats::{Client, HeaderMap, Message, RequestErrorKind, Subscriber};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-use crate::control::{no_app, Command, Envelope, Event};
+use crate::control::{no_app, signal, Command, Envelope, Event};
 use crate::hub::{lock, slot, Rooms, Slot, Task};
 use crate::nats::{Link, ALIVE_EVERY, GONE_AFTER};
+use crate::telemetry::{self, cancel_attributes, KeyValue, Span, SpanKind};
 
 /// The header naming the process that published an event.
 const NODE: &str = "Abp-Node";
@@ -276,6 +278,7 @@ impl Cluster {
                             let abort = Command::Abort {
                                 call_id,
                                 reason: Some("the process that made this call is gone (or the link to NATS)".into()),
+                                signal: Some(signal::PROCESS_GONE.into()),
                             };
                             let _ = agents.send(&room, Envelope { reference: Value::Null, command: abort });
                         }
@@ -467,6 +470,7 @@ impl Cluster {
             given_up: HashSet::new(),
             heard: Instant::now(),
             next_call: 0,
+            hops: HashMap::new(),
         };
         let mut watch = tokio::time::interval(ALIVE_EVERY);
         loop {
@@ -528,6 +532,8 @@ struct Controlling<'a> {
     /// When the holder was last heard from.
     heard: Instant,
     next_call: u64,
+    /// callId → the span of its hop across NATS (only with `--otlp`).
+    hops: HashMap<String, Span>,
 }
 
 impl Controlling<'_> {
@@ -541,12 +547,44 @@ impl Controlling<'_> {
         // A call's id is ours to give when it has none, so that it can be settled here if its agent is lost (ids
         // the agent gives would not be known until it answered).
         let mut call = None;
-        if let Command::Call { call_id, .. } = &mut envelope.command {
-            let id = call_id.get_or_insert_with(|| {
-                self.next_call += 1;
-                format!("{}-{}", self.cluster.node, self.next_call)
-            });
-            call = Some(id.clone());
+        let mut hop = None;
+        match &mut envelope.command {
+            Command::Call {
+                call_id,
+                capability,
+                traceparent,
+                tracestate,
+                ..
+            } => {
+                let id = call_id.get_or_insert_with(|| {
+                    self.next_call += 1;
+                    format!("{}-{}", self.cluster.node, self.next_call)
+                });
+                call = Some(id.clone());
+                // The hop across NATS is a span of its own, and the next hop's parent.
+                let caller = Trace::read(traceparent.as_deref(), tracestate.as_deref());
+                hop = nats_span(capability.as_deref(), id, self.room, caller.as_ref());
+                if let Some(onward) = telemetry::onward(hop.as_ref(), caller.as_ref()) {
+                    *traceparent = Some(onward.traceparent);
+                    *tracestate = onward.tracestate;
+                }
+            }
+            Command::Abort {
+                call_id,
+                reason,
+                signal,
+            }
+            | Command::Cancel {
+                call_id,
+                reason,
+                signal,
+            } => {
+                if let Some(span) = self.hops.get_mut(call_id.as_str()) {
+                    let signal = signal.as_deref().unwrap_or("cancel");
+                    span.event("cancel", cancel_attributes(signal, reason.as_deref()), None);
+                }
+            }
+            _ => {}
         }
         let reference = envelope.reference.clone();
         let line = json!({ "ref": envelope.reference, "command": envelope.command }).to_string();
@@ -571,6 +609,9 @@ impl Controlling<'_> {
             Ok(()) => {
                 // Counted as pending from now (its settlement may come before the holder's `ok`); the holder has
                 // a heartbeat's time to be heard from.
+                if let (Some(id), Some(span)) = (&command.call, hop) {
+                    self.hops.insert(id.clone(), span);
+                }
                 if let Some(id) = &command.call {
                     if self.pending.is_empty() {
                         self.heard = Instant::now();
@@ -579,7 +620,12 @@ impl Controlling<'_> {
                 }
                 self.unanswered.insert(self.sent, command);
             }
-            Err(e) => undelivered(self.controllers, self.room, command, &mut self.given_up, &e),
+            Err(e) => {
+                if let Some(span) = hop {
+                    end_lost(span, "NATS did not take the call");
+                }
+                undelivered(self.controllers, self.room, command, &mut self.given_up, &e)
+            }
         }
     }
 
@@ -599,6 +645,9 @@ impl Controlling<'_> {
         }
         if let Some(id) = &command.call {
             self.pending.remove(id);
+            if let Some(span) = self.hops.remove(id) {
+                end_lost(span, "no process holds the app");
+            }
         }
         self.emit(no_app(self.room, command.reference));
     }
@@ -612,11 +661,17 @@ impl Controlling<'_> {
         let Ok(event) = serde_json::from_slice::<Event>(&m.payload) else {
             return;
         };
-        if let Event::Settled { call_id, .. } = &event {
+        if let Event::Settled {
+            call_id, response, ..
+        } = &event
+        {
             if self.given_up.remove(call_id) {
                 return;
             }
             self.pending.remove(call_id);
+            if let Some(span) = self.hops.remove(call_id) {
+                end_nats_hop(span, response);
+            }
         }
         self.emit(event);
     }
@@ -647,6 +702,9 @@ impl Controlling<'_> {
             if let Some(command) = self.unanswered.remove(&n) {
                 if let Some(id) = &command.call {
                     self.pending.remove(id);
+                    if let Some(span) = self.hops.remove(id) {
+                        end_lost(span, "no answer from NATS");
+                    }
                 }
                 let why = self
                     .cluster
@@ -669,6 +727,9 @@ impl Controlling<'_> {
                 }
             };
             for (call_id, reference) in self.pending.drain() {
+                if let Some(span) = self.hops.remove(&call_id) {
+                    end_lost(span, &why);
+                }
                 self.given_up.insert(call_id.clone());
                 let _ = self
                     .controllers
@@ -691,6 +752,56 @@ struct Sent {
     /// A call's id.
     call: Option<String>,
     at: Instant,
+}
+
+/// The span of a call's hop across NATS to the process holding the app (`None` without `--otlp`).
+fn nats_span(
+    capability: Option<&str>,
+    call_id: &str,
+    room: &str,
+    caller: Option<&Trace>,
+) -> Option<Span> {
+    let capability = capability.unwrap_or_default();
+    telemetry::start(
+        format!("capabilities/call {capability}"),
+        SpanKind::Client,
+        caller,
+        vec![
+            KeyValue::new("gen_ai.tool.name", capability.to_owned()),
+            KeyValue::new("abp.call.id", call_id.to_owned()),
+            KeyValue::new("abp.room", room.to_owned()),
+            KeyValue::new("abp.hop", "nats"),
+            KeyValue::new("messaging.system", "nats"),
+        ],
+        None,
+    )
+}
+
+/// Ends a NATS hop's span as its call settled at the other process.
+fn end_nats_hop(mut span: Span, response: &Value) {
+    if response["success"] != true {
+        let code = response["error"]["code"]
+            .as_str()
+            .unwrap_or("UNKNOWN")
+            .to_owned();
+        let message = response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        span.fail(code, message);
+    }
+    span.end(None);
+}
+
+/// Ends a NATS hop's span whose call was lost on the way: the process holding the app (or NATS) went.
+fn end_lost(mut span: Span, why: &str) {
+    span.event(
+        "cancel",
+        cancel_attributes(signal::PROCESS_GONE, Some(why)),
+        None,
+    );
+    span.fail("DISCONNECTED".into(), why.to_owned());
+    span.end(None);
 }
 
 /// A command NATS did not confirm: it may have reached the app's process, so a call is settled as lost here (and

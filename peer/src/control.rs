@@ -3,8 +3,9 @@
 //! [`Event::to_line`] are the only places that see the text.
 //!
 //! Commands (`ref` is optional on each and echoed in the answer):
-//! - `{"op":"call", "capability", "params"?, "callId"?, "timeout"?, "progress"?, "abortAfter"?, "reason"?}`:
-//!   calls a capability; `abortAfter` (ms) aborts it like an `AbortSignal` would. Answered by
+//! - `{"op":"call", "capability", "params"?, "callId"?, "timeout"?, "progress"?, "abortAfter"?, "reason"?,
+//!   "traceparent"?, "tracestate"?}`: calls a capability; `abortAfter` (ms) aborts it like an `AbortSignal` would;
+//!   a valid W3C trace context goes with the call to the app's `ctx.trace`. Answered by
 //!   `{"op":"settled", "ref", "callId", "response"}` where `response` is what `abp.call` resolves to in the browser.
 //! - `{"op":"cancel", "callId", "reason"?}`: an explicit cancel → `{"op":"cancel-result", "ref", "answer"}`.
 //! - `{"op":"abort", "callId", "reason"?}`: what aborting the call's signal does.
@@ -18,6 +19,22 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// What asked for a call's cancel, as its span's events name it (`abp.cancel.signal`).
+pub(crate) mod signal {
+    /// The host's `notifications/cancelled`.
+    pub(crate) const CANCELLED: &str = "notifications/cancelled";
+    /// A 2026-07-28 host closed the request's stream.
+    pub(crate) const STREAM_CLOSED: &str = "stream closed";
+    /// The host's `tasks/cancel`.
+    pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
+    /// A deadline passed (a task's `ttlMs`, a call's timeout).
+    pub(crate) const TIMEOUT: &str = "timeout";
+    /// The host went away (stdin closed, its session ended, the gateway stopped).
+    pub(crate) const HOST_GONE: &str = "host gone";
+    /// The process that made the call is gone, or the link to NATS.
+    pub(crate) const PROCESS_GONE: &str = "process gone";
+}
 
 /// One command and the `ref` it came with (`Null` when it had none).
 #[derive(Clone, Debug)]
@@ -39,16 +56,28 @@ pub(crate) enum Command {
         progress: bool,
         abort_after: Option<f64>,
         reason: Option<String>,
+        /// W3C trace context for the app's `ctx.trace` (sent only when valid).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traceparent: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tracestate: Option<String>,
     },
     Cancel {
         #[serde(default)]
         call_id: String,
         reason: Option<String>,
+        /// What asked for it, for the call's span (`tasks/cancel`); absent from a controller.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
     },
     Abort {
         #[serde(default)]
         call_id: String,
         reason: Option<String>,
+        /// What asked for it, for the call's span (`notifications/cancelled`, `stream closed`, `timeout`, `host
+        /// gone`, `process gone`); absent from a controller.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
     },
     Elicitation {
         answer: Option<Value>,

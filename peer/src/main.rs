@@ -40,6 +40,7 @@ mod relay_remote;
 mod security;
 mod server;
 mod switchboard;
+mod telemetry;
 mod token;
 mod ws;
 
@@ -88,10 +89,22 @@ struct ServeArgs {
     /// any other.
     #[command(flatten)]
     nats: nats::NatsArgs,
+    /// `--otlp URL`: spans of each hop of the calls this process makes to its apps, exported to a collector.
+    #[command(flatten)]
+    otlp: telemetry::OtlpArgs,
 }
 
 fn main() {
     let cli = Cli::parse();
+    let otlp = match &cli.command {
+        Some(Mode::Mcp(args)) => Some(&args.otlp),
+        Some(Mode::Discover(_)) => None,
+        None => Some(&cli.serve.otlp),
+    };
+    if let Err(e) = otlp.map_or(Ok(()), telemetry::export) {
+        eprintln!("abp-peer: {e}");
+        std::process::exit(2);
+    }
     let code = match cli.command {
         Some(Mode::Discover(args)) => discover::main(&args),
         Some(Mode::Mcp(args)) => run(mcp::main(*args), Threads::One),
@@ -131,6 +144,8 @@ fn run(mode: impl std::future::Future<Output = Result<(), String>>, threads: Thr
     };
     // Not waiting for tasks that block (reading stdin never ends by itself).
     runtime.shutdown_background();
+    // Spans still waiting in the exporter's queue are sent before the process ends.
+    telemetry::flush();
     code
 }
 

@@ -60,6 +60,9 @@ pub(crate) struct Args {
     /// wherever it joined.
     #[command(flatten)]
     nats: crate::nats::NatsArgs,
+    /// `--otlp URL`: spans of each request and each hop of its calls, exported to a collector.
+    #[command(flatten)]
+    pub(crate) otlp: crate::telemetry::OtlpArgs,
 }
 
 /// How long the host's going away waits for the app to confirm the cancels before the process exits.

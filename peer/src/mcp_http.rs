@@ -784,11 +784,7 @@ struct Cancel {
 impl Drop for Cancel {
     fn drop(&mut self) {
         if self.endpoint.streams.take(&self.key) {
-            cancel_in_gateway(
-                &self.endpoint,
-                &self.key,
-                "the client closed the request's stream",
-            );
+            cancel_in_gateway(&self.endpoint, &self.key, crate::gateway::CLOSED_STREAM);
         }
     }
 }

@@ -34,13 +34,16 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use crate::cluster::{Cluster, Holder};
+use crate::control::signal;
 use crate::edge::HostInput;
 use crate::gateway::router::{shape_of, Shape};
-use crate::gateway::HTTP;
+use crate::gateway::spans::{end_answered, request_span};
+use crate::gateway::{CLOSED_STREAM, HTTP};
 use crate::hub::lock;
 use crate::nats::{ALIVE_EVERY, GONE_AFTER};
 use crate::params::{params_match, ParamHeaders};
 use crate::switchboard::Switchboard;
+use crate::telemetry::{self, cancel_attributes, KeyValue, Span, SpanKind};
 
 /// What the process holding the app said to a request passed to it.
 pub(crate) enum Passed {
@@ -88,6 +91,69 @@ pub(crate) struct Remote {
     taken: Mutex<HashMap<String, String>>,
     /// When each process that passed requests here last said it still waits for them (`asking`).
     asking: Mutex<HashMap<String, Instant>>,
+    /// The spans of the requests passed to another process and not answered yet (with `--otlp`): stream key →
+    /// this process's span of the request and of its hop across NATS.
+    spans: Mutex<HashMap<String, Passing>>,
+}
+
+/// A request passed on, as spans: the host's request here (a server span), and its hop across NATS to the
+/// gateway that answers it (a client span, the parent of that gateway's own span of the request).
+struct Passing {
+    request: Span,
+    hop: Span,
+}
+
+impl Passing {
+    /// The spans of passing `message` on, and the message as it goes: its `_meta` names the hop as the parent.
+    fn start(message: &Value) -> Option<(Passing, Value)> {
+        let (key, request) = request_span(false, message, None)?;
+        let caller = message["params"]["_meta"]["tracestate"].as_str();
+        let parent = request.context(caller);
+        let hop = telemetry::start(
+            format!("pass {}", message["method"].as_str().unwrap_or_default()),
+            SpanKind::Client,
+            parent.as_ref(),
+            vec![
+                KeyValue::new("jsonrpc.request.id", key),
+                KeyValue::new("abp.hop", "nats"),
+                KeyValue::new("messaging.system", "nats"),
+            ],
+            None,
+        )?;
+        let mut message = message.clone();
+        if let (Some(onward), Some(meta)) = (
+            hop.context(caller),
+            message["params"]["_meta"].as_object_mut(),
+        ) {
+            meta.insert("traceparent".into(), Value::String(onward.traceparent));
+        }
+        Some((Passing { request, hop }, message))
+    }
+
+    /// The other process did not take it (it is answered, or served, here).
+    fn not_taken(self) {
+        for mut span in [self.hop, self.request] {
+            span.event("not taken", Vec::new(), None);
+            span.end(None);
+        }
+    }
+
+    /// Its answer came back.
+    fn answered(self, answer: &Value) {
+        end_answered(self.hop, answer, None);
+        end_answered(self.request, answer, None);
+    }
+
+    /// It ends with no answer: cancelled (by `signal`), or lost (`lost`: why).
+    fn ended(self, signal: &str, reason: Option<&str>, lost: Option<&str>) {
+        for mut span in [self.hop, self.request] {
+            span.event("cancel", cancel_attributes(signal, reason), None);
+            if let Some(why) = lost {
+                span.fail("DISCONNECTED".into(), why.to_owned());
+            }
+            span.end(None);
+        }
+    }
 }
 
 impl Remote {
@@ -117,6 +183,7 @@ impl Remote {
             sessions_here: Mutex::new(HashMap::new()),
             taken: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
+            spans: Mutex::new(HashMap::new()),
         });
         let r = remote.clone();
         tokio::spawn(async move {
@@ -145,10 +212,12 @@ impl Remote {
                 r.cluster.answer(&m, answer.as_bytes()).await;
             }
         });
+        let r = remote.clone();
         tokio::spawn(async move {
             while let Some(m) = answers.next().await {
                 // Read once, here: the dispatcher routes it by its id.
                 if let Ok(message) = serde_json::from_slice::<Value>(&m.payload) {
+                    r.answered(&message);
                     let _ = lines.send(message);
                 }
             }
@@ -165,6 +234,17 @@ impl Remote {
             }
         });
         Ok(remote)
+    }
+
+    /// A message from the gateway a request was passed to: a response ends the request's spans.
+    fn answered(&self, message: &Value) {
+        if lock(&self.spans).is_empty() || shape_of(message) != Shape::Response {
+            return;
+        }
+        let key = message["id"].as_str().unwrap_or_default();
+        if let Some(spans) = lock(&self.spans).remove(key) {
+            spans.answered(message);
+        }
     }
 
     /// The other process holding the app, when this one does not.
@@ -189,8 +269,10 @@ impl Remote {
             .filter(|(name, _)| name.as_str().starts_with("mcp-param-"))
             .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
             .collect();
+        let (spans, traced) = Passing::start(message).unzip();
+        let message = traced.as_ref().unwrap_or(message);
         let payload = json!({ "message": message, "params": params }).to_string();
-        match self.cluster.ask(node, "http", payload).await.as_deref() {
+        let passed = match self.cluster.ask(node, "http", payload).await.as_deref() {
             Ok(b"ok") => {
                 lock(&self.passed).insert(key.to_owned(), node.to_owned());
                 Passed::Taken
@@ -200,7 +282,15 @@ impl Remote {
                 None => Passed::NotThere,
             },
             Err(_) => Passed::NotThere,
+        };
+        match (spans, &passed) {
+            (Some(spans), Passed::Taken) => {
+                lock(&self.spans).insert(key.to_owned(), spans);
+            }
+            (Some(spans), _) => spans.not_taken(),
+            (None, _) => {}
         }
+        passed
     }
 
     /// The client of the request `key` closed its stream: when it was passed on, its cancel follows it there
@@ -209,6 +299,15 @@ impl Remote {
         let Some(node) = lock(&self.passed).remove(key) else {
             return false;
         };
+        if let Some(spans) = lock(&self.spans).remove(key) {
+            let reason = notice["params"]["reason"].as_str();
+            let by = if reason == Some(CLOSED_STREAM) {
+                signal::STREAM_CLOSED
+            } else {
+                signal::CANCELLED
+            };
+            spans.ended(by, reason, None);
+        }
         let cluster = self.cluster.clone();
         let payload = json!({ "message": notice }).to_string();
         tokio::spawn(async move { cluster.tell(&node, "http", payload).await });
@@ -472,10 +571,12 @@ impl Remote {
             if self.holder.holds(node) {
                 return true;
             }
-            streams.abandon(
-                key,
-                "The process holding the app stopped answering before this request was answered",
-            );
+            let why =
+                "The process holding the app stopped answering before this request was answered";
+            if let Some(spans) = lock(&self.spans).remove(key) {
+                spans.ended(signal::PROCESS_GONE, None, Some(why));
+            }
+            streams.abandon(key, why);
             false
         });
     }

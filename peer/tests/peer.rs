@@ -1,6 +1,7 @@
 //! `abp-peer` as a process, over real sockets on 127.0.0.1: the relay pairs and forwards, one side leaving
-//! closes the other, the native agent completes a call with a hand-written app after a flood of garbage, and a
-//! frame over the size limit ends only its own connection.
+//! closes the other, the native agent completes a call with a hand-written app after a flood of garbage, a
+//! command's trace context reaches the app in the call's `_meta`, and a frame over the size limit ends only its
+//! own connection.
 
 use serde_json::{json, Value};
 use tungstenite::Message;
@@ -87,6 +88,47 @@ fn the_native_agent_survives_garbage_and_completes_a_call() {
     assert_eq!(status["pending"], 0);
     // The 7 garbage frames above and the 5,000 "zzz" (binary frames are not messages and not counted).
     assert_eq!(status["ignored"], 5_007, "garbage counted: {status}");
+}
+
+#[test]
+fn a_commands_trace_context_reaches_the_app_in_the_calls_meta() {
+    const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+    let peer = Peer::start(&[]);
+    let mut control = peer.connect("/control/t1");
+    let mut app = peer.connect("/agent/t1");
+    answer_initialize(&mut app);
+    until(&mut control, |e| e["op"] == "connected");
+    let cases = [
+        (
+            json!({ "traceparent": PARENT, "tracestate": "rojo=1" }),
+            json!({ "traceparent": PARENT, "tracestate": "rojo=1" }),
+        ),
+        (
+            json!({ "traceparent": PARENT, "tracestate": "Not Valid" }),
+            json!({ "traceparent": PARENT }),
+        ),
+        (
+            json!({ "traceparent": "00-junk", "tracestate": "rojo=1" }),
+            Value::Null,
+        ),
+        (json!({}), Value::Null),
+    ];
+    for (i, (given, expected)) in cases.into_iter().enumerate() {
+        let mut command = json!({ "op": "call", "ref": i, "capability": "echo", "params": {} });
+        command
+            .as_object_mut()
+            .unwrap()
+            .extend(given.as_object().unwrap().clone());
+        send(&mut control, &command);
+        let call = until(&mut app, |m| m["type"] == "capabilities/call");
+        assert_eq!(call["payload"]["_meta"], expected, "case {i}: {call}");
+        send(
+            &mut app,
+            &json!({ "type": "capabilities/call-result", "id": call["id"], "timestamp": 0,
+                "payload": { "callId": call["payload"]["callId"], "success": true, "data": i } }),
+        );
+        until(&mut control, |e| e["op"] == "settled");
+    }
 }
 
 #[test]

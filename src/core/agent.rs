@@ -15,6 +15,7 @@ use super::payload::Kind;
 use super::payload::Wire;
 use super::text::{text, IdGen};
 use super::timers::{TimerId, Timers};
+use super::trace::Trace;
 
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -74,6 +75,8 @@ pub struct CallRequest<P> {
     pub params: P,
     pub timeout: Option<f64>,
     pub progress_token: Option<String>,
+    /// The trace context to send with the call (`_meta`'s `traceparent` and `tracestate`).
+    pub trace: Option<Trace>,
     pub reset_timeout_on_progress: bool,
     pub max_total_timeout: Option<f64>,
     /// Carried to the outgoing message untouched (postMessage transfer list).
@@ -127,6 +130,12 @@ pub enum AgentOutput<P, T = FromAgent<P>> {
         handle: String,
         answer: CancelAnswer<P>,
     },
+    /// The app answered the cancel an abort sent for `call_id` (not an explicit `cancel`, which has its own
+    /// answer): `cancelled` when it stopped the handler. For observers; the call settles as before.
+    CancelAcknowledged {
+        call_id: String,
+        cancelled: bool,
+    },
     Progress {
         call_id: String,
         payload: P,
@@ -171,6 +180,9 @@ impl<P, T> AgentOutput<P, T> {
                 settlement,
             },
             O::CancelAnswered { handle, answer } => O::CancelAnswered { handle, answer },
+            O::CancelAcknowledged { call_id, cancelled } => {
+                O::CancelAcknowledged { call_id, cancelled }
+            }
             O::Progress { call_id, payload } => O::Progress { call_id, payload },
             O::Notification { event, payload } => O::Notification { event, payload },
             O::CapabilitiesChanged { payload } => O::CapabilitiesChanged { payload },
@@ -503,6 +515,7 @@ impl<P: Wire> AgentCore<P> {
             params: req.params,
             timeout,
             progress_token: req.progress_token,
+            trace: req.trace,
             transfer: req.transfer,
         }));
         Ok(())
@@ -1027,6 +1040,11 @@ impl<P: Wire> AgentCore<P> {
             self.out.push_back(AgentOutput::CancelAnswered {
                 handle,
                 answer: CancelAnswer::Remote(payload),
+            });
+        } else {
+            self.out.push_back(AgentOutput::CancelAcknowledged {
+                call_id: req.call_id.clone(),
+                cancelled: matches!(verdict, CancelVerdict::Cancelled),
             });
         }
         if !self.calls.contains_key(&req.call_id) {

@@ -14,6 +14,7 @@ use super::message::{
 use super::payload::Wire;
 use super::text::{text, IdGen};
 use super::timers::{TimerId, Timers};
+use super::trace::Trace;
 
 #[derive(Clone, Debug)]
 pub struct AppConfig {
@@ -63,6 +64,8 @@ pub enum AppOutput<P, T = FromApp<P>> {
         capability: String,
         params: P,
         progress_token: Option<String>,
+        /// The caller's trace context, for `ctx.trace`.
+        trace: Option<Trace>,
     },
     /// Abort the running handler's signal with `reason`.
     Abort {
@@ -96,11 +99,13 @@ impl<P, T> AppOutput<P, T> {
                 capability,
                 params,
                 progress_token,
+                trace,
             } => O::Start {
                 call_id,
                 capability,
                 params,
                 progress_token,
+                trace,
             },
             O::Abort { call_id, reason } => O::Abort { call_id, reason },
             O::ElicitDone { id, end } => O::ElicitDone { id, end },
@@ -175,6 +180,7 @@ struct Queued<P> {
     capability: String,
     params: P,
     token: Option<String>,
+    trace: Option<Trace>,
     received: f64,
     timeout_ms: Option<f64>,
     features: Option<Features>,
@@ -444,6 +450,7 @@ impl<P: Wire> AppConn<P> {
                 capability,
                 params,
                 progress_token,
+                trace,
                 features,
                 ..
             } => {
@@ -453,6 +460,7 @@ impl<P: Wire> AppConn<P> {
                     capability,
                     params,
                     token: progress_token,
+                    trace,
                     received: now,
                     timeout_ms: None,
                     features,
@@ -624,6 +632,7 @@ impl<P: Wire> AppConn<P> {
             capability,
             params,
             token,
+            trace,
             received: now,
             timeout_ms,
             features,
@@ -650,6 +659,7 @@ impl<P: Wire> AppConn<P> {
             capability,
             params,
             progress_token: token,
+            trace,
         });
     }
 

@@ -10,6 +10,7 @@
 use super::capability::Changes;
 use super::error::{decode_error, AbpError, ErrorCode};
 use super::payload::{Kind, Payload, Wire};
+use super::trace::Trace;
 
 /// Cancel-result reasons of the cancel table.
 pub const REASON_NOT_FOUND: &str = "Operation not found";
@@ -150,6 +151,8 @@ pub enum ToApp<P> {
         params: P,
         timeout: Option<f64>,
         progress_token: Option<String>,
+        /// The caller's trace context (`_meta`'s `traceparent` and `tracestate`), when it gave a valid one.
+        trace: Option<Trace>,
         /// `Some`: the request says itself what its agent enabled, and runs without a session (MCP's
         /// stateless era); `None`: the session's features apply.
         features: Option<Features>,
@@ -285,6 +288,7 @@ pub enum FromAgent<P> {
         params: P,
         timeout: Option<f64>,
         progress_token: Option<String>,
+        trace: Option<Trace>,
         transfer: Option<P>,
     },
     Cancel {

@@ -15,6 +15,7 @@ pub mod payload;
 pub mod schema;
 pub mod text;
 pub mod timers;
+pub mod trace;
 
 #[cfg(any(test, feature = "json"))]
 pub mod json;
@@ -33,3 +34,4 @@ pub use error::{AbpError, ErrorCode};
 pub use message::{
     Control, ControlOut, ElicitAnswer, FromAgent, FromApp, Incoming, Outcome, ToAgent, ToApp,
 };
+pub use trace::Trace;

@@ -128,6 +128,8 @@ pub struct CallFields<'a> {
     pub capability: &'a str,
     pub timeout: Option<f64>,
     pub progress_token: Option<&'a str>,
+    /// Written as the payload's `_meta` (`traceparent`, `tracestate`).
+    pub trace: Option<&'a super::trace::Trace>,
 }
 
 /// The envelope's clock (Unix milliseconds), read when a message needs it.

@@ -7,10 +7,11 @@ import { isRecord, isThenable } from './value.js';
  *  through `hooks` (`ctxHooks`). `signal` is an own enumerable accessor, as in an object literal, but defined
  *  with one shared getter and setter: a literal with `get`/`set` made two functions and took V8's slow path for
  *  every call, several times slower to make in Chromium. */
-function makeCtx(hooks, callId, progressToken, cancel) {
+function makeCtx(hooks, callId, progressToken, trace, cancel) {
   const ctx = {
     callId,
     progressToken,
+    trace,
     progress(info) { hooks.progress(callId, info); },
     elicit(request) { return hooks.elicit(callId, request); },
     notify(event, data) { hooks.notify(event, data); },
@@ -65,14 +66,17 @@ export class HandlerCancel {
   }
 }
 
-/** Runs `f(params, ctx)` with a `ctx` on `cancel` (`makeCtx`, a `HandlerCancel`) and reports how it ended to `hooks`
+/** Runs `f(params, ctx)` with a `ctx` on `cancel` (`makeCtx`, a `HandlerCancel`; `ctx.trace` from the call's
+ *  `traceparent` and `tracestate`, each a string or undefined) and reports how it ended to `hooks`
  *  (`ctxHooks`): `resolved(run, value, flags)` or `rejected(run, error, flags)`, at once when it returns or
  *  throws, when it settles if it returns a promise or thenable (flags: `ABORTED`, `RESPONSE` below). `run` is
  *  wasm's number for this run of the handler (a number crosses into wasm for free, the call id would be copied).
  *  Running it here saves wasm-bindgen's catch wrapper (an arguments object and apply) and a JsFuture's two
  *  closures per call. */
-export function runHandler(f, params, hooks, callId, progressToken, cancel, run) {
-  const ctx = makeCtx(hooks, callId, progressToken, cancel);
+export function runHandler(f, params, hooks, callId, progressToken, traceparent, tracestate, cancel, run) {
+  const trace = traceparent === undefined ? undefined
+    : tracestate === undefined ? { traceparent } : { traceparent, tracestate };
+  const ctx = makeCtx(hooks, callId, progressToken, trace, cancel);
   let v;
   let thenable;
   try {

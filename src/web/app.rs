@@ -25,6 +25,7 @@ use crate::core::payload::Wire;
 use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
 use crate::core::text::IdGen;
+use crate::core::trace::Trace;
 use crate::core::{
     AbpError, AppConfig, AppConnection, AppOutput, ErrorCode, Outcome, Registry, Sent, Transmit,
 };
@@ -47,6 +48,8 @@ extern "C" {
         hooks: &JsValue,
         call_id: &JsValue,
         progress_token: &JsValue,
+        traceparent: &JsValue,
+        tracestate: &JsValue,
         cancel: &HandlerCancel,
         run: u32,
     );
@@ -601,7 +604,8 @@ impl AppConnInner {
                 capability,
                 params,
                 progress_token,
-            } => self.start(call_id, capability, params, progress_token),
+                trace,
+            } => self.start(call_id, capability, params, progress_token, trace),
             AppOutput::Abort { call_id, reason } => {
                 if let Some(r) = self.take_running(|r| r.call_id == call_id) {
                     let message = reason.as_deref().unwrap_or("Operation cancelled");
@@ -671,6 +675,7 @@ impl AppConnInner {
         capability: String,
         params: JsValue,
         token: Option<String>,
+        trace: Option<Trace>,
     ) {
         let handler = self
             .shared
@@ -691,6 +696,9 @@ impl AppConnInner {
         let cancel = HandlerCancel::new();
         let token_js = token.map(|t| js_string(&t)).unwrap_or(JsValue::UNDEFINED);
         let call_id_js = js_string(&call_id);
+        let text = |t: Option<&String>| t.map_or(JsValue::UNDEFINED, |t| js_string(t));
+        let traceparent = text(trace.as_ref().map(|t| &t.traceparent));
+        let tracestate = text(trace.as_ref().and_then(|t| t.tracestate.as_ref()));
         let run = self.next_run.get();
         self.next_run.set(run.wrapping_add(1));
         self.running.borrow_mut().push(Running {
@@ -706,6 +714,8 @@ impl AppConnInner {
             &hooks,
             &call_id_js,
             &token_js,
+            &traceparent,
+            &tracestate,
             &cancel,
             run,
         );

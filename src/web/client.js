@@ -57,6 +57,8 @@ export function readCallOptions(o, out) {
     if (Array.isArray(field(o, 'transfer'))) bits |= 256;
     const cancelGrace = field(o, 'cancelGrace');
     if (typeof cancelGrace === 'number') { out[2] = cancelGrace; bits |= 512; }
+    const trace = field(o, 'trace');
+    if (typeof trace === 'object' && trace !== null) bits |= 1024;
   }
   out[3] = bits;
   return signal;

@@ -23,6 +23,7 @@ use super::value::{
 use crate::core::payload::Wire;
 use crate::core::payload::{Kind, Payload};
 use crate::core::text::text;
+use crate::core::trace::Trace;
 use crate::core::{
     AbortKind, AbpError, AgentConfig, AgentConnection, AgentOutput, CallRequest, CancelAnswer,
     ElicitAnswer, ErrorCode, Sent, Settlement, Transmit, NO_ANSWER_TO_INITIALIZE,
@@ -424,6 +425,7 @@ impl AbpClient {
             params,
             timeout: number(call::TIMEOUT.read()),
             progress_token,
+            trace: get(call::TRACE.read()).and_then(|t| trace_option(&t)),
             reset_timeout_on_progress: has(call::RESET_TIMEOUT_ON_PROGRESS.read()),
             max_total_timeout: number(call::MAX_TOTAL_TIMEOUT.read()),
             transfer: get(call::TRANSFER.read()).filter(Array::is_array),
@@ -663,6 +665,7 @@ impl ClientInner {
                 }
             }
             AgentOutput::CancelAnswered { handle, answer } => self.cancel_answered(&handle, answer),
+            AgentOutput::CancelAcknowledged { .. } => {}
             AgentOutput::Progress { call_id, payload } => {
                 let per_call = self
                     .js
@@ -943,4 +946,13 @@ impl Sink for ClientInner {
             self.drive();
         }
     }
+}
+
+/// `CallOptions.trace` (`{ traceparent, tracestate? }`), when its context is valid.
+fn trace_option(t: &JsValue) -> Option<Trace> {
+    let text = |key: &str| t.get(key).and_then(|v| v.as_string());
+    Trace::read(
+        text("traceparent").as_deref(),
+        text("tracestate").as_deref(),
+    )
 }

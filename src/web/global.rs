@@ -278,6 +278,7 @@ impl GlobalSession {
                 capability: &capability,
                 timeout,
                 progress_token: progress_token.as_deref(),
+                trace: None,
             };
             abp::call_message(&call, &now, params)
         };

@@ -152,6 +152,13 @@ pub(crate) mod call {
             .bit(1 << 9)
             .slot(2)
             .doc(&["Milliseconds to wait for the app's answer after sending a cancel (default: the client's cancelGrace)."]);
+    pub(crate) const TRACE: OptionSpec =
+        OptionSpec::new("trace", Given::Object, "TraceContext")
+            .bit(1 << 10)
+            .doc(&[
+                "W3C trace context sent with the call (in its `_meta`), for the app's `ctx.trace`: a `traceparent` that is",
+                "not valid W3C Trace Context is not sent, nor is a `tracestate` that is not.",
+            ]);
 
     /// How many numbers `readCallOptions` writes (slots 0 to `NUMBERS - 1`); checked when this compiles.
     pub(crate) const NUMBERS: usize = super::check_call_options(super::CALL_OPTIONS);
@@ -172,6 +179,7 @@ pub(crate) const CALL_OPTIONS: &[OptionSpec] = &[
     call::ON_PROGRESS,
     call::TRANSFER,
     call::CANCEL_GRACE,
+    call::TRACE,
 ];
 
 /// `AbpClient.connect`'s options. `dialect` is read by `dialect_option` (value.rs), the same key as in

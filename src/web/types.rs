@@ -106,6 +106,9 @@ export interface CallOptions {
   transfer?: Transferable[];
   /** Milliseconds to wait for the app's answer after sending a cancel (default: the client's cancelGrace). */
   cancelGrace?: number;
+  /** W3C trace context sent with the call (in its `_meta`), for the app's `ctx.trace`: a `traceparent` that is
+   *  not valid W3C Trace Context is not sent, nor is a `tracestate` that is not. */
+  trace?: TraceContext;
 }
 
 /** The protocol a connection speaks: ABP (the default), MCP (JSON-RPC: `tools/list`, `tools/call`,
@@ -260,6 +263,15 @@ export interface ElicitationResponse<T = unknown> { success: boolean; data?: T; 
 export type ElicitationHandler = (request: ElicitationRequest, options: { signal: AbortSignal })
   => ElicitationResponse | Promise<ElicitationResponse>;
 
+/** W3C Trace Context (https://www.w3.org/TR/trace-context/) carried with a call: what a caller gives as
+ * `CallOptions.trace`, or an MCP or ACP host in the request's `_meta`, and what the handler reads as `ctx.trace`.
+ * Only valid values travel: an invalid `traceparent` drops the context, an invalid `tracestate` drops itself. */
+export interface TraceContext {
+  /** `version-traceid-parentid-flags`, e.g. `00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01`. */
+  traceparent: string;
+  tracestate?: string;
+}
+
 /** What a capability handler receives besides its params. */
 export interface CallContext {
   /** Aborts when the agent cancels the call (or the session ends). `signal.reason` is an AbortError
@@ -267,6 +279,9 @@ export interface CallContext {
   signal: AbortSignal;
   callId: string;
   progressToken?: string;
+  /** The caller's trace context, when it sent a valid one (in ABP's, MCP's or ACP's `_meta`): start the
+   * handler's spans as its children. */
+  trace?: TraceContext;
   /** Report progress. Cheap to call in a loop: updates are coalesced, and the last one is sent before the result. */
   progress(info: ProgressInfo | number): void;
   /** Ask the agent something; resolves `cancelled: true` if this call is cancelled first, TIMEOUT when the

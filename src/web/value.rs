@@ -220,6 +220,10 @@ impl Wire for JsValue {
     // The builders read `Date.now()` in JS for the timestamp.
     #[cfg(feature = "agent")]
     fn call_message(call: &CallFields<'_>, _: Timestamp<'_>, params: Self) -> Result<Self, Self> {
+        // A traced call is built field by field: the one-step build stays the shape of every other call.
+        if call.trace.is_some() {
+            return Err(params);
+        }
         let (id, call_id) = (js_string(call.id), js_string(call.call_id));
         let token = call.progress_token.map(js_string);
         Ok(call_message(

@@ -5,6 +5,7 @@
 //   mcp-sdk/dist/server-v2.js  SDK 2's McpServer, serveStdio, inputRequired, IframeChildTransport 5, z (zod), ...
 //   acp-sdk/dist/acp.js     @agentclientprotocol/sdk (agent, client, methods, RequestError, ...), z, portStream
 //   webmcp/dist/polyfill.js @mcp-b/webmcp-polyfill's initializeWebMCPPolyfill, cleanupWebMCPPolyfill
+//   otel/dist/web.js        OpenTelemetry's web SDK (WebTracerProvider, SimpleSpanProcessor), OTLP/HTTP exporter, API
 // Run it from anywhere: `node tests/interop/build.mjs` (add `--force` to rebuild). On a fresh clone it first runs
 // `npm ci` here; when every dist bundle is newer than the lockfile, this script, the entry files and port-stream.js, it does nothing.
 import { execFileSync } from 'node:child_process';
@@ -24,6 +25,7 @@ const entries = {
   'mcp-sdk/dist/server-v2': join(here, 'mcp-sdk', 'entries', 'server-v2.js'),
   'acp-sdk/dist/acp': join(here, 'acp-sdk', 'entries', 'acp.js'),
   'webmcp/dist/polyfill': join(here, 'webmcp', 'entries', 'polyfill.js'),
+  'otel/dist/web': join(here, 'otel', 'entries', 'web.js'),
 };
 const outputs = Object.keys(entries).map((out) => join(here, `${out}.js`));
 // Files the entries import besides node_modules (a change to them must rebuild too).

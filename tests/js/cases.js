@@ -1308,6 +1308,31 @@ export async function acpDialectBetweenOurOwnSides() {
   eq(pageErrors, [], 'no uncaught errors on the page');
 }
 
+// A caller's W3C trace context reaches the handler as `ctx.trace`, over the private channel and over window
+// messages; what is not valid Trace Context is dropped (a bad traceparent takes its tracestate with it), never an
+// error; a call without one has `ctx.trace` undefined.
+export async function aCallersTraceReachesTheHandler() {
+  const parent = '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01';
+  for (const messages of ['channel', 'window']) {
+    const t = await setup('', { messages });
+    const traceOf = async (trace) => {
+      const callId = `t${Math.random().toString(36).slice(2)}`;
+      eq((await t.abp.call('echo', 1, { callId, trace })).success, true, `${messages}: the call succeeds`);
+      return t.log().find((e) => e.event === 'start' && e.callId === callId).trace;
+    };
+    eq(await traceOf({ traceparent: parent, tracestate: 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE' }),
+      { traceparent: parent, tracestate: 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE' }, `${messages}: the whole context`);
+    eq(await traceOf({ traceparent: parent }), { traceparent: parent }, `${messages}: a traceparent alone`);
+    eq(await traceOf({ traceparent: parent, tracestate: 'Not=Valid' }), { traceparent: parent },
+      `${messages}: an invalid tracestate is dropped alone`);
+    eq(await traceOf({ traceparent: parent.toUpperCase(), tracestate: 'a=b' }), null, `${messages}: an invalid traceparent`);
+    eq(await traceOf({ traceparent: 7 }), null, `${messages}: a traceparent that is not a string`);
+    eq(await traceOf('not an object'), null, `${messages}: a trace option that is not an object`);
+    eq(await traceOf(undefined), null, `${messages}: no trace`);
+    await t.done();
+  }
+}
+
 const cases = {
   abortListenerGoesWhenTheCallSettles, heartbeatSettlesCallsToASilentPort,
   connectAndDescribe, alreadyAbortedSignalSendsNothing, abortInFlight, timeoutCancelsAndSaysTimeout,
@@ -1325,7 +1350,7 @@ const cases = {
   registerChecksTheDescriptorAndBuildsTheManifest, aDeprecatedCapabilityWarnsOnce, anElicitationTimesOutOnBothSides,
   windowAbpFollowsTheApiReference, bootstrapPlaceholderWaitsForExposeGlobal, docsShapedCapabilityChangesNeverEmptyTheList,
   mcpDialectBetweenOurOwnSides, acpDialectBetweenOurOwnSides, thePrivateChannelAnswersAsWindowMessagesDo,
-  aWrongTargetOriginIsNamedAtOnceAndInTheTimeout,
+  aWrongTargetOriginIsNamedAtOnceAndInTheTimeout, aCallersTraceReachesTheHandler,
 };
 
 /** Runs one case; a case that hangs fails after 40 s instead of stalling the whole browser run. */

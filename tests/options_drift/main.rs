@@ -111,7 +111,16 @@ fn read_call_options_js() -> String {
                 .unwrap();
             }
             Given::Object => {
-                panic!("call option {name:?}: readCallOptions has no test for an object")
+                assert!(
+                    is_identifier(name) && !["o", "out", "bits", "signal", "s", "field"].contains(&name),
+                    "object option {name:?}: the reader names a local after it, and cannot with this name"
+                );
+                writeln!(s, "    const {name} = field(o, '{name}');").unwrap();
+                writeln!(
+                    s,
+                    "    if (typeof {name} === 'object' && {name} !== null) bits |= {bit};"
+                )
+                .unwrap();
             }
         }
     }

@@ -5,6 +5,7 @@ import init, {
   type ABPResponse, type CancelResponse, type CallContext, type ProgressInfo, type ElicitationResponse,
   type SupportInfo, type CapabilityDescriptor, type CapabilityChanges, type AbpManifest, type InitializeResult,
   type BinaryData, type BinaryDataReference, ABP_BOOTSTRAP, discover, type DiscoveryResult, WebMCPTransport,
+  type TraceContext,
 } from '../../pkg/abp_wasm.js';
 
 export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement): Promise<string> {
@@ -15,6 +16,8 @@ export async function agent(iframe: HTMLIFrameElement, bar: HTMLProgressElement)
   const controller = new AbortController();
   const result: ABPResponse = await abp.call('export.pdf', { pages: 40 }, {
     signal: controller.signal, timeout: 60000, onProgress: (p: ProgressInfo) => { bar.value = p.progress; } });
+  const trace: TraceContext = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01' };
+  await abp.call('echo', undefined, { trace, signal: controller.signal });
   const cancelled: CancelResponse = await abp.cancel('call-1', 'user clicked stop');
   const support: SupportInfo = abp.supports('export.pdf');
   const caps: CapabilityDescriptor[] = abp.listCapabilities();
@@ -46,6 +49,11 @@ export function app(): void {
     return { ok: answer.success };
   }, { description: 'Render HTML to PDF', inputSchema: { type: 'object', required: ['pages'] } });
   app.register('untyped', (params, ctx) => ({ params, id: ctx.callId }));
+  // The caller's trace context: optional, its tracestate optional too.
+  app.register('traced', (_params, ctx) => {
+    const t: TraceContext | undefined = ctx.trace;
+    return t === undefined ? null : [t.traceparent.split('-')[1], t.tracestate ?? ''];
+  });
   app.register<{ pages: number }>('typed', (params, ctx) => params.pages + ctx.callId.length);
   // @ts-expect-error: params are `unknown` unless the handler or `register<P>` types them
   app.register('unknown', (params) => params.pages);

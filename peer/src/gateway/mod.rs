@@ -22,19 +22,34 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use abp_wasm::core::dialect::jsonrpc::{error_to, response_to, rpc};
+use abp_wasm::core::dialect::jsonrpc::{error_to, key_of, response_to, rpc};
 use abp_wasm::core::dialect::mcp::{era_of, Era};
 use abp_wasm::core::dialect::{Carrier, DialectKind};
 use abp_wasm::core::error::{encode_error, AbpError, ErrorCode};
-use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp};
+use abp_wasm::core::{AppConfig, AppConnection, AppOutput, Outcome, Registry, ToApp, Trace};
 use serde_json::{json, Value};
 
-use crate::control::{Command, Event};
+use crate::control::{signal, Command, Event};
 use crate::params::ParamHeaders;
 pub(crate) mod router;
+pub(crate) mod spans;
 pub(crate) mod tasks;
 
 use tasks::Tasks;
+
+/// The reason the HTTP edge gives a request whose stream the client closed (its cancel in that era).
+pub(crate) const CLOSED_STREAM: &str = "the client closed the request's stream";
+
+/// The trace context of a request's `params._meta`, when valid.
+fn trace_of(params: &Value) -> Option<Trace> {
+    let text = |key: &str| params.get("_meta")?.get(key)?.as_str();
+    Trace::read(text("traceparent"), text("tracestate"))
+}
+
+/// A trace context as a command carries it: `traceparent` and `tracestate`.
+fn fields_of(trace: Option<Trace>) -> (Option<String>, Option<String>) {
+    trace.map_or((None, None), |t| (Some(t.traceparent), t.tracestate))
+}
 
 /// The host on stdin/stdout.
 pub(crate) const STDIO: u64 = 0;
@@ -140,6 +155,8 @@ pub(crate) struct Gateway {
     out: VecDeque<Output>,
     /// The tool calls run as MCP tasks (not in `calls`: no host connection waits on them).
     tasks: Tasks,
+    /// The span of each host request not answered yet (with `--otlp`).
+    spans: spans::Spans,
 }
 
 impl Gateway {
@@ -166,6 +183,7 @@ impl Gateway {
             held: Vec::new(),
             out: VecDeque::new(),
             tasks: Tasks::new(now),
+            spans: spans::Spans::default(),
         }
     }
 
@@ -202,6 +220,7 @@ impl Gateway {
             self.command(Command::Abort {
                 call_id: abp_id,
                 reason: Some("the task's ttlMs passed".into()),
+                signal: Some(signal::TIMEOUT.into()),
             });
         }
         self.publish_tasks();
@@ -251,6 +270,10 @@ impl Gateway {
     /// The gateway stops (its host is gone, or it was told to): every call still running in the app is
     /// cancelled there, and each host hears what the dialect says then (each modern listen is torn down).
     pub(crate) fn close(&mut self) {
+        let at = self.wall();
+        for host in self.hosts.iter().map(|h| h.id).collect::<Vec<_>>() {
+            self.spans.host_gone(host, at);
+        }
         self.cancel_everything();
         self.goodbye();
     }
@@ -300,12 +323,21 @@ impl Gateway {
     /// A message for `host`.
     fn send(&mut self, host: u64, message: Value) {
         if self.hosts.iter().any(|h| h.id == host) {
+            let at = self.wall();
+            self.spans.answered(host, &message, at);
             self.out.push_back(Output::ToHost { host, message });
         }
     }
 
+    /// The wall's time of what is handled now.
+    fn wall(&self) -> SystemTime {
+        self.start_wall + self.clock.saturating_duration_since(self.start)
+    }
+
     /// One message from a host.
     fn on_host_message(&mut self, host: u64, value: Value) {
+        let at = self.wall();
+        self.spans.request(host, &value, at);
         let now = self.now();
         let joined = self.joined;
         let text = no_app_text(&self.room, self.link_down.clone());
@@ -378,7 +410,7 @@ impl Gateway {
                                 None,
                             ))
                         } else {
-                            match self.start_task(host, name, p) {
+                            match self.start_task(host, id, name, p) {
                                 Some(created) => Ok(created),
                                 None => return false,
                             }
@@ -440,6 +472,7 @@ impl Gateway {
                     self.command(Command::Cancel {
                         call_id: abp_id,
                         reason: Some("cancelled by the MCP client (tasks/cancel)".into()),
+                        signal: Some(signal::TASKS_CANCEL.into()),
                     });
                 }
                 Ok(ack)
@@ -449,9 +482,18 @@ impl Gateway {
 
     /// Starts the ABP call of a task of `host` for `tools/call` `params`: its `CreateTaskResult`, or `None` when
     /// the app is not there to take it (the call is then answered as any other).
-    fn start_task(&mut self, host: u64, capability: &str, params: &Value) -> Option<Value> {
+    fn start_task(
+        &mut self,
+        host: u64,
+        id: &Value,
+        capability: &str,
+        params: &Value,
+    ) -> Option<Value> {
         self.next_call += 1;
         let abp_id = format!("mcp-{}", self.next_call);
+        let key = key_of(id).unwrap_or_default();
+        let (traceparent, tracestate) =
+            fields_of(self.spans.onward(host, &key, trace_of(params).as_ref()));
         let sent = self.command(Command::Call {
             capability: Some(capability.to_owned()),
             params: params
@@ -463,6 +505,8 @@ impl Gateway {
             progress: true,
             abort_after: None,
             reason: None,
+            traceparent,
+            tracestate,
         });
         sent.then(|| {
             self.tasks
@@ -487,6 +531,8 @@ impl Gateway {
     /// A host left, at `now`: what it had running in the app is cancelled there.
     pub(crate) fn leave(&mut self, host: u64, now: Instant) {
         self.at(now);
+        let at = self.wall();
+        self.spans.host_gone(host, at);
         self.hosts.retain(|h| h.id != host);
         let mine: Vec<String> = self
             .calls
@@ -499,6 +545,7 @@ impl Gateway {
             self.command(Command::Abort {
                 call_id: abp_id,
                 reason: Some("the MCP host went away".into()),
+                signal: Some(signal::HOST_GONE.into()),
             });
         }
         self.asks.retain(|(h, _), _| *h != host);
@@ -532,9 +579,12 @@ impl Gateway {
                     capability,
                     params,
                     progress_token,
+                    trace,
                 } => {
                     self.next_call += 1;
                     let abp_id = format!("mcp-{}", self.next_call);
+                    let (traceparent, tracestate) =
+                        fields_of(self.spans.onward(host, &call_id, trace.as_ref()));
                     let sent = self.command(Command::Call {
                         capability: Some(capability),
                         params,
@@ -543,6 +593,8 @@ impl Gateway {
                         progress: progress_token.is_some(),
                         abort_after: None,
                         reason: None,
+                        traceparent,
+                        tracestate,
                     });
                     if sent {
                         let progressed = None;
@@ -563,10 +615,19 @@ impl Gateway {
                     }
                 }
                 AppOutput::Abort { call_id, reason } => {
+                    let by = if reason.as_deref() == Some(CLOSED_STREAM) {
+                        signal::STREAM_CLOSED
+                    } else {
+                        signal::CANCELLED
+                    };
+                    let at = self.wall();
+                    self.spans
+                        .cancelled(host, &call_id, by, reason.as_deref(), at);
                     if let Some(abp_id) = self.abp_id_of(host, &call_id) {
                         self.command(Command::Abort {
                             call_id: abp_id,
                             reason: reason.or_else(|| Some("cancelled by the MCP client".into())),
+                            signal: Some(by.into()),
                         });
                     }
                 }
@@ -825,6 +886,7 @@ impl Gateway {
             self.command(Command::Abort {
                 call_id: abp_id,
                 reason: Some("the MCP host went away".into()),
+                signal: Some(signal::HOST_GONE.into()),
             });
         }
     }
@@ -1127,6 +1189,74 @@ mod tests {
             .expect("the call's result");
         assert_eq!(done["result"]["resultType"], "complete");
         assert_eq!(done["result"]["structuredContent"], json!({ "ok": true }));
+    }
+
+    /// The trace context of the command `t` sent the app last.
+    fn traced(t: &mut T) -> (Option<String>, Option<String>) {
+        let Command::Call {
+            traceparent,
+            tracestate,
+            ..
+        } = t.next_command()
+        else {
+            panic!("a tool call goes to the app")
+        };
+        (traceparent, tracestate)
+    }
+
+    #[test]
+    fn a_hosts_trace_context_goes_with_its_call_to_the_app() {
+        const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        // The helper's call had none; a legacy host's with one, an invalid one, and a modern host's task.
+        let mut t = gateway(json!({}));
+        assert_eq!(traced(&mut t), (None, None));
+        let call = |id: u64, meta: Value| {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "ask", "arguments": {}, "_meta": meta } })
+            .to_string()
+        };
+        t.host(&call(
+            3,
+            json!({ "traceparent": PARENT, "tracestate": "rojo=1" }),
+        ));
+        assert_eq!(traced(&mut t), (Some(PARENT.into()), Some("rojo=1".into())));
+        t.host(&call(
+            4,
+            json!({ "traceparent": "00-junk", "tracestate": "rojo=1" }),
+        ));
+        assert_eq!(traced(&mut t), (None, None), "dropped, not passed on");
+        t.host(&call(
+            5,
+            json!({ "traceparent": PARENT, "tracestate": "Not Valid" }),
+        ));
+        assert_eq!(traced(&mut t), (Some(PARENT.into()), None));
+
+        let mut t = modern_gateway();
+        t.commands.clear();
+        t.app(Event::Capabilities {
+            payload: json!({ "capabilities": [{ "name": "render", "task": "optional" }] }),
+        });
+        for (id, tasks) in [(1, false), (2, true)] {
+            let mut m: Value = serde_json::from_str(&modern_request(
+                id,
+                "tools/call",
+                json!({ "name": "render", "arguments": {} }),
+                false,
+            ))
+            .unwrap_or_default();
+            m["params"]["_meta"]["traceparent"] = json!(PARENT);
+            m["params"]["_meta"]["tracestate"] = json!("Not Valid");
+            if tasks {
+                m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                    json!({ "extensions": { tasks::EXTENSION: {} } });
+            }
+            t.host(&m.to_string());
+            assert_eq!(
+                traced(&mut t),
+                (Some(PARENT.into()), None),
+                "a task: {tasks}"
+            );
+        }
     }
 
     #[test]

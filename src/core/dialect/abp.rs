@@ -235,6 +235,7 @@ fn read_call<P: Wire>(id: Option<String>, p: P, has_payload: bool) -> ToApp<P> {
             progress_token: options
                 .as_ref()
                 .and_then(|o| opt_string(o, "progressToken")),
+            trace: super::trace_from_meta(p.get_object("_meta").as_ref()),
             features: None,
         },
         (id, call_id, _) => {
@@ -329,11 +330,17 @@ pub fn call_message<P: Wire>(call: &CallFields<'_>, timestamp: Timestamp<'_>, pa
             ("progressToken", call.progress_token.map(P::string)),
         ])
     });
+    let meta = call.trace.map(|t| {
+        let mut meta = P::object();
+        super::set_trace_meta(&mut meta, t);
+        meta
+    });
     let p = P::object_of(&mut [
         ("callId", Some(P::string(call.call_id))),
         ("capability", Some(P::string(call.capability))),
         ("params", Some(params)),
         ("options", options),
+        ("_meta", meta),
     ]);
     envelope(types::CALL, Some(call.id), timestamp(), p)
 }
@@ -411,6 +418,7 @@ pub fn encode_agent<P: Wire>(
             params,
             timeout,
             progress_token,
+            trace,
             transfer,
         } => {
             let call = CallFields {
@@ -419,6 +427,7 @@ pub fn encode_agent<P: Wire>(
                 capability: &capability,
                 timeout,
                 progress_token: progress_token.as_deref(),
+                trace: trace.as_ref(),
             };
             return Some((call_message(&call, clock, params), transfer));
         }

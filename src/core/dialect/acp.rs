@@ -20,6 +20,7 @@ use super::super::message::{
 };
 use super::super::payload::Kind;
 use super::super::payload::Wire;
+use super::super::trace::Trace;
 use super::jsonrpc::{
     abp_error_of, cancel_of, elicitation_answer, key_of, notification, rpc, Frame, Peer, Sent,
 };
@@ -111,6 +112,7 @@ impl<P: Wire> AcpCodec<P> {
             call_id: id.clone(),
             id,
             capability: method,
+            trace: super::trace_from_meta(params.get_object("_meta").as_ref()),
             params,
             timeout: None,
             progress_token: None,
@@ -221,10 +223,15 @@ impl<P: Wire> AcpCodec<P> {
                 id,
                 capability,
                 params,
+                trace,
                 ..
             } => {
                 let params =
                     (!matches!(params.kind(), Kind::Undefined | Kind::Null)).then_some(params);
+                let params = match trace {
+                    Some(trace) => traced(params, &trace),
+                    None => params,
+                };
                 self.peer.request(&id, Sent::Call, &capability, params)
             }
             FromAgent::Cancel { call_id, .. } => cancel_request(&call_id),
@@ -362,4 +369,20 @@ fn initialize_result<P: Wire>(hello: &Hello<'_, P>) -> P {
 fn cancel_request<P: Wire>(request_id: &str) -> P {
     let p = P::object_of(&mut [("requestId", Some(P::string(request_id)))]);
     notification(CANCEL_REQUEST, Some(p))
+}
+
+/// A request's params with `trace` in their `_meta` (copies: the caller's objects stay as they were); params
+/// that are not an object have no place for it.
+fn traced<P: Wire>(params: Option<P>, trace: &Trace) -> Option<P> {
+    let mut p = match params {
+        None => P::object(),
+        Some(p) if p.kind() == Kind::Object => p.shallow_copy(),
+        other => return other,
+    };
+    let mut meta = p
+        .get_object("_meta")
+        .map_or_else(P::object, |m| m.shallow_copy());
+    super::set_trace_meta(&mut meta, trace);
+    p.set("_meta", meta);
+    Some(p)
 }

@@ -605,6 +605,7 @@ impl<P: Wire> McpCodec<P> {
             self.modern.call(&id, &name, &arguments, given);
         }
         let progress_token = self.take_token(&id, &params);
+        let trace = super::trace_from_meta(params.get_object("_meta").as_ref());
         ToApp::Call {
             call_id: id.clone(),
             id,
@@ -612,6 +613,7 @@ impl<P: Wire> McpCodec<P> {
             params: arguments,
             timeout: None,
             progress_token,
+            trace,
             features,
         }
         .into()
@@ -935,16 +937,20 @@ impl<P: Wire> McpCodec<P> {
                 capability,
                 params,
                 progress_token,
+                trace,
                 ..
             } => {
                 let token = progress_token.as_deref().map(P::string);
-                let meta = if self.client.modern() {
+                let mut meta = if self.client.modern() {
                     let arguments = arguments_of(&params);
                     self.client.call(&id, &capability, arguments, token.clone());
                     Some(self.client.meta_with_token(token))
                 } else {
                     token.map(|t| P::object_of(&mut [("progressToken", Some(t))]))
                 };
+                if let Some(trace) = &trace {
+                    super::set_trace_meta(meta.get_or_insert_with(P::object), trace);
+                }
                 let p = call_params(&capability, params, meta);
                 self.peer.request(&id, Sent::Call, "tools/call", Some(p))
             }

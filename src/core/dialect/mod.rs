@@ -25,7 +25,8 @@
 //! it (`peer/src/server.rs`, `peer/src/mcp.rs`).
 
 use super::message::{FromAgent, FromApp, Incoming};
-use super::payload::{Timestamp, Wire};
+use super::payload::{Payload, Timestamp, Wire};
+use super::trace::Trace;
 
 /// Why a received value was not a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -470,5 +471,22 @@ impl Default for Policy {
 impl<P: Wire> Codec<P> {
     pub fn policy(&self) -> Policy {
         self.kind().policy()
+    }
+}
+
+/// The trace context in a request's `_meta` object (MCP's `params._meta`, ABP's `payload._meta`), if valid.
+pub(crate) fn trace_from_meta<P: Payload>(meta: Option<&P>) -> Option<Trace> {
+    let meta = meta?;
+    Trace::read(
+        meta.get_string("traceparent").as_deref(),
+        meta.get_string("tracestate").as_deref(),
+    )
+}
+
+/// Writes `trace` into `meta` (an object) as `traceparent` and, when there is one, `tracestate`.
+pub(crate) fn set_trace_meta<P: Wire>(meta: &mut P, trace: &Trace) {
+    meta.set("traceparent", P::string(&trace.traceparent));
+    if let Some(state) = &trace.tracestate {
+        meta.set("tracestate", P::string(state));
     }
 }

@@ -359,6 +359,8 @@ impl<P: Wire> TesseronCodec<P> {
             timeout: None,
             // Progress is always wanted in Tesseron; the invocation names it.
             progress_token: Some(call_id),
+            // An invocation has no `_meta`: no trace context travels in Tesseron.
+            trace: None,
             features: None,
         }
         .into()

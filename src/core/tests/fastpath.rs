@@ -71,6 +71,7 @@ fn call(timeout: Option<f64>, token: Option<&str>) -> Value {
         capability: "doc.search",
         timeout,
         progress_token: token,
+        trace: None,
     };
     call_message(&fields, &|| 0.0, json!({ "q": "x", "n": [1, 2] }))
 }

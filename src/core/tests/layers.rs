@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Bottom to top; a module may use the modules of the layers before its own.
 const LAYERS: &[&[&str]] = &[
+    &["trace"],
     &["payload", "text", "map", "timers"],
     &["error"],
     &["schema"],

@@ -25,6 +25,7 @@ mod dialects;
 mod mcp;
 mod mcp_modern;
 mod tesseron;
+mod trace;
 
 mod connection;
 mod fastpath;

@@ -223,6 +223,7 @@ pub(crate) fn request(call_id: &str, capability: &str) -> CallRequest<Value> {
         params: json!({}),
         timeout: None,
         progress_token: None,
+        trace: None,
         reset_timeout_on_progress: false,
         max_total_timeout: None,
         transfer: None,

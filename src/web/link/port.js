@@ -12,7 +12,8 @@ const stringOr = (v) => (typeof v === 'string' ? v : undefined);
  *    absent); the ids twice, copied into wasm as text and kept as the JS strings the answer sends back;
  *  - a result (an object `payload`): `onResult(id, callId, payload, cancelled)`, the ids as strings or
  *    undefined, `cancelled` true only for `cancelled: true`.
- *  Everything else goes to `onOther(data, event)` whole, to be read in wasm. Messages on a port are structured
+ *  Everything else goes to `onOther(data, event)` whole, to be read in wasm: a call with a `_meta` (its trace
+ *  context) too. Messages on a port are structured
  *  clones: plain data, no getters. */
 export function abpPortListener(onCall, onResult, onOther) {
   return (e) => {
@@ -24,7 +25,7 @@ export function abpPortListener(onCall, onResult, onOther) {
         return;
       }
       if (m.type === 'capabilities/call' && typeof m.id === 'string' && typeof p.callId === 'string'
-        && typeof p.capability === 'string') {
+        && typeof p.capability === 'string' && p._meta === undefined) {
         const o = isRecord(p.options) ? p.options : undefined;
         const t = o && o.timeout;
         onCall(m.id, p.callId, m.id, p.callId, p.capability, p.params, typeof t === 'number' && isFinite(t) ? t : NaN,

@@ -63,6 +63,8 @@ pub(crate) fn channel_listener(port: &MessagePort, deliver: Rc<Deliver>) -> List
                         params,
                         timeout: timeout.is_finite().then_some(timeout),
                         progress_token: token,
+                        // A call with a trace context (a `_meta`) is read whole in wasm instead.
+                        trace: None,
                         features: None,
                     }
                     .into(),
