@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::control::{Command, Envelope, Event};
 use crate::hub::Registration;
-use crate::telemetry::{self, cancel_attributes, KeyValue, Span, SpanKind};
+use crate::telemetry::{self, cancel_attributes, KeyValue, Span};
 use crate::ws::{Conn, Incoming};
 
 struct Agent {
@@ -181,7 +181,7 @@ impl Agent {
             format!("native-{}", self.next_call)
         });
         let caller = Trace::read(traceparent.as_deref(), tracestate.as_deref());
-        let span = hop_span(&capability, &call_id, &self.room, caller.as_ref());
+        let span = telemetry::call_hop(&capability, &call_id, &self.room, "app", caller.as_ref());
         let req = CallRequest {
             call_id: call_id.clone(),
             trace: telemetry::onward(span.as_ref(), caller.as_ref()),
@@ -338,24 +338,6 @@ impl Agent {
     }
 }
 
-/// The span of a call's hop from this process to the app (`None` without `--otlp`): a client span, a child of
-/// the caller's context.
-fn hop_span(capability: &str, call_id: &str, room: &str, caller: Option<&Trace>) -> Option<Span> {
-    telemetry::start(
-        format!("capabilities/call {capability}"),
-        SpanKind::Client,
-        caller,
-        vec![
-            KeyValue::new("gen_ai.tool.name", capability.to_owned()),
-            KeyValue::new("abp.call.id", call_id.to_owned()),
-            KeyValue::new("abp.room", room.to_owned()),
-            KeyValue::new("abp.hop", "app"),
-            KeyValue::new("network.transport", "tcp"),
-        ],
-        None,
-    )
-}
-
 /// A cancel's answer as an event's attributes: whether the handler was cancelled, and who said so.
 fn answered(answer: &Value, remote: bool) -> Vec<KeyValue> {
     vec![
@@ -380,19 +362,9 @@ fn end_hop(mut span: Span, response: &Value, remote: bool, acknowledged: bool) {
         let by = vec![KeyValue::new("abp.cancel.acknowledged_by", by)];
         span.event("cancel acknowledged", by, None);
     }
-    if response["success"] != true {
-        let code = response["error"]["code"]
-            .as_str()
-            .unwrap_or("UNKNOWN")
-            .to_owned();
-        let message = response["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if code == "TIMEOUT" {
-            span.event("cancel", cancel_attributes("timeout", Some(&message)), None);
-        }
-        span.fail(code, message);
+    if span.settled(response).as_deref() == Some("TIMEOUT") {
+        let reason = response["error"]["message"].as_str();
+        span.event("cancel", cancel_attributes("timeout", reason), None);
     }
     span.end(None);
 }

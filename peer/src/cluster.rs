@@ -32,7 +32,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use crate::control::{no_app, signal, Command, Envelope, Event};
 use crate::hub::{lock, slot, Rooms, Slot, Task};
 use crate::nats::{Link, ALIVE_EVERY, GONE_AFTER};
-use crate::telemetry::{self, cancel_attributes, KeyValue, Span, SpanKind};
+use crate::telemetry::{self, cancel_attributes, Span};
 
 /// The header naming the process that published an event.
 const NODE: &str = "Abp-Node";
@@ -563,7 +563,13 @@ impl Controlling<'_> {
                 call = Some(id.clone());
                 // The hop across NATS is a span of its own, and the next hop's parent.
                 let caller = Trace::read(traceparent.as_deref(), tracestate.as_deref());
-                hop = nats_span(capability.as_deref(), id, self.room, caller.as_ref());
+                hop = telemetry::call_hop(
+                    capability.as_deref().unwrap_or_default(),
+                    id,
+                    self.room,
+                    "nats",
+                    caller.as_ref(),
+                );
                 if let Some(onward) = telemetry::onward(hop.as_ref(), caller.as_ref()) {
                     *traceparent = Some(onward.traceparent);
                     *tracestate = onward.tracestate;
@@ -754,42 +760,9 @@ struct Sent {
     at: Instant,
 }
 
-/// The span of a call's hop across NATS to the process holding the app (`None` without `--otlp`).
-fn nats_span(
-    capability: Option<&str>,
-    call_id: &str,
-    room: &str,
-    caller: Option<&Trace>,
-) -> Option<Span> {
-    let capability = capability.unwrap_or_default();
-    telemetry::start(
-        format!("capabilities/call {capability}"),
-        SpanKind::Client,
-        caller,
-        vec![
-            KeyValue::new("gen_ai.tool.name", capability.to_owned()),
-            KeyValue::new("abp.call.id", call_id.to_owned()),
-            KeyValue::new("abp.room", room.to_owned()),
-            KeyValue::new("abp.hop", "nats"),
-            KeyValue::new("messaging.system", "nats"),
-        ],
-        None,
-    )
-}
-
 /// Ends a NATS hop's span as its call settled at the other process.
 fn end_nats_hop(mut span: Span, response: &Value) {
-    if response["success"] != true {
-        let code = response["error"]["code"]
-            .as_str()
-            .unwrap_or("UNKNOWN")
-            .to_owned();
-        let message = response["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        span.fail(code, message);
-    }
+    span.settled(response);
     span.end(None);
 }
 

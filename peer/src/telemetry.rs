@@ -22,6 +22,7 @@ use opentelemetry::Context;
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
+use serde_json::Value;
 
 pub(crate) use opentelemetry::trace::SpanKind;
 pub(crate) use opentelemetry::KeyValue;
@@ -172,6 +173,19 @@ impl Span {
         }
     }
 
+    /// A call settled with `response` (what `abp.call` resolves to): when it did not succeed, the span fails
+    /// with its error's code and message, and the code is returned.
+    pub(crate) fn settled(&mut self, response: &Value) -> Option<String> {
+        if response["success"] == true {
+            return None;
+        }
+        let error = &response["error"];
+        let code = error["code"].as_str().unwrap_or("UNKNOWN").to_owned();
+        let message = error["message"].as_str().unwrap_or_default().to_owned();
+        self.fail(code.clone(), message);
+        Some(code)
+    }
+
     /// The operation failed: its `error.type`, and the span's status says why.
     pub(crate) fn fail(&mut self, error_type: String, message: String) {
         self.0
@@ -186,6 +200,35 @@ impl Span {
             None => self.0.end(),
         }
     }
+}
+
+/// The span of a call's hop toward the app (`None` without `--otlp`): a client span, a child of the caller's
+/// context. `hop`: `nats` across NATS to the process holding the app, `app` from that process to the app.
+pub(crate) fn call_hop(
+    capability: &str,
+    call_id: &str,
+    room: &str,
+    hop: &'static str,
+    caller: Option<&Trace>,
+) -> Option<Span> {
+    let carried = if hop == "nats" {
+        KeyValue::new("messaging.system", "nats")
+    } else {
+        KeyValue::new("network.transport", "tcp")
+    };
+    start(
+        format!("capabilities/call {capability}"),
+        SpanKind::Client,
+        caller,
+        vec![
+            KeyValue::new("gen_ai.tool.name", capability.to_owned()),
+            KeyValue::new("abp.call.id", call_id.to_owned()),
+            KeyValue::new("abp.room", room.to_owned()),
+            KeyValue::new("abp.hop", hop),
+            carried,
+        ],
+        None,
+    )
 }
 
 /// The context a hop passes on: `span`'s when there is one, else the caller's as it came (spans not exported).
