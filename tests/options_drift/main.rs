@@ -99,11 +99,7 @@ fn read_call_options_js() -> String {
             .unwrap(),
             Given::Number => {
                 let slot = o.slot.unwrap();
-                assert!(
-                    is_identifier(name) && !["o", "out", "bits", "signal", "s", "field"].contains(&name),
-                    "number option {name:?}: the reader names a local after it, and cannot with this name"
-                );
-                writeln!(s, "    const {name} = field(o, '{name}');").unwrap();
+                read_into_local(&mut s, name);
                 writeln!(
                     s,
                     "    if (typeof {name} === 'number') {{ out[{slot}] = {name}; bits |= {bit}; }}"
@@ -111,11 +107,7 @@ fn read_call_options_js() -> String {
                 .unwrap();
             }
             Given::Object => {
-                assert!(
-                    is_identifier(name) && !["o", "out", "bits", "signal", "s", "field"].contains(&name),
-                    "object option {name:?}: the reader names a local after it, and cannot with this name"
-                );
-                writeln!(s, "    const {name} = field(o, '{name}');").unwrap();
+                read_into_local(&mut s, name);
                 writeln!(
                     s,
                     "    if (typeof {name} === 'object' && {name} !== null) bits |= {bit};"
@@ -151,6 +143,16 @@ fn interface_ts(name: &str, list: &[OptionSpec]) -> String {
     }
     s.push_str("}\n");
     s
+}
+
+/// `const <name> = field(o, '<name>');`: the option read once into a local named after it (which the name must
+/// allow).
+fn read_into_local(s: &mut String, name: &str) {
+    assert!(
+        is_identifier(name) && !["o", "out", "bits", "signal", "s", "field"].contains(&name),
+        "option {name:?}: the reader names a local after it, and cannot with this name"
+    );
+    writeln!(s, "    const {name} = field(o, '{name}');").unwrap();
 }
 
 fn is_identifier(name: &str) -> bool {
