@@ -204,11 +204,17 @@ impl Agent {
                     self.aborts.push((now + ms, call_id, reason));
                 }
             }
-            Err(e) => self.event(Event::Settled {
-                reference: r,
-                response: local_response(e, false, &call_id),
-                call_id,
-            }),
+            Err(e) => {
+                let response = local_response(e, false, &call_id);
+                if let Some(span) = span {
+                    end_hop(span, &response, false, false);
+                }
+                self.event(Event::Settled {
+                    reference: r,
+                    response,
+                    call_id,
+                });
+            }
         }
     }
 

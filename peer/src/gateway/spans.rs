@@ -29,9 +29,14 @@ impl Spans {
         }
     }
 
+    /// Whether any request's span is open (none without `--otlp`).
+    pub(crate) fn any_open(&self) -> bool {
+        !self.open.is_empty()
+    }
+
     /// A message to `host`: an answer ends its request's span, failed for a JSON-RPC error or a tool's error.
     pub(crate) fn answered(&mut self, host: u64, message: &Value, at: SystemTime) {
-        if self.open.is_empty() || message.get("method").is_some() {
+        if message.get("method").is_some() {
             return;
         }
         let Some(key) = message.get("id").and_then(key_of) else {

@@ -15,6 +15,7 @@ use crate::core::connection::{AgentConnection, AppConnection};
 use crate::core::dialect::{Carrier, DialectKind};
 use crate::core::error::ErrorCode;
 use crate::core::message::Outcome;
+use crate::core::trace::Trace;
 
 pub(crate) struct Pair {
     pub(crate) now: f64,
@@ -163,14 +164,16 @@ impl Pair {
         settled_in(&self.agent_events, call_id)
     }
 
+    /// Each handler the app started, in order: its call id and the trace context it was given.
+    pub(crate) fn starts(&self) -> impl Iterator<Item = (&str, Option<&Trace>)> {
+        self.app_events.iter().filter_map(|e| match e {
+            AppOutput::Start { call_id, trace, .. } => Some((call_id.as_str(), trace.as_ref())),
+            _ => None,
+        })
+    }
+
     pub(crate) fn started(&self) -> Vec<&str> {
-        self.app_events
-            .iter()
-            .filter_map(|e| match e {
-                AppOutput::Start { call_id, .. } => Some(call_id.as_str()),
-                _ => None,
-            })
-            .collect()
+        self.starts().map(|(call_id, _)| call_id).collect()
     }
 
     pub(crate) fn aborted(&self) -> Vec<&str> {

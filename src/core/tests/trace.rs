@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::pair::{request, Pair};
 use crate::core::agent::CallRequest;
-use crate::core::app::{AppConfig, AppOutput};
+use crate::core::app::AppConfig;
 use crate::core::dialect::DialectKind;
 use crate::core::trace::Trace;
 
@@ -30,13 +30,7 @@ fn connected(dialect: DialectKind, version: Option<&str>) -> Pair {
 
 /// The trace each started handler got, in order.
 fn started_traces(p: &Pair) -> Vec<Option<Trace>> {
-    p.app_events
-        .iter()
-        .filter_map(|e| match e {
-            AppOutput::Start { trace, .. } => Some(trace.clone()),
-            _ => None,
-        })
-        .collect()
+    p.starts().map(|(_, trace)| trace.cloned()).collect()
 }
 
 fn traced(call_id: &str, trace: Option<Trace>) -> CallRequest<Value> {
