@@ -8,6 +8,7 @@ import { assert, eq, pageErrors, rejection, runNamed, sleep, until } from './hel
 
 const AGENT = { agent: { name: 'abp-wasm-test-agent', version: '1.0.0' }, dialect: 'acp' };
 const raw = (p) => p ?? {};
+const PARENT = '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01';
 
 
 /** The SDK's client role calling our AbpApp (dialect 'acp'). */
@@ -19,6 +20,7 @@ export async function sdkClientCallsOurApp() {
     ctx.signal.addEventListener('abort', () => { aborts[name] = ctx.signal.reason.name; reject(ctx.signal.reason); });
   });
   app.register('echo', ({ text }) => ({ text }));
+  app.register('traced', (_params, ctx) => ({ trace: ctx.trace ?? null }));
   app.register('slow', waitForAbort('slow'));
   app.register('slow2', waitForAbort('slow2'));
   app.register('limited', () => { throw { code: 'RATE_LIMITED', message: 'slow down', retryAfter: 100 }; });
@@ -39,6 +41,12 @@ export async function sdkClientCallsOurApp() {
   const init = await initializing;
   eq(init.protocolVersion, 1, 'initialize is answered, not cancelled');
   eq(await conn.agent.request('echo', { text: 'hi' }), { text: 'hi' }, 'a request named after the capability');
+  // W3C trace context in the request's _meta (the root keys ACP reserves for it) reaches ctx.trace; an invalid one
+  // does not.
+  eq(await conn.agent.request('traced', { _meta: { traceparent: PARENT, tracestate: 'acp=1' } }),
+    { trace: { traceparent: PARENT, tracestate: 'acp=1' } }, "the SDK's _meta.traceparent as ctx.trace");
+  eq(await conn.agent.request('traced', { _meta: { traceparent: PARENT.toUpperCase() } }), { trace: null },
+    'an invalid traceparent is dropped');
   // $/cancel_request: our handler's signal aborts and the SDK gets -32800.
   const stop = new AbortController();
   const slow = conn.agent.request('slow', {}, { cancellationSignal: stop.signal });
@@ -87,6 +95,7 @@ export async function ourClientCallsTheSdkAgent() {
   const sdk = agent({ name: 'sdk-agent' })
     .onRequest(methods.agent.initialize, async () => ({ protocolVersion: PROTOCOL_VERSION, agentCapabilities: {}, authMethods: [] }))
     .onRequest('echo', raw, (ctx) => { watch(ctx); return { text: ctx.params.text }; })
+    .onRequest('traced', raw, (ctx) => ({ meta: ctx.params._meta ?? null, text: ctx.params.text }))
     .onRequest('slow', raw, (ctx) => { watch(ctx); return waitForAbort(ctx); })
     .onRequest('stubborn', raw, async (ctx) => { watch(ctx); await sleep(100); return { done: true }; })
     .onRequest('boom', raw, (ctx) => { watch(ctx); throw new Error('boom'); })
@@ -95,6 +104,11 @@ export async function ourClientCallsTheSdkAgent() {
   const abp = await AbpClient.connect(PostMessageTransport.fromPort(channel.port1), { ...AGENT, heartbeat: 300 });
   eq(abp.listCapabilities(), [], 'ACP has no capability list');
   eq((await abp.call('echo', { text: 'hi' })).data, { text: 'hi' }, 'a call');
+  // The trace option goes in the request's _meta, beside the params the caller gave (which are not changed).
+  const params = { text: 'traced', _meta: { mine: 1 } };
+  eq((await abp.call('traced', params, { trace: { traceparent: PARENT } })).data,
+    { meta: { mine: 1, traceparent: PARENT }, text: 'traced' }, "ctx.params._meta in the SDK's handler");
+  eq(params, { text: 'traced', _meta: { mine: 1 } }, "the caller's params unchanged");
   // Abort: $/cancel_request, the SDK handler's signal aborts, it answers -32800, our call resolves CANCELLED.
   const controller = new AbortController();
   const pending = abp.call('slow', {}, { signal: controller.signal });

@@ -12,6 +12,8 @@ import {
 } from './helpers.js';
 
 const AGENT = { agent: { name: 'abp-wasm-test-agent', version: '1.0.0' }, dialect: 'mcp' };
+// A W3C traceparent, for the calls that carry a trace context.
+const PARENT = '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01';
 
 // What the frames report ({ fixtureLog } from our app, tests/fixtures/mcp-app.html; { sdkLog } from the SDK's
 // McpServer page, tests/interop/mcp-sdk/server.html), and every JSON-RPC message they post, for counting frames.
@@ -63,6 +65,11 @@ async function theSdkClientDrivesOurApp(framing) {
   eq(tools[2].inputSchema, { type: 'object' }, 'the default inputSchema');
   const echoed = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
   eq(echoed.structuredContent, { text: 'hi' }, 'callTool: structuredContent');
+  // The SDK passes the request's _meta on: its W3C trace context is our handler's ctx.trace.
+  await client.callTool({ name: 'echo', arguments: { text: 'traced' }, _meta: { traceparent: PARENT, tracestate: 'mcp=1' } });
+  const isTraced = (r) => r.event === 'start' && r.trace;
+  await until(() => reported(isTraced), 'the traced call to start');
+  eq(reported(isTraced).trace, { traceparent: PARENT, tracestate: 'mcp=1' }, "the SDK client's _meta.traceparent as ctx.trace");
   eq(echoed.content, [{ type: 'text', text: '{"text":"hi"}' }], 'callTool: text content');
   // Arguments are checked against the inputSchema; unknown tools are JSON-RPC errors -32602.
   const bad = await rejection(client.callTool({ name: 'echo', arguments: { text: 5 } }));
@@ -144,6 +151,11 @@ async function ourClientDrivesTheSdkServer(framing) {
   eq(abp.describeCapability('add').description, 'Adds two numbers (has an outputSchema, returns structuredContent)', 'descriptions');
   const echoed = await abp.call('echo', { text: 'hi' });
   eq([echoed.success, echoed.data.content], [true, [{ type: 'text', text: 'hi' }]], 'a call (the CallToolResult as data)');
+  // Our trace option goes in the request's _meta, where the SDK server's handler reads it (extra._meta).
+  await abp.call('echo', { text: 'traced' }, { trace: { traceparent: PARENT }, callId: 'traced' });
+  const isTraced = (r) => r.event === 'start' && r.requestId === 'traced';
+  await until(() => reported(isTraced), 'the traced call');
+  eq(reported(isTraced).traceparent, PARENT, "the SDK handler's extra._meta.traceparent");
   eq((await abp.call('add', { a: 2, b: 3 })).data, { sum: 5 }, 'structuredContent as data');
   const failed = await abp.call('fail', {});
   eq([failed.success, failed.error.code, failed.error.message], [false, 'OPERATION_FAILED', 'boom: the handler failed'], 'isError');
