@@ -89,6 +89,17 @@ fn traces_url(url: &str) -> Result<String, String> {
     if rest.is_empty() || rest.starts_with('/') {
         return Err(format!("--otlp {url}: the URL names no host"));
     }
+    // The URL is logged: a secret in it would be too. A collector's key goes in OTEL_EXPORTER_OTLP_HEADERS.
+    if rest
+        .split('/')
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
+    {
+        return Err(
+            "--otlp: the URL may not hold credentials (user:password@); give a collector's key in OTEL_EXPORTER_OTLP_HEADERS"
+                .into(),
+        );
+    }
     let base = url.trim_end_matches('/');
     Ok(if base.ends_with("/v1/traces") {
         base.to_owned()
